@@ -1,0 +1,91 @@
+"""The one place that talks to NVML.
+
+`pynvml` (from nvidia-ml-py) is imported and NVML initialised on the first call only, so
+importing this module costs nothing. Every query goes through `NVML.query`, which turns
+"not supported", "no permission", a missing library or a missing function into the given
+default instead of an exception: a device that cannot answer a question has a missing
+value, not a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class NVML:
+    """Lazily initialised NVML session. One per process is enough (`nvml()` below)."""
+
+    def __init__(self, loader: Callable[[], Any] | None = None) -> None:
+        self._loader = loader or _import_pynvml
+        self._lock = threading.Lock()
+        self._lib: Any = None
+        self._state: str = "untried"  # untried | ok | unavailable
+        self.error: str | None = None
+
+    @property
+    def available(self) -> bool:
+        return self._ensure() is not None
+
+    def _ensure(self) -> Any:
+        with self._lock:
+            if self._state == "untried":
+                try:
+                    lib = self._loader()
+                    lib.nvmlInit()
+                except Exception as exc:  # library missing, driver missing, no device
+                    self._state = "unavailable"
+                    self.error = f"{type(exc).__name__}: {exc}"
+                else:
+                    self._lib = lib
+                    self._state = "ok"
+            return self._lib
+
+    def query(self, name: str, *args: Any, default: T | None = None) -> Any:
+        """Call `pynvml.<name>(*args)`; return `default` if NVML cannot answer."""
+        lib = self._ensure()
+        if lib is None:
+            return default
+        fn = getattr(lib, name, None)
+        if fn is None:
+            return default
+        try:
+            value = fn(*args)
+        except Exception:  # NVMLError_NotSupported, NoPermission, GpuIsLost, ...
+            return default
+        if isinstance(value, bytes):
+            value = value.decode(errors="replace")
+        return value
+
+    def constant(self, name: str, default: int = 0) -> int:
+        lib = self._ensure()
+        return int(getattr(lib, name, default)) if lib is not None else default
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._state == "ok" and self._lib is not None:
+                with contextlib.suppress(Exception):
+                    self._lib.nvmlShutdown()
+            self._state = "untried"
+            self._lib = None
+
+
+def _import_pynvml() -> Any:
+    import pynvml
+
+    return pynvml
+
+
+_SESSION: NVML | None = None
+
+
+def nvml() -> NVML:
+    """The process-wide NVML session."""
+    global _SESSION
+    if _SESSION is None:
+        _SESSION = NVML()
+    return _SESSION

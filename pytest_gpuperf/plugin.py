@@ -1,0 +1,248 @@
+"""pytest-gpuperf: options, markers, fixtures and hooks. Wiring only.
+
+The logic lives in pure modules (marks, profiles, stats, verdict) and the lazy per-run
+state in session.GpuPerfSession. Importing this module imports neither torch nor NVML.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import marks
+from .session import AUTO, GpuPerfSession, Options
+
+SESSION_KEY = pytest.StashKey[GpuPerfSession]()
+
+MARKERS = {
+    "requires_vram": "requires_vram(size): skip unless the GPU the test gets has at least "
+    "this much memory; size is '40GiB', '48GB', '512MiB' or a byte count. Skips on the CPU.",
+    "requires_mig": "requires_mig(profile=None): run only on a MIG instance, optionally of "
+    "the given slice profile such as '1g.10gb'.",
+    "requires_gpus": "requires_gpus(n): skip when fewer than n GPUs are visible.",
+    "requires_capability": "requires_capability('8.0'): skip on GPUs below this compute "
+    "capability, and on the CPU.",
+    "dtype": "dtype('fp32', 'tf32', 'fp16', 'bf16', ...): parametrize the test over these "
+    "dtypes (ids [fp32] ...), give it a `dtype` argument holding the torch dtype, and skip "
+    "a dtype the device cannot run (bf16/tf32 before compute capability 8.0).",
+}
+
+
+# ------------------------------------------------------------------------------ options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gpuperf", "GPU performance regression testing (pytest-gpuperf)")
+    group.addoption(
+        "--gpu-profile",
+        action="store",
+        default=None,
+        metavar="NAME|auto",
+        help="GPU profile the results belong to (baselines/<profile>.json). 'auto' "
+        "(default) picks the profile that matches the detected device. A named profile "
+        "that does not match the device is a usage error unless --gpu-allow-mismatch.",
+    )
+    group.addoption(
+        "--gpu-allow-mismatch",
+        action="store_true",
+        default=False,
+        help="allow --gpu-profile to name a profile other than the detected device's.",
+    )
+    group.addoption(
+        "--gpu-info",
+        action="store_true",
+        default=False,
+        help="print the device snapshot (GPU, memory, MIG, driver, CUDA, versions) and exit.",
+    )
+    group.addoption(
+        "--gpu-profiles",
+        action="store_true",
+        default=False,
+        help="list the known GPU profiles (built-in and from pyproject.toml) and exit.",
+    )
+    parser.addini("gpuperf_profile", "default for --gpu-profile", default=AUTO)
+
+
+def _make_session(config: pytest.Config) -> GpuPerfSession:
+    profile = config.getoption("gpu_profile") or config.getini("gpuperf_profile") or AUTO
+    opts = Options(
+        profile=str(profile).strip(),
+        allow_mismatch=bool(config.getoption("gpu_allow_mismatch")),
+    )
+    pyproject = Path(config.rootpath, "pyproject.toml")
+    return GpuPerfSession(opts, pyproject if pyproject.is_file() else None)
+
+
+def get_session(config: pytest.Config) -> GpuPerfSession:
+    if SESSION_KEY not in config.stash:
+        config.stash[SESSION_KEY] = _make_session(config)
+    return config.stash[SESSION_KEY]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    if config.getoption("gpu_profiles"):
+        sess = get_session(config)
+        try:
+            registry = sess.registry
+        except pytest.UsageError as exc:
+            sys.stderr.write(f"ERROR: {exc}\n")
+            return pytest.ExitCode.USAGE_ERROR
+        width = max(len(n) for n in registry.names())
+        for p in registry.profiles.values():
+            sys.stdout.write(f"{p.name:<{width}}  {p.summary()}\n")
+        return 0
+    if config.getoption("gpu_info"):
+        sess = get_session(config)
+        from .device import detect
+
+        snap = detect(use_torch=True)
+        sess.set_snapshot(snap)
+        for line in snap.lines():
+            sys.stdout.write(line + "\n")
+        try:
+            prof = sess.detected_profile()
+        except pytest.UsageError as exc:
+            sys.stderr.write(f"ERROR: {exc}\n")
+            return pytest.ExitCode.USAGE_ERROR
+        sys.stdout.write(f"  profile: {prof.name if prof else 'no known profile matches'}\n")
+        return 0
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for doc in MARKERS.values():
+        config.addinivalue_line("markers", doc)
+    sess = get_session(config)
+    sess.check_profile()
+
+
+# ------------------------------------------------------------------ markers at collection
+
+
+def _marker_error(nodeid: str, marker: str, exc: Exception) -> pytest.Collector.CollectError:
+    return pytest.Collector.CollectError(f"{nodeid}: @pytest.mark.{marker}: {exc}")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    nodeid = metafunc.definition.nodeid
+    for name, parse in marks.PARSERS.items():
+        for m in metafunc.definition.iter_markers(name):
+            try:
+                parse(m.args, dict(m.kwargs))
+            except marks.MarkerError as exc:
+                raise _marker_error(nodeid, name, exc) from None
+    dtype_marks = list(metafunc.definition.iter_markers("dtype"))
+    if not dtype_marks:
+        return
+    try:
+        specs = marks.parse_dtype_marker(dtype_marks[0].args, dict(dtype_marks[0].kwargs))
+    except marks.MarkerError as exc:
+        raise _marker_error(nodeid, "dtype", exc) from None
+    if "dtype" not in metafunc.fixturenames:
+        raise _marker_error(
+            nodeid, "dtype", marks.MarkerError("the test must take a `dtype` argument")
+        )
+    metafunc.parametrize("dtype", specs, ids=[s.name for s in specs], indirect=True)
+
+
+# ------------------------------------------------------------------- decisions at setup
+
+
+def _requirements(item: pytest.Item) -> Iterator[marks.Requirement]:
+    for name, parse in marks.PARSERS.items():
+        for m in item.iter_markers(name):
+            try:
+                yield parse(m.args, dict(m.kwargs))
+            except marks.MarkerError as exc:  # markers added after collection
+                pytest.fail(f"{item.nodeid}: @pytest.mark.{name}: {exc}", pytrace=False)
+
+
+def skip_reason(item: pytest.Item) -> str | None:
+    """The first requirement of this test the device does not meet, or None."""
+    sess = get_session(item.config)
+    reqs = list(_requirements(item))
+    spec = _dtype_param(item)
+    if not reqs and spec is None:
+        return None
+    snap = sess.snapshot()
+    for req in reqs:
+        reason = marks.evaluate(req, snap)
+        if reason:
+            return reason
+    if spec is not None:
+        return marks.evaluate_dtype(spec, snap)
+    return None
+
+
+def _dtype_param(item: pytest.Item) -> marks.DTypeSpec | None:
+    callspec = getattr(item, "callspec", None)
+    value = callspec.params.get("dtype") if callspec is not None else None
+    return value if isinstance(value, marks.DTypeSpec) else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    # Decided before any other setup hook, on the device this process actually has. The
+    # decision becomes an ordinary skip marker, so pytest reports it at the test's location.
+    reason = skip_reason(item)
+    if reason:
+        item.add_marker(pytest.mark.skip(reason=reason))
+    return (yield)
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def gpu_device(pytestconfig: pytest.Config) -> Any:
+    """The DeviceSnapshot of this machine (GPUs visible to this process, or the CPU)."""
+    return get_session(pytestconfig).snapshot()
+
+
+@pytest.fixture(scope="session")
+def gpu_profile(pytestconfig: pytest.Config) -> Any:
+    """The Profile results belong to (asked for, or detected), or None if unknown."""
+    return get_session(pytestconfig).profile()
+
+
+def _spec_for(request: pytest.FixtureRequest) -> marks.DTypeSpec:
+    node = request.node
+    spec = _dtype_param(node) if isinstance(node, pytest.Item) else None
+    if spec is None:
+        raise pytest.UsageError(
+            f"{node.nodeid}: the dtype/dtype_spec fixtures need "
+            "@pytest.mark.dtype('fp16', 'bf16', ...) on the test"
+        )
+    return spec
+
+
+@pytest.fixture
+def dtype_spec(request: pytest.FixtureRequest) -> marks.DTypeSpec:
+    """The DTypeSpec (name, torch dtype, bytes per element) of a @pytest.mark.dtype test."""
+    return _spec_for(request)
+
+
+@pytest.fixture
+def dtype(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The torch dtype of a test parametrized by @pytest.mark.dtype.
+
+    'tf32' gives torch.float32 with TF32 matmuls allowed for the test; 'fp32' gives
+    torch.float32 with them forbidden (full-precision float32), whatever the global setting.
+    """
+    spec = _spec_for(request)
+    import torch
+
+    previous = torch.get_float32_matmul_precision()
+    if spec.name == "tf32":
+        torch.set_float32_matmul_precision("high")
+    elif spec.name == "fp32":
+        torch.set_float32_matmul_precision("highest")
+    try:
+        yield spec.torch_dtype()
+    finally:
+        torch.set_float32_matmul_precision(previous)

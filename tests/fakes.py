@@ -1,0 +1,146 @@
+"""Test doubles for hardware. Used only by unit tests; the real NVML and CUDA paths run on
+a GPU (see docs/performance.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from pytest_gpuperf.device import DeviceSnapshot, GPUInfo
+
+MIB = 1024**2
+
+# (name NVML reports, memory NVML reports in MiB, compute capability, expected profile).
+# The H200 row is what our H200 reported (docs/performance.md); the others are the names
+# and totals these cards report through nvidia-smi / NVML.
+RECORDED = [
+    ("NVIDIA H200", 143771, (9, 0), "h200"),
+    ("NVIDIA A100-SXM4-40GB", 40960, (8, 0), "a100-40gb"),
+    ("NVIDIA A100-PCIE-40GB", 40960, (8, 0), "a100-40gb"),
+    ("NVIDIA A100-SXM4-80GB", 81920, (8, 0), "a100-80gb"),
+    ("NVIDIA A100 80GB PCIe", 81920, (8, 0), "a100-80gb"),
+    ("NVIDIA H100 80GB HBM3", 81559, (9, 0), "h100"),
+    ("NVIDIA H100 PCIe", 81559, (9, 0), "h100"),
+    ("NVIDIA H100 NVL", 95830, (9, 0), "h100"),
+    ("NVIDIA L40S", 46068, (8, 9), "l40s"),
+    ("NVIDIA L4", 23034, (8, 9), "l4"),
+    ("NVIDIA A10G", 23028, (8, 6), "a10g"),
+    ("NVIDIA RTX 6000 Ada Generation", 49140, (8, 9), "rtx-6000-ada"),
+    ("NVIDIA RTX A6000", 49140, (8, 6), "rtx-a6000"),
+    ("Tesla T4", 15360, (7, 5), "t4"),
+]
+
+
+def gpu(
+    name: str = "NVIDIA H200", mib: int = 143771, cc: tuple[int, int] = (9, 0), **kw: Any
+) -> GPUInfo:
+    return GPUInfo(
+        index=0,
+        name=name,
+        uuid="GPU-fake",
+        memory_total=mib * MIB,
+        compute_capability=cc,
+        mig_mode=False,
+        **kw,
+    )
+
+
+def snapshot(*gpus: GPUInfo) -> DeviceSnapshot:
+    if not gpus:
+        return DeviceSnapshot(
+            kind="cpu",
+            cpu_model="Fake CPU",
+            cpu_cores=2,
+            host_memory=8 * 1024 * MIB,
+            note="test double: no GPU",
+        )
+    return DeviceSnapshot(
+        kind="cuda",
+        gpus=tuple(gpus),
+        driver_version="580.00",
+        cuda_driver_version="13.0",
+        source="nvml",
+    )
+
+
+class NVMLError(Exception):
+    pass
+
+
+class NVMLError_NotSupported(NVMLError):
+    pass
+
+
+@dataclass
+class FakeDev:
+    name: str
+    mib: int
+    cc: tuple[int, int]
+    uuid: str
+    mig: bool = False
+    instances: list[FakeDev] = field(default_factory=list)
+
+
+class FakePynvml:
+    """Just enough of pynvml's surface for device detection."""
+
+    NVML_CLOCK_SM = 1
+
+    def __init__(self, devices: list[FakeDev], fail_init: bool = False) -> None:
+        self.devices = devices
+        self.fail_init = fail_init
+        self.calls: list[str] = []
+
+    def nvmlInit(self) -> None:
+        if self.fail_init:
+            raise NVMLError("Driver Not Loaded")
+
+    def nvmlDeviceGetCount(self) -> int:
+        return len(self.devices)
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> FakeDev:
+        return self.devices[i]
+
+    def nvmlDeviceGetName(self, h: FakeDev) -> bytes:
+        return h.name.encode()
+
+    def nvmlDeviceGetUUID(self, h: FakeDev) -> str:
+        return h.uuid
+
+    def nvmlDeviceGetMemoryInfo(self, h: FakeDev) -> SimpleNamespace:
+        return SimpleNamespace(total=h.mib * MIB, free=h.mib * MIB, used=0)
+
+    def nvmlDeviceGetCudaComputeCapability(self, h: FakeDev) -> tuple[int, int]:
+        return h.cc
+
+    def nvmlDeviceGetMigMode(self, h: FakeDev) -> tuple[int, int]:
+        if h.uuid.startswith("MIG-"):
+            raise NVMLError_NotSupported()
+        return (int(h.mig), int(h.mig))
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, h: FakeDev) -> int:
+        return 7 if h.mig else 0
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, h: FakeDev, i: int) -> FakeDev:
+        if i >= len(h.instances):
+            raise NVMLError("not found")
+        return h.instances[i]
+
+    def nvmlDeviceGetPowerManagementLimit(self, h: FakeDev) -> int:
+        raise NVMLError_NotSupported()
+
+    def nvmlDeviceGetMaxClockInfo(self, h: FakeDev, clock: int) -> int:
+        return 1980
+
+    def nvmlDeviceGetPciInfo(self, h: FakeDev) -> SimpleNamespace:
+        return SimpleNamespace(busId=b"00000000:01:00.0")
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return "580.159.04"
+
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
+        return 13000
+
+    def nvmlShutdown(self) -> None:
+        pass

@@ -1,0 +1,301 @@
+"""The plugin in real pytest sessions (pytester): options, markers, skips, errors.
+
+A conftest in each inner session sets the device snapshot through the plugin's public
+session API, standing in for hardware; everything else is the real plugin.
+"""
+
+import pytest
+
+FAKE_DEVICE = """
+import pytest
+from pytest_gpuperf.plugin import get_session
+from tests.fakes import gpu, snapshot
+
+DEVICES = {{
+    "h200": snapshot(gpu()),
+    "t4": snapshot(gpu("Tesla T4", 15360, (7, 5))),
+    "a100-mig": snapshot(gpu("NVIDIA A100-SXM4-40GB MIG 1g.5gb", 4864, (8, 0),
+                             mig_profile="1g.5gb", parent_name="NVIDIA A100-SXM4-40GB",
+                             parent_memory_total=40960 * 1024**2)),
+    "cpu": snapshot(),
+}}
+
+def pytest_configure(config):
+    get_session(config).set_snapshot(DEVICES["{device}"])
+"""
+
+BENCH = """
+import pytest
+
+@pytest.mark.requires_vram("40GiB")
+@pytest.mark.dtype("fp16", "bf16")
+def test_big(dtype):
+    pass
+
+@pytest.mark.requires_gpus(2)
+def test_two_gpus():
+    pass
+
+@pytest.mark.requires_mig("1g.5gb")
+def test_mig():
+    pass
+
+@pytest.mark.requires_capability("8.9")
+def test_fp8_card():
+    pass
+
+def test_plain():
+    pass
+"""
+
+
+@pytest.fixture
+def on(pytester, request):
+    import sys
+    from pathlib import Path
+
+    root = str(Path(request.config.rootpath))
+    pytester.syspathinsert(root)
+    sys.modules.pop("conftest", None)
+
+    def use(device):
+        pytester.makeconftest(FAKE_DEVICE.format(device=device))
+        return pytester
+
+    return use
+
+
+def outcomes(result):
+    return (
+        {
+            r.nodeid.split("::")[-1]: r.outcome
+            for r in result.reprec.getreports("pytest_runtest_setup")
+        }
+        if hasattr(result, "reprec")
+        else None
+    )
+
+
+def test_skips_on_a_small_gpu_with_reasons(on):
+    p = on("t4")
+    p.makepyfile(test_bench=BENCH)
+    result = p.runpytest("-rs", "--strict-markers")
+    result.assert_outcomes(passed=1, skipped=5)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_bench.py:3: needs 40.0 GiB of GPU memory, 15.0 GiB available on Tesla T4",
+            "*test_bench.py:8: needs 2 GPU(s), 1 visible",
+            "*test_bench.py:12: needs a MIG instance of slice 1g.5gb; Tesla T4 is not a MIG instance",
+            "*test_bench.py:16: needs compute capability 8.9, Tesla T4 has 7.5",
+        ]
+    )
+
+
+def test_runs_on_the_h200(on):
+    p = on("h200")
+    p.makepyfile(test_bench=BENCH)
+    result = p.runpytest("-rs", "--strict-markers", "-v")
+    result.assert_outcomes(passed=4, skipped=2)
+    result.stdout.fnmatch_lines(
+        ["*test_big?fp16? PASSED*", "*test_big?bf16? PASSED*", "*test_fp8_card PASSED*"]
+    )
+
+
+def test_runs_on_a_mig_slice(on):
+    p = on("a100-mig")
+    p.makepyfile(test_bench=BENCH)
+    result = p.runpytest("-rs")
+    result.assert_outcomes(passed=2, skipped=4)
+    result.stdout.fnmatch_lines(["*needs 40.0 GiB of GPU memory, 4.8 GiB available on MIG 1g.5gb"])
+
+
+def test_cpu_run_skips_gpu_requirements(on):
+    p = on("cpu")
+    p.makepyfile(test_bench=BENCH)
+    result = p.runpytest("-rs")
+    result.assert_outcomes(passed=1, skipped=5)
+    result.stdout.fnmatch_lines(
+        ["*needs a GPU with 40.0 GiB; no GPU visible (test double: no GPU)"]
+    )
+
+
+def test_dtype_ids_values_and_skip_on_old_gpu(on):
+    p = on("t4")
+    p.makepyfile(
+        test_dt="""
+        import pytest, torch
+
+        @pytest.mark.dtype("fp32", "tf32", "fp16", "bf16")
+        def test_d(dtype, dtype_spec):
+            expected = {"fp32": torch.float32, "tf32": torch.float32,
+                        "fp16": torch.float16, "bf16": torch.bfloat16}[dtype_spec.name]
+            assert dtype is expected
+            precision = torch.get_float32_matmul_precision()
+            if dtype_spec.name == "tf32":
+                assert precision == "high"
+            if dtype_spec.name == "fp32":
+                assert precision == "highest"
+        """
+    )
+    result = p.runpytest("-v", "-rs")
+    result.stdout.fnmatch_lines(
+        [
+            "*test_d?fp32? PASSED*",
+            "*test_d?tf32? SKIPPED*",
+            "*test_d?fp16? PASSED*",
+            "*test_d?bf16? SKIPPED*",
+            "*bf16 needs compute capability 8.0, Tesla T4 has 7.5",
+        ]
+    )
+    result.assert_outcomes(passed=2, skipped=2)
+
+
+@pytest.mark.parametrize(
+    ("decorator", "fragment"),
+    [
+        (
+            'requires_vram("40 gigs")',
+            "@pytest.mark.requires_vram: unknown unit 'gigs' in size '40 gigs': use one of B, kB*",
+        ),
+        (
+            "requires_vram(-1)",
+            "@pytest.mark.requires_vram: size must be a positive number of bytes, got -1",
+        ),
+        (
+            "requires_gpus(0)",
+            "@pytest.mark.requires_gpus: expected a GPU count of at least 1, got 0",
+        ),
+        (
+            'requires_mig("huge")',
+            "@pytest.mark.requires_mig: expected a MIG slice profile such as '1g.10gb', got 'huge'",
+        ),
+        (
+            'requires_capability("eight")',
+            "@pytest.mark.requires_capability: expected a compute capability such as '8.0', got 'eight'",
+        ),
+        ('dtype("fp64x")', "@pytest.mark.dtype: unknown dtype 'fp64x'*"),
+    ],
+)
+def test_bad_marker_argument_is_a_collection_error_naming_test_marker_value(
+    on, decorator, fragment
+):
+    p = on("h200")
+    p.makepyfile(
+        test_bad=f"""
+        import pytest
+
+        @pytest.mark.{decorator}
+        def test_it(dtype=None):
+            pass
+        """
+    )
+    result = p.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        ["*ERROR collecting test_bad.py*", f"test_bad.py::test_it: {fragment}"]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_dtype_marker_needs_a_dtype_argument(on):
+    p = on("h200")
+    p.makepyfile(test_x="import pytest\n@pytest.mark.dtype('bf16')\ndef test_x():\n    pass\n")
+    result = p.runpytest()
+    result.stdout.fnmatch_lines(
+        ["test_x.py::test_x: @pytest.mark.dtype: the test must take a `dtype` argument"]
+    )
+
+
+def test_markers_are_registered_and_documented(pytester):
+    result = pytester.runpytest("--markers")
+    for name in (
+        "requires_vram(size)",
+        "requires_mig(profile=None)",
+        "requires_gpus(n)",
+        "requires_capability('8.0')",
+        "dtype('fp32'",
+    ):
+        result.stdout.fnmatch_lines([f"@pytest.mark.{name}*"])
+
+
+def test_gpu_profiles_lists_builtin_and_user_profiles(pytester):
+    pytester.makepyprojecttoml(
+        '[tool.gpuperf.profiles.rtx4090]\nmatch = "RTX 4090"\nmemory_gib = 24\nprice_per_hour = 0.69\n'
+    )
+    result = pytester.runpytest("--gpu-profiles")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "a100-40gb *NVIDIA A100 40 GB, 40 GB, sm 8.0, bf16/tf32, MIG 7x1g.5gb*",
+            "h200 *",
+            "cpu *",
+            "rtx4090 *rtx4090, 24 GB, $0.69/h*",
+        ]
+    )
+
+
+def test_bad_user_profile_is_a_usage_error(pytester):
+    pytester.makepyprojecttoml("[tool.gpuperf.profiles.x]\nmemory_gib = 24\n")
+    result = pytester.runpytest("--gpu-profiles")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*[[]tool.gpuperf.profiles.x[]]: a new profile needs 'match'*"])
+
+
+def test_gpu_info_prints_the_snapshot(pytester):
+    result = pytester.runpytest_subprocess("--gpu-info")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["device: *", "*torch: *", "*profile: *"])
+
+
+def test_unknown_profile_name_lists_known_ones(on):
+    p = on("h200")
+    result = p.runpytest("--gpu-profile=a100")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*--gpu-profile: unknown GPU profile 'a100'; known profiles: a100-40gb, a100-80gb, h100, h200*"
+        ]
+    )
+
+
+def test_profile_mismatch_stops_the_run_unless_allowed(on):
+    p = on("h200")
+    p.makepyfile(test_ok="def test_ok():\n    pass\n")
+    result = p.runpytest("--gpu-profile=a100-40gb")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*--gpu-profile=a100-40gb does not match this machine: detected NVIDIA H200*(profile: h200)*--gpu-allow-mismatch*"
+        ]
+    )
+    result = p.runpytest("--gpu-profile=a100-40gb", "--gpu-allow-mismatch")
+    result.assert_outcomes(passed=1)
+    result = p.runpytest("--gpu-profile=h200")
+    result.assert_outcomes(passed=1)
+
+
+def test_profile_from_ini(on):
+    p = on("h200")
+    p.makeini("[pytest]\ngpuperf_profile = t4\n")
+    p.makepyfile(test_ok="def test_ok():\n    pass\n")
+    result = p.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gpu-profile=t4 does not match*"])
+
+
+def test_fixtures_expose_device_and_profile(on):
+    p = on("h200")
+    p.makepyfile(
+        test_f="""
+        def test_f(gpu_device, gpu_profile):
+            assert gpu_device.primary.name == "NVIDIA H200"
+            assert gpu_profile.name == "h200"
+        """
+    )
+    p.runpytest().assert_outcomes(passed=1)
+
+
+def test_disabling_the_plugin(pytester):
+    pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
+    result = pytester.runpytest("-p", "no:gpuperf", "--strict-markers")
+    result.assert_outcomes(passed=1)
