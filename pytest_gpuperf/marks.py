@@ -127,7 +127,12 @@ class Capability:
     minor: int
 
 
-Requirement = VRAM | MIG | GPUs | Capability
+@dataclass(frozen=True)
+class CpuOnly:
+    pass
+
+
+Requirement = VRAM | MIG | GPUs | Capability | CpuOnly
 
 
 def _one_arg(name: str, args: Sequence[Any], kwargs: dict[str, Any], kw: str) -> Any:
@@ -191,11 +196,18 @@ def parse_requires_capability(args: Sequence[Any], kwargs: dict[str, Any]) -> Ca
     return Capability(major, minor)
 
 
+def parse_cpu_only(args: Sequence[Any], kwargs: dict[str, Any]) -> CpuOnly:
+    if args or kwargs:
+        raise MarkerError(f"cpu_only takes no arguments, got args={args!r} kwargs={kwargs!r}")
+    return CpuOnly()
+
+
 PARSERS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Requirement]] = {
     "requires_vram": parse_requires_vram,
     "requires_mig": parse_requires_mig,
     "requires_gpus": parse_requires_gpus,
     "requires_capability": parse_requires_capability,
+    "cpu_only": parse_cpu_only,
 }
 
 
@@ -208,6 +220,8 @@ def evaluate(req: Requirement, snap: DeviceSnapshot, vram_cap: int | None = None
     `vram_cap`: memory limit imposed by emulation of a smaller GPU, if any.
     """
     gpu = snap.primary
+    if isinstance(req, CpuOnly):
+        return None if gpu is None else f"CPU-only variant; this run has {gpu.name}"
     if isinstance(req, GPUs):
         if snap.gpu_count < req.count:
             return f"needs {req.count} GPU(s), {snap.gpu_count} visible" + (

@@ -15,6 +15,7 @@ import pytest
 
 from . import marks
 from .session import AUTO, GpuPerfSession, Options
+from .settings import SETTINGS, SettingError, parse_layer
 
 SESSION_KEY = pytest.StashKey[GpuPerfSession]()
 
@@ -26,6 +27,11 @@ MARKERS = {
     "requires_gpus": "requires_gpus(n): skip when fewer than n GPUs are visible.",
     "requires_capability": "requires_capability('8.0'): skip on GPUs below this compute "
     "capability, and on the CPU.",
+    "cpu_only": "cpu_only: run only when no GPU is visible; for the small variants of a "
+    "benchmark that the embedded CPU default runs in place of the GPU-sized ones.",
+    "gpuperf": "gpuperf(**settings): measurement and verdict settings for this test's "
+    "gpu_benchmark calls, e.g. gpuperf(max_time=30, target=0.01, flush_l2=True, "
+    "cuda_graph=True, tolerance=0.03). See --help for the settings.",
     "dtype": "dtype('fp32', 'tf32', 'fp16', 'bf16', ...): parametrize the test over these "
     "dtypes (ids [fp32] ...), give it a `dtype` argument holding the torch dtype, and skip "
     "a dtype the device cannot run (bf16/tf32 before compute capability 8.0).",
@@ -65,6 +71,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="list the known GPU profiles (built-in and from pyproject.toml) and exit.",
     )
     parser.addini("gpuperf_profile", "default for --gpu-profile", default=AUTO)
+    for setting in SETTINGS:
+        if not setting.cli:
+            continue
+        flag = "--gpuperf-" + setting.name.replace("_", "-")
+        default = f"default {setting.cuda} on CUDA, {setting.cpu} on the CPU"
+        group.addoption(
+            flag,
+            action="store",
+            default=None,
+            dest=f"gpuperf_{setting.name}",
+            help=f"{setting.help} ({default}; ini gpuperf_{setting.name})",
+        )
+        parser.addini(f"gpuperf_{setting.name}", setting.help, default=None)
 
 
 def _make_session(config: pytest.Config) -> GpuPerfSession:
@@ -74,7 +93,18 @@ def _make_session(config: pytest.Config) -> GpuPerfSession:
         allow_mismatch=bool(config.getoption("gpu_allow_mismatch")),
     )
     pyproject = Path(config.rootpath, "pyproject.toml")
-    return GpuPerfSession(opts, pyproject if pyproject.is_file() else None)
+    sess = GpuPerfSession(opts, pyproject if pyproject.is_file() else None)
+    ini_raw = {s.name: config.getini(f"gpuperf_{s.name}") for s in SETTINGS if s.cli}
+    cli_raw = {s.name: config.getoption(f"gpuperf_{s.name}") for s in SETTINGS if s.cli}
+    inifile = config.inipath or "ini file"
+    try:
+        sess.ini_layer = parse_layer({k: v for k, v in ini_raw.items() if v}, f"{inifile}")
+        sess.cli_layer = parse_layer(
+            {k: v for k, v in cli_raw.items() if v is not None}, "command line"
+        )
+    except SettingError as exc:
+        sess.layer_error = str(exc)
+    return sess
 
 
 def get_session(config: pytest.Config) -> GpuPerfSession:
@@ -114,11 +144,20 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-benchmark reads its timer option
 def pytest_configure(config: pytest.Config) -> None:
     for doc in MARKERS.values():
         config.addinivalue_line("markers", doc)
     sess = get_session(config)
-    sess.check_profile()
+    if sess.layer_error:
+        raise pytest.UsageError(f"gpuperf: {sess.layer_error}")
+    config.pluginmanager.register(sess, "gpuperf-session")
+    _default_benchmark_timer(config)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # after every plugin's and conftest's pytest_configure, so they can set up detection
+    get_session(session.config).check_profile()
 
 
 # ------------------------------------------------------------------ markers at collection
@@ -136,6 +175,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 parse(m.args, dict(m.kwargs))
             except marks.MarkerError as exc:
                 raise _marker_error(nodeid, name, exc) from None
+    for m in metafunc.definition.iter_markers("gpuperf"):
+        try:
+            if m.args:
+                raise SettingError(f"takes keyword settings only, got {m.args!r}")
+            parse_layer(dict(m.kwargs), "marker")
+        except SettingError as exc:
+            raise _marker_error(nodeid, "gpuperf", exc) from None
     dtype_marks = list(metafunc.definition.iter_markers("dtype"))
     if not dtype_marks:
         return
@@ -246,3 +292,118 @@ def dtype(request: pytest.FixtureRequest) -> Iterator[Any]:
         yield spec.torch_dtype()
     finally:
         torch.set_float32_matmul_precision(previous)
+
+
+# --------------------------------------------------------------------------- measurement
+
+BENCH_KEY = pytest.StashKey[Any]()
+
+
+def _marker_layer(item: pytest.Item) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for m in reversed(list(item.iter_markers("gpuperf"))):  # closest marker wins
+        merged.update(parse_layer(dict(m.kwargs), f"{item.nodeid}: @pytest.mark.gpuperf"))
+    return merged
+
+
+def _telemetry_factory(sess: GpuPerfSession) -> Any:
+    snap = sess.snapshot()
+    gpu = snap.primary
+    if gpu is None or gpu.uuid is None:
+        return None
+    from .nvml import nvml
+    from .telemetry import Sampler
+
+    lib = nvml()
+    handle = lib.query("nvmlDeviceGetHandleByUUID", gpu.uuid)
+    if handle is not None and gpu.is_mig_instance:  # clocks and power live on the parent
+        handle = lib.query("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", handle)
+    if handle is None:
+        return None
+    return lambda interval: Sampler(lib, handle, interval=interval)
+
+
+@pytest.fixture
+def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
+    """Measure work with correct GPU timing: `gpu_benchmark(fn, work=n, unit="tokens")`.
+
+    Returns a Result: throughput in the unit's per-second form with its 95% interval, time
+    statistics, raw samples, peak memory, NVML telemetry (clocks, throttling, energy per
+    unit), GPU busy fraction and a launch-bound flag. On the CPU the same code times with
+    time.perf_counter.
+    """
+    from .bench import GpuBenchmark
+
+    item = request.node
+    sess = get_session(request.config)
+    snap = sess.snapshot()
+    try:
+        layers = [sess.ini_layer, sess.cli_layer, _marker_layer(item)]
+    except SettingError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    telemetry = _telemetry_factory(sess) if snap.kind == "cuda" else None
+    bench = GpuBenchmark(item.nodeid, snap, layers, telemetry)
+    item.stash[BENCH_KEY] = bench
+    return bench
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    bench = item.stash.get(BENCH_KEY, None)
+    if bench is not None and report.when == "call":
+        # Plain data on the report travels to the controller under pytest-xdist too.
+        report.gpuperf = [r.to_dict() for r in bench.results]
+        report.gpuperf_extra = list(bench.extra)
+        for r in bench.results:
+            if r.throughput is not None:
+                report.user_properties.append((f"gpuperf:{r.key}", r.headline()))
+    return report
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    # A failed benchmark leaves its traceback in sys.last_traceback, which keeps the test's
+    # tensors alive; drop those frames so the next test starts with its memory free.
+    if BENCH_KEY in item.stash and getattr(sys, "last_traceback", None) is not None:
+        from .timing import release_memory
+
+        release_memory(getattr(sys, "last_value", None))
+        for name in ("last_traceback", "last_value", "last_type", "last_exc"):
+            if hasattr(sys, name):
+                delattr(sys, name)
+
+
+# ------------------------------------------------------------------ pytest-benchmark
+
+
+def _default_benchmark_timer(config: pytest.Config) -> None:
+    """Make pytest-benchmark's `benchmark` fixture synchronise CUDA when reading its clock.
+
+    Its default timer reads time.perf_counter while CUDA work is still queued, so it times
+    the launch, not the work (22 us reported for a 1.41 ms matmul on an H200). Unless the
+    user chose a timer, ours waits for queued CUDA work first; on the CPU it costs a
+    dictionary look-up.
+    """
+    if not config.pluginmanager.hasplugin("benchmark"):
+        return
+    args = list(config.invocation_params.args) + str(config.getini("addopts") or "").split()
+    if any(str(a).startswith("--benchmark-timer") for a in args):
+        return
+    config.option.benchmark_timer = "pytest_gpuperf.timing.synchronized_perf_counter"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
+    sess = get_session(config)
+    snap = sess.snapshot()
+    machine_info["gpuperf"] = {"device": snap.to_dict(), "describe": snap.describe()}
+    prof = sess.profile()
+    machine_info["gpuperf"]["profile"] = prof.name if prof else None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_json: dict) -> None:
+    from .report import json_safe
+
+    sess = get_session(config)
+    output_json["gpuperf"] = json_safe(sess.json_payload())

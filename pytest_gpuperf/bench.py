@@ -1,0 +1,128 @@
+"""The object behind the `gpu_benchmark` fixture: one per test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .results import Result
+from .settings import MeasureConfig, SettingError, parse_layer, resolve
+from .timing import OutOfMemory, measure
+
+if TYPE_CHECKING:
+    from .device import DeviceSnapshot
+
+
+class GpuBenchmark:
+    """Call it with the work to time: `gpu_benchmark(fn, work=tokens, unit="tokens")`.
+
+    Returns a Result (throughput with its interval, time statistics, memory, telemetry,
+    flags). Several calls in one test need distinct `metric` names. Keyword settings
+    (max_time=..., target=..., flush_l2=True, cuda_graph=True, ...) override the test's
+    @pytest.mark.gpuperf(...), the command line and the ini file.
+    """
+
+    def __init__(
+        self,
+        nodeid: str,
+        snapshot: DeviceSnapshot,
+        layers: list[dict[str, Any]],
+        telemetry: Callable[[float], Any] | None,
+        emulated: str | None = None,
+    ) -> None:
+        self.nodeid = nodeid
+        self.snapshot = snapshot
+        self.backend = "cuda" if snapshot.kind == "cuda" else "cpu"
+        self._layers = layers
+        self._telemetry = telemetry
+        self.emulated = emulated
+        self.results: list[Result] = []
+        self.extra: list[dict[str, Any]] = []  # recorded metrics (record())
+
+    @property
+    def device(self) -> Any:
+        """The torch.device benchmarks should use: cuda when this run has a GPU, else cpu."""
+        import torch
+
+        return torch.device("cuda" if self.backend == "cuda" else "cpu")
+
+    def config(self, **overrides: Any) -> MeasureConfig:
+        layers = list(self._layers)
+        if overrides:
+            layers.append(parse_layer(overrides, f"{self.nodeid}: gpu_benchmark(...) keyword"))
+        return resolve(self.backend, *layers)
+
+    def __call__(
+        self,
+        fn: Callable[[], Any],
+        *,
+        work: float = 1,
+        unit: str = "calls",
+        metric: str | None = None,
+        on_oom: str = "raise",
+        **settings: Any,
+    ) -> Result:
+        if on_oom not in ("raise", "record"):
+            raise ValueError(f"on_oom must be 'raise' or 'record', got {on_oom!r}")
+        if metric is not None and (not isinstance(metric, str) or not metric.strip()):
+            raise ValueError(f"metric must be a non-empty string, got {metric!r}")
+        key = f"{self.nodeid}::{metric}" if metric else self.nodeid
+        if any(r.key == key for r in self.results):
+            raise ValueError(
+                f"{key} was already measured in this test; give each gpu_benchmark(...) call "
+                "its own metric='...'"
+            )
+        try:
+            cfg = self.config(**settings)
+        except SettingError as exc:
+            raise ValueError(str(exc)) from None
+        device = self.snapshot.describe()
+        try:
+            result = measure(
+                fn,
+                work=work,
+                unit=unit,
+                cfg=cfg,
+                backend=self.backend,
+                nodeid=self.nodeid,
+                metric=metric,
+                device=device,
+                telemetry=self._telemetry if self.backend == "cuda" else None,
+            )
+        except OutOfMemory as exc:
+            if on_oom == "raise":
+                raise
+            result = Result(nodeid=self.nodeid, metric=metric, unit=unit, work_per_call=work)
+            result.outcome, result.error = "oom", str(exc)
+            result.backend, result.device, result.config = self.backend, device, cfg.to_dict()
+        result.emulated = self.emulated
+        if self.emulated:
+            result.notes.append(
+                f"memory capped to emulate {self.emulated}; speed figures are this GPU's, "
+                "not the emulated card's"
+            )
+        self.results.append(result)
+        return result
+
+    def record(self, metric: str, value: float, unit: str, higher_is_better: bool = True) -> None:
+        """Record a metric measured by other means (e.g. the largest batch that fits)."""
+        import math
+
+        if not isinstance(metric, str) or not metric:
+            raise ValueError(f"metric must be a non-empty string, got {metric!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise ValueError(f"value of {metric!r} must be a finite number, got {value!r}")
+        self.extra.append(
+            {
+                "key": f"{self.nodeid}::{metric}",
+                "value": float(value),
+                "unit": unit,
+                "higher_is_better": bool(higher_is_better),
+                "device": self.snapshot.describe(),
+                "emulated": self.emulated,
+            }
+        )

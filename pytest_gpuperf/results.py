@@ -1,0 +1,171 @@
+"""The result of one measurement: throughput in the user's unit with its interval, time
+statistics, raw samples, memory, telemetry and the flags a reader needs (launch-bound,
+throttled, emulated). Plain data: it travels in test reports (also across pytest-xdist),
+into pytest-benchmark's JSON, and into baselines.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .stats import Summary
+
+# unit of work -> (throughput unit, divisor from work/s to that unit)
+UNITS: dict[str, tuple[str, float]] = {
+    "tokens": ("tokens/s", 1.0),
+    "samples": ("samples/s", 1.0),
+    "items": ("items/s", 1.0),
+    "steps": ("steps/s", 1.0),
+    "calls": ("calls/s", 1.0),
+    "images": ("images/s", 1.0),
+    "bytes": ("GB/s", 1e9),
+    "flop": ("TFLOP/s", 1e12),
+}
+UNIT_ALIASES = {
+    "token": "tokens",
+    "sample": "samples",
+    "item": "items",
+    "step": "steps",
+    "call": "calls",
+    "image": "images",
+    "byte": "bytes",
+    "flops": "flop",
+}
+
+
+def resolve_unit(unit: object) -> str:
+    if not isinstance(unit, str):
+        raise ValueError(f"unit must be a string such as 'tokens', got {unit!r}")
+    key = unit.strip().lower()
+    key = UNIT_ALIASES.get(key, key)
+    if key not in UNITS:
+        raise ValueError(
+            f"unknown unit {unit!r}; known: {', '.join(UNITS)} "
+            "(throughput is reported per second: tokens/s, GB/s for bytes, TFLOP/s for flop)"
+        )
+    return key
+
+
+def check_work(work: object) -> float:
+    if isinstance(work, bool) or not isinstance(work, int | float):
+        raise ValueError(f"work per call must be a positive number, got {work!r}")
+    if not math.isfinite(work) or work <= 0:
+        raise ValueError(f"work per call must be a positive finite number, got {work!r}")
+    return float(work)
+
+
+@dataclass(frozen=True)
+class Throughput:
+    unit: str  # e.g. "tokens/s"
+    median: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def rel_ci_halfwidth(self) -> float:
+        if not self.median:
+            return math.inf
+        return max(self.median - self.ci_low, self.ci_high - self.median) / self.median
+
+    def format(self) -> str:
+        return (
+            f"{_fmt(self.median)} {self.unit} "
+            f"(95% CI {_fmt(self.ci_low)}-{_fmt(self.ci_high)}, "
+            f"±{self.rel_ci_halfwidth * 100:.2f}%)"
+        )
+
+
+def _fmt(x: float) -> str:
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    mag = abs(x)
+    if mag >= 100:
+        return f"{x:,.0f}"
+    if mag >= 10:
+        return f"{x:.1f}"
+    if mag >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3g}"
+
+
+def throughput_of(time: Summary, work: float, unit: str) -> Throughput:
+    label, divisor = UNITS[unit]
+
+    def rate(t: float) -> float:
+        return work / t / divisor if t > 0 else math.inf
+
+    return Throughput(label, rate(time.median), rate(time.ci_high), rate(time.ci_low))
+
+
+@dataclass
+class Result:
+    """One benchmark's measurement. `key` identifies it in baselines: node id[::metric]."""
+
+    nodeid: str
+    metric: str | None
+    unit: str  # unit of work: tokens, bytes, ...
+    work_per_call: float
+    outcome: str = "ok"  # ok | oom
+    backend: str = "cpu"  # cuda | cpu
+    timer: str = "perf_counter"  # cuda-event | cuda-graph | perf_counter
+    time: Summary | None = None  # seconds per call
+    throughput: Throughput | None = None
+    samples: list[float] = field(default_factory=list)  # seconds per call, one per sample
+    calls_per_sample: int = 1
+    calls_total: int = 0
+    warmup_calls: int = 0
+    warmup_s: float = 0.0
+    measure_s: float = 0.0
+    stop_reason: str = ""
+    peak_allocated: int | None = None  # bytes, torch's caching allocator, reset per benchmark
+    peak_reserved: int | None = None
+    telemetry: dict[str, Any] | None = None
+    energy_per_unit_j: float | None = None  # joules per unit of work
+    busy_fraction: float | None = None
+    busy_source: str | None = None  # "profiler" (kernel time / wall) or "nvml-utilization"
+    launch_bound: bool | None = None
+    throttled: bool | None = None
+    emulated: str | None = None  # profile whose memory cap was emulated
+    device: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.nodeid}::{self.metric}" if self.metric else self.nodeid
+
+    def headline(self) -> str:
+        """One line: what was measured, how sure, on what."""
+        if self.outcome != "ok" or self.throughput is None or self.time is None:
+            return f"{self.key}: {self.outcome.upper()} {self.error or ''} on {self.device}"
+        flags = []
+        if self.launch_bound:
+            flags.append("LAUNCH-BOUND")
+        if self.throttled:
+            flags.append("THROTTLED")
+        if self.emulated:
+            flags.append(f"EMULATED {self.emulated}")
+        return (
+            f"{self.throughput.format()}; {self.time.median * 1e3:.4g} ms/call "
+            f"(IQR {self.time.iqr * 1e3:.3g} ms, n={self.time.n}, {self.stop_reason})"
+            + (f" [{', '.join(flags)}]" if flags else "")
+            + f" on {self.device}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["key"] = self.key
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Result:
+        d = dict(d)
+        d.pop("key", None)
+        if d.get("time") is not None:
+            d["time"] = Summary(**d["time"])
+        if d.get("throughput") is not None:
+            d["throughput"] = Throughput(**d["throughput"])
+        return cls(**d)

@@ -1,0 +1,183 @@
+"""Measurement and verdict settings, resolved in layers with errors that name the source.
+
+Precedence, highest first: a keyword given to the `gpu_benchmark(...)` call, the test's
+`@pytest.mark.gpuperf(...)` marker, the command line (`--gpuperf-max-time=...`), the ini
+file (`gpuperf_max_time = ...`), then the default for the backend (CUDA or CPU). A bad
+value raises SettingError naming the setting, the value and where it came from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+class SettingError(ValueError):
+    pass
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {value!r}")
+    if isinstance(value, int | float):
+        out = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        scale = 1.0
+        if text.endswith("%"):
+            text, scale = text[:-1], 0.01
+        elif text.endswith("ms"):
+            text, scale = text[:-2], 0.001
+        elif text.endswith("s"):
+            text = text[:-1]
+        try:
+            out = float(text) * scale
+        except ValueError:
+            raise ValueError(f"expected a number, got {value!r}") from None
+    else:
+        raise ValueError(f"expected a number, got {type(value).__name__} {value!r}")
+    if not math.isfinite(out):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    return out
+
+
+def positive(value: Any) -> float:
+    out = _number(value)
+    if out <= 0:
+        raise ValueError(f"must be > 0, got {value!r}")
+    return out
+
+
+def non_negative(value: Any) -> float:
+    out = _number(value)
+    if out < 0:
+        raise ValueError(f"must be >= 0, got {value!r}")
+    return out
+
+
+def fraction(value: Any) -> float:
+    """A fraction in (0, 1): 0.05 or '5%'."""
+    out = _number(value)
+    if not 0 < out < 1:
+        raise ValueError(f"must be a fraction between 0 and 1 (e.g. 0.05 or '5%'), got {value!r}")
+    return out
+
+
+def positive_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    parse: Callable[[Any], Any]
+    cuda: Any
+    cpu: Any
+    help: str
+    cli: bool = True  # also a command-line option and an ini key
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("min_samples", positive_int, 10, 5, "minimum number of samples"),
+    Setting("min_time", non_negative, 0.5, 0.1, "minimum seconds of sampling"),
+    Setting("max_time", positive, 10.0, 2.0, "hard budget: seconds of sampling per benchmark"),
+    Setting(
+        "target",
+        fraction,
+        0.005,
+        0.02,
+        "stop when the confidence interval of the median is within this relative half-width",
+    ),
+    Setting("confidence", fraction, 0.95, 0.95, "confidence level of intervals"),
+    Setting("warmup_time", non_negative, 0.2, 0.05, "minimum seconds of warm-up"),
+    Setting("warmup_max_time", positive, 10.0, 2.0, "at most this many seconds of warm-up"),
+    Setting(
+        "min_sample_time",
+        positive,
+        0.001,
+        0.002,
+        "calls are batched so that one timed sample lasts at least this long",
+    ),
+    Setting("flush_l2", boolean, False, False, "flush the L2 cache between samples", cli=False),
+    Setting("cuda_graph", boolean, False, False, "capture the calls in a CUDA graph", cli=False),
+    Setting(
+        "launch_bound_threshold",
+        fraction,
+        0.8,
+        0.8,
+        "flag results whose GPU busy fraction is below this as launch-bound",
+    ),
+    Setting("busy_check", boolean, True, True, "measure the GPU busy fraction (CUDA only)"),
+    Setting("telemetry_interval", positive, 0.05, 0.05, "seconds between NVML samples"),
+    Setting("tolerance", fraction, 0.05, 0.05, "throughput change tolerated before a regression"),
+    Setting(
+        "memory_tolerance", fraction, 0.05, 0.05, "peak-memory growth tolerated before a regression"
+    ),
+)
+BY_NAME = {s.name: s for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    min_samples: int
+    min_time: float
+    max_time: float
+    target: float
+    confidence: float
+    warmup_time: float
+    warmup_max_time: float
+    min_sample_time: float
+    flush_l2: bool
+    cuda_graph: bool
+    launch_bound_threshold: float
+    busy_check: bool
+    telemetry_interval: float
+    tolerance: float
+    memory_tolerance: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def parse_layer(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """Validate one layer of settings; `source` names where they came from."""
+    out = {}
+    for key, value in raw.items():
+        setting = BY_NAME.get(key)
+        if setting is None:
+            raise SettingError(f"{source}: unknown setting {key!r}; known: {', '.join(BY_NAME)}")
+        try:
+            out[key] = setting.parse(value)
+        except ValueError as exc:
+            raise SettingError(f"{source}: {key}={value!r}: {exc}") from None
+    return out
+
+
+def resolve(backend: str, *layers: Mapping[str, Any]) -> MeasureConfig:
+    """Defaults for `backend` ("cuda" or "cpu"), overridden by each parsed layer in turn."""
+    values = {s.name: (s.cuda if backend == "cuda" else s.cpu) for s in SETTINGS}
+    for layer in layers:
+        values.update(layer)
+    if values["max_time"] < values["min_time"]:
+        raise SettingError(
+            f"max_time ({values['max_time']} s) is below min_time ({values['min_time']} s)"
+        )
+    return MeasureConfig(**values)

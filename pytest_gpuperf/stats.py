@@ -1,0 +1,211 @@
+"""Pure statistics for timing samples: no I/O, no torch, no numpy.
+
+The centre of a timing distribution is its median (robust to the occasional preempted
+sample); its uncertainty is the distribution-free confidence interval of the median from
+order statistics (the binomial method), so no normality is assumed. The stopping rule asks
+for that interval to be narrow, in the spirit of nvbench's noise target.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+def median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    if n == 0:
+        raise ValueError("median of no samples")
+    mid = n // 2
+    return s[mid] if n % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def quantile(sorted_xs: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default) of already sorted data."""
+    n = len(sorted_xs)
+    if n == 0:
+        raise ValueError("quantile of no samples")
+    pos = q * (n - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, n - 1)
+    frac = pos - lo
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * frac
+
+
+@lru_cache(maxsize=4096)
+def median_ci_ranks(n: int, confidence: float) -> tuple[int, int] | None:
+    """0-based ranks (lo, hi) of the order statistics bounding the median's CI.
+
+    The interval [x_(lo), x_(hi)] covers the population median with probability at least
+    `confidence`, for any continuous distribution. None when n is too small for that.
+    """
+    if n < 1:
+        return None
+    alpha = 1 - confidence
+    # largest k with P(X <= k - 1) <= alpha/2 ; interval is [x_(k), x_(n-k+1)] 1-based
+    if n > 1000:  # normal approximation, accurate to a rank at this size
+        k = math.floor(n / 2 - _z(confidence) * math.sqrt(n) / 2)
+    else:
+        # k = number of i with P(X <= i) <= alpha/2, X ~ Binomial(n, 1/2), exact in log space
+        log_norm = math.lgamma(n + 1) - n * math.log(2)
+        cdf, k = 0.0, 0
+        while k <= n:
+            cdf += math.exp(log_norm - math.lgamma(k + 1) - math.lgamma(n - k + 1))
+            if cdf > alpha / 2:
+                break
+            k += 1
+    if k < 1:
+        return None
+    return k - 1, n - k
+
+
+def _z(confidence: float) -> float:
+    """Two-sided normal quantile, by bisection on erf (stdlib only)."""
+    target = confidence
+    lo, hi = 0.0, 10.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if math.erf(mid / math.sqrt(2)) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Summary of timing samples (seconds per call)."""
+
+    n: int
+    median: float
+    ci_low: float  # confidence interval of the median
+    ci_high: float
+    confidence: float
+    ci_exact: bool  # False when n was too small: the interval is then [min, max]
+    q1: float
+    q3: float
+    mean: float
+    stdev: float
+    min: float
+    max: float
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+    @property
+    def rel_iqr(self) -> float:
+        return self.iqr / self.median if self.median else math.inf
+
+    @property
+    def rel_ci_halfwidth(self) -> float:
+        """Largest distance from the median to a CI bound, relative to the median."""
+        if self.median == 0:
+            return 0.0 if self.ci_high == self.ci_low else math.inf
+        return max(self.median - self.ci_low, self.ci_high - self.median) / self.median
+
+
+def summarize(samples: Sequence[float], confidence: float = 0.95) -> Summary:
+    if not samples:
+        raise ValueError("cannot summarize zero samples")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
+    s = sorted(float(x) for x in samples)
+    if any(math.isnan(x) or math.isinf(x) for x in s):
+        raise ValueError("samples contain NaN or infinity")
+    n = len(s)
+    med = median(s)
+    ranks = median_ci_ranks(n, confidence)
+    if ranks is None:
+        lo, hi, exact = s[0], s[-1], False
+    else:
+        lo, hi, exact = s[ranks[0]], s[ranks[1]], True
+    mean = math.fsum(s) / n
+    var = math.fsum((x - mean) ** 2 for x in s) / (n - 1) if n > 1 else 0.0
+    return Summary(
+        n=n,
+        median=med,
+        ci_low=min(lo, med),
+        ci_high=max(hi, med),
+        confidence=confidence,
+        ci_exact=exact,
+        q1=quantile(s, 0.25),
+        q3=quantile(s, 0.75),
+        mean=mean,
+        stdev=math.sqrt(var),
+        min=s[0],
+        max=s[-1],
+    )
+
+
+# ------------------------------------------------------------------------ stopping rule
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When to stop sampling one benchmark.
+
+    Stop when at least `min_samples` samples and `min_time` seconds were taken and the
+    confidence interval of the median is within `target` (relative half-width); or when
+    the noise makes the target unreachable within the budget (the projected time to reach
+    it exceeds `max_time` by `hopeless_factor`); or at `max_time` / `max_samples`.
+    """
+
+    min_samples: int = 10
+    min_time: float = 0.5
+    max_time: float = 10.0
+    target: float = 0.005
+    confidence: float = 0.95
+    max_samples: int = 100_000
+    hopeless_factor: float = 4.0
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.min_samples < 1:
+            problems.append(f"min_samples must be >= 1, got {self.min_samples!r}")
+        if self.min_time < 0:
+            problems.append(f"min_time must be >= 0, got {self.min_time!r}")
+        if not self.max_time > 0:
+            problems.append(f"max_time must be > 0, got {self.max_time!r}")
+        if not self.target > 0:
+            problems.append(f"target must be > 0, got {self.target!r}")
+        if not 0 < self.confidence < 1:
+            problems.append(f"confidence must be in (0, 1), got {self.confidence!r}")
+        if self.max_samples < self.min_samples:
+            problems.append("max_samples must be >= min_samples")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+
+@dataclass(frozen=True)
+class Decision:
+    stop: bool
+    reason: str  # converged | noise-limited | budget | max-samples | "" (go on)
+    rel_ci: float
+
+
+def decide(samples: Sequence[float], elapsed: float, rule: StopRule) -> Decision:
+    n = len(samples)
+    if n == 0:
+        over = elapsed >= rule.max_time
+        return Decision(over, "budget" if over else "", math.inf)
+    summ = summarize(samples, rule.confidence)
+    rel = summ.rel_ci_halfwidth if summ.ci_exact else math.inf
+    if summ.median == 0 and summ.max == 0:
+        rel = 0.0
+    enough = n >= rule.min_samples and elapsed >= rule.min_time
+    if enough and rel <= rule.target:
+        return Decision(True, "converged", rel)
+    if n >= rule.max_samples:
+        return Decision(True, "max-samples", rel)
+    if elapsed >= rule.max_time:
+        return Decision(True, "budget", rel)
+    if enough and math.isfinite(rel) and rel > 0:
+        needed_n = n * (rel / rule.target) ** 2
+        projected = elapsed / n * needed_n
+        if projected > rule.max_time * rule.hopeless_factor:
+            return Decision(True, "noise-limited", rel)
+    return Decision(False, "", rel)

@@ -1,0 +1,373 @@
+"""The measuring loop: warm-up, batched timed samples, adaptive stopping, memory, telemetry,
+GPU busy fraction.
+
+On CUDA each timed sample is a pair of CUDA events around `k` calls (k chosen so a sample
+lasts at least `min_sample_time`); samples are recorded in chunks and the host synchronises
+once per chunk, never once per call. On the CPU each sample is `time.perf_counter` around
+`k` calls. Torch is imported only when a CUDA measurement runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from .results import Result, check_work, resolve_unit, throughput_of
+from .settings import MeasureConfig
+from .stats import StopRule, decide, summarize
+
+
+class BenchmarkError(Exception):
+    """A benchmark that cannot be measured; the message says why."""
+
+
+class OutOfMemory(BenchmarkError):
+    """The benchmark ran out of memory. Its memory was released before this was raised."""
+
+
+def synchronized_perf_counter() -> float:
+    """time.perf_counter after waiting for queued CUDA work, if torch uses CUDA.
+
+    The plugin makes this pytest-benchmark's default timer, so its `benchmark` fixture
+    times CUDA work instead of its launch.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def is_oom(exc: BaseException) -> bool:
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(exc, torch.cuda.OutOfMemoryError):
+        return True
+    if isinstance(exc, MemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def release_memory(exc: BaseException | None = None) -> None:
+    """Drop the frames an exception keeps alive, collect garbage, empty the CUDA cache."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if exc.__traceback__ is not None:
+            traceback.clear_frames(exc.__traceback__)
+            exc.__traceback__ = None
+        exc = exc.__cause__ or exc.__context__
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+# --------------------------------------------------------------------------------- clocks
+
+
+class CpuClock:
+    name = "perf_counter"
+    backend = "cpu"
+
+    def one_call(self, fn: Callable[[], Any]) -> float:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
+    def chunk(
+        self, fn: Callable[[], Any], k: int, n: int, between: Callable[[], Any] | None
+    ) -> list[float]:
+        out = []
+        for _ in range(n):
+            if between is not None:
+                between()
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            out.append((time.perf_counter() - t0) / k)
+        return out
+
+
+class CudaClock:
+    backend = "cuda"
+
+    def __init__(self, torch: Any, graph: Any = None) -> None:
+        self.torch = torch
+        self.graph = graph
+        self.name = "cuda-graph" if graph is not None else "cuda-event"
+
+    def _event(self) -> Any:
+        return self.torch.cuda.Event(enable_timing=True)
+
+    def one_call(self, fn: Callable[[], Any]) -> float:
+        start, end = self._event(), self._event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end)) / 1e3
+
+    def chunk(
+        self, fn: Callable[[], Any], k: int, n: int, between: Callable[[], Any] | None
+    ) -> list[float]:
+        starts = [self._event() for _ in range(n)]
+        ends = [self._event() for _ in range(n)]
+        graph = self.graph
+        for i in range(n):
+            if between is not None:
+                between()
+            starts[i].record()
+            if graph is not None:
+                graph.replay()
+            else:
+                for _ in range(k):
+                    fn()
+            ends[i].record()
+        ends[-1].synchronize()  # the one synchronisation of this chunk
+        return [float(s.elapsed_time(e)) / 1e3 / k for s, e in zip(starts, ends, strict=True)]
+
+
+# ----------------------------------------------------------------------------- measure
+
+
+def warm_up(
+    clock: CpuClock | CudaClock, fn: Callable[[], Any], cfg: MeasureConfig
+) -> tuple[list[float], float]:
+    """Call until first-call effects are gone: at least `warmup_time` seconds and 2 calls,
+    and the last three calls within 10% of each other; at most `warmup_max_time`."""
+    times: list[float] = []
+    t0 = time.perf_counter()
+    while True:
+        times.append(clock.one_call(fn))
+        elapsed = time.perf_counter() - t0
+        if elapsed >= cfg.warmup_max_time and len(times) >= 2:
+            break
+        if len(times) >= 3 and elapsed >= cfg.warmup_time:
+            last = times[-3:]
+            if max(last) <= 1.10 * min(last):
+                break
+    return times, time.perf_counter() - t0
+
+
+def _capture_graph(torch: Any, fn: Callable[[], Any], k: int) -> Any:
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(k):
+            fn()
+    torch.cuda.synchronize()
+    return graph
+
+
+def _l2_flusher(torch: Any) -> Callable[[], Any]:
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    l2 = int(getattr(props, "L2_cache_size", 0) or 64 * 2**20)
+    buf = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+    return lambda: buf.random_(0, 255)
+
+
+def busy_fraction_profiler(torch: Any, fn: Callable[[], Any], calls: int) -> float | None:
+    """GPU kernel time (union of kernel and copy intervals) over wall time of `calls` calls,
+    from torch.profiler's CUDA activity. None if the profiler cannot trace kernels here."""
+    try:
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+    except ImportError:
+        return None
+    try:
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+            wall = time.perf_counter() - t0
+        spans = sorted(
+            (e.time_range.start, e.time_range.end)
+            for e in prof.events()
+            if e.device_type == DeviceType.CUDA
+        )
+    except Exception:
+        return None
+    if not spans or wall <= 0:
+        return None
+    busy_us, cur_s, cur_e = 0.0, spans[0][0], spans[0][1]
+    for s, e in spans[1:]:
+        if s > cur_e:
+            busy_us += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    busy_us += cur_e - cur_s
+    return min(1.0, busy_us / 1e6 / wall)
+
+
+def measure(
+    fn: Callable[[], Any],
+    *,
+    work: float,
+    unit: str,
+    cfg: MeasureConfig,
+    backend: str,
+    nodeid: str = "",
+    metric: str | None = None,
+    device: str = "",
+    telemetry: Callable[[float], Any] | None = None,
+) -> Result:
+    """Measure `fn` (one call = `work` units of `unit`). Raises OutOfMemory, BenchmarkError."""
+    if not callable(fn):
+        raise BenchmarkError(f"the work to time must be callable, got {type(fn).__name__} {fn!r}")
+    try:
+        work = check_work(work)
+        unit = resolve_unit(unit)
+    except ValueError as exc:
+        raise BenchmarkError(str(exc)) from None
+    result = Result(nodeid=nodeid, metric=metric, unit=unit, work_per_call=work)
+    result.backend, result.device, result.config = backend, device, cfg.to_dict()
+    torch = sys.modules.get("torch") if backend == "cuda" else None
+    if backend == "cuda":
+        import torch as _torch
+
+        torch = _torch
+    try:
+        _measure_into(result, fn, cfg, torch, telemetry)
+    except Exception as exc:
+        if is_oom(exc):
+            peak = None
+            if torch is not None:
+                peak = torch.cuda.max_memory_reserved()
+            message = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            release_memory(exc)
+            del exc
+            raise OutOfMemory(
+                f"{result.key or 'benchmark'} ran out of memory ({message})"
+                + (f"; peak reserved {peak / 2**30:.1f} GiB" if peak else "")
+                + "; its memory was released"
+            ) from None
+        raise
+    return result
+
+
+def _measure_into(
+    result: Result,
+    fn: Callable[[], Any],
+    cfg: MeasureConfig,
+    torch: Any,
+    telemetry: Callable[[float], Any] | None,
+) -> None:
+    if torch is not None:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    clock: CpuClock | CudaClock = CudaClock(torch) if torch is not None else CpuClock()
+
+    warm, warm_s = warm_up(clock, fn, cfg)
+    result.warmup_calls, result.warmup_s = len(warm), warm_s
+    per_call = sorted(warm[-3:])[len(warm[-3:]) // 2]
+    k = max(1, math.ceil(cfg.min_sample_time / per_call)) if per_call > 0 else 1000
+    result.calls_per_sample = k
+
+    if torch is not None and cfg.cuda_graph:
+        clock = CudaClock(torch, _capture_graph(torch, fn, k))
+    elif cfg.cuda_graph:
+        result.notes.append("cuda_graph ignored: not a CUDA run")
+    between = None
+    if cfg.flush_l2:
+        if torch is not None:
+            between = _l2_flusher(torch)
+        else:
+            result.notes.append("flush_l2 ignored: not a CUDA run")
+    result.timer = clock.name
+
+    rule = StopRule(
+        min_samples=cfg.min_samples,
+        min_time=cfg.min_time,
+        max_time=cfg.max_time,
+        target=cfg.target,
+        confidence=cfg.confidence,
+    )
+    samples: list[float] = []
+    sample_s = per_call * k
+    n = max(1, min(cfg.min_samples, math.ceil(0.05 / sample_s) if sample_s > 0 else 10))
+    sampler = telemetry(cfg.telemetry_interval) if telemetry is not None else None
+    if sampler is not None:
+        sampler.__enter__()
+    t0 = time.perf_counter()
+    try:
+        while True:
+            samples.extend(clock.chunk(fn, k, n, between))
+            elapsed = time.perf_counter() - t0
+            decision = decide(samples, elapsed, rule)
+            if decision.stop:
+                break
+            # next chunk: about a tenth of the time so far (>= 50 ms), within the budget
+            per_sample = elapsed / len(samples)
+            want = max(0.05, 0.1 * elapsed)
+            left = max(per_sample, cfg.max_time - elapsed)
+            n = max(1, int(min(want, left) / per_sample))
+    finally:
+        if sampler is not None:
+            sampler.__exit__(None, None, None)
+    result.measure_s = time.perf_counter() - t0
+    result.stop_reason = decision.reason
+    result.samples = samples
+    result.calls_total = len(samples) * k
+    result.time = summarize(samples, cfg.confidence)
+    result.throughput = throughput_of(result.time, result.work_per_call, result.unit)
+    if decision.reason != "converged":
+        result.notes.append(
+            f"stopped on {decision.reason}: median known to ±{decision.rel_ci * 100:.2f}% "
+            f"(target ±{cfg.target * 100:.2f}%)"
+        )
+    if result.time.n >= 5 and result.time.rel_iqr > 0.10:
+        result.notes.append(
+            f"noisy: IQR is {result.time.rel_iqr * 100:.0f}% of the median (over 10%)"
+        )
+
+    if torch is not None:
+        result.peak_allocated = int(torch.cuda.max_memory_allocated())
+        result.peak_reserved = int(torch.cuda.max_memory_reserved())
+    if sampler is not None:
+        summ = sampler.summary()
+        result.telemetry = summ.to_dict()
+        result.throttled = summ.throttled
+        if summ.throttled:
+            result.notes.append(
+                f"throttled in {summ.throttled_fraction * 100:.0f}% of telemetry samples "
+                f"({', '.join(summ.reasons)}): clocks were reduced while measuring"
+            )
+        if summ.energy_j is not None and result.calls_total:
+            # telemetry spans the sampling loop only; energy per unit of work done in it
+            result.energy_per_unit_j = summ.energy_j / (result.calls_total * result.work_per_call)
+        if cfg.flush_l2 and result.energy_per_unit_j is not None:
+            result.notes.append("energy includes the L2 flushes between samples")
+
+    if torch is not None and cfg.busy_check:
+        calls = max(1, min(200, math.ceil(0.2 / per_call))) if per_call > 0 else 200
+        graph = getattr(clock, "graph", None)
+        if graph is not None:
+            busy = busy_fraction_profiler(torch, graph.replay, max(1, calls // k))
+        else:
+            busy = busy_fraction_profiler(torch, fn, calls)
+        source = "profiler"
+        nvml_util = (result.telemetry or {}).get("utilization_mean")
+        if busy is None and nvml_util is not None:
+            busy, source = nvml_util, "nvml-utilization"
+        if busy is not None:
+            result.busy_fraction, result.busy_source = busy, source
+            result.launch_bound = busy < cfg.launch_bound_threshold
+            if result.launch_bound:
+                result.notes.append(
+                    f"launch-bound: the GPU was busy {busy * 100:.0f}% of the wall time "
+                    f"(threshold {cfg.launch_bound_threshold * 100:.0f}%), so this number "
+                    "measures the host CPU and launch overhead as much as the GPU"
+                )
