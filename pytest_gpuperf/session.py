@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -153,41 +152,53 @@ class GpuPerfSession:
         benchmarks ran, we write the file in its layout, with its machine and commit info
         from its public hooks, so --benchmark-json always holds the GPU results.
         """
-        path = (
+        option = (
             config.getoption("benchmark_json", None)
             if config.pluginmanager.hasplugin("benchmark")
             else None
         )
-        if not path or not (self.results or self.extra) or hasattr(config, "workerinput"):
+        if not option or not (self.results or self.extra) or hasattr(config, "workerinput"):
+            return
+        from .report import json_safe
+
+        # pytest-benchmark >= 5.3 passes a path; older versions an open binary file, closed
+        # once it has written to it
+        if hasattr(option, "write"):
+            if getattr(option, "closed", False):
+                return  # it wrote the file, with our section from pytest_benchmark_update_json
+            data = self._benchmark_json_skeleton(config)
+            data["gpuperf"] = json_safe(self.json_payload())
+            option.write(json.dumps(data, indent=2, default=str).encode())
+            option.close()
             return
         from pathlib import Path as _Path
 
-        from .report import json_safe
-
-        target = _Path(path)
-        data: dict[str, Any] | None = None
+        target = _Path(option)
         if target.is_file() and target.stat().st_mtime >= self.started:
             try:
-                data = json.loads(target.read_text(encoding="utf-8"))
+                if "gpuperf" in json.loads(target.read_text(encoding="utf-8")):
+                    return
             except ValueError:
-                data = None
-        if data is not None and "gpuperf" in data:
-            return
-        if data is None:
-            hook = config.hook
-            machine_info = hook.pytest_benchmark_generate_machine_info(config=config)
-            hook.pytest_benchmark_update_machine_info(config=config, machine_info=machine_info)
-            commit_info = hook.pytest_benchmark_generate_commit_info(config=config)
-            hook.pytest_benchmark_update_commit_info(config=config, commit_info=commit_info)
-            from datetime import datetime
-            from importlib.metadata import version
-
-            data = {
-                "machine_info": machine_info,
-                "commit_info": commit_info,
-                "benchmarks": [],
-                "datetime": datetime.now(UTC).isoformat(),
-                "version": version("pytest-benchmark"),
-            }
+                pass
+        data = self._benchmark_json_skeleton(config)
         data["gpuperf"] = json_safe(self.json_payload())
         target.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+
+    @staticmethod
+    def _benchmark_json_skeleton(config: pytest.Config) -> dict[str, Any]:
+        """pytest-benchmark's JSON layout, with its machine and commit info (public hooks)."""
+        from datetime import UTC, datetime
+        from importlib.metadata import version
+
+        hook = config.hook
+        machine_info = hook.pytest_benchmark_generate_machine_info(config=config)
+        hook.pytest_benchmark_update_machine_info(config=config, machine_info=machine_info)
+        commit_info = hook.pytest_benchmark_generate_commit_info(config=config)
+        hook.pytest_benchmark_update_commit_info(config=config, commit_info=commit_info)
+        return {
+            "machine_info": machine_info,
+            "commit_info": commit_info,
+            "benchmarks": [],
+            "datetime": datetime.now(UTC).isoformat(),
+            "version": version("pytest-benchmark"),
+        }

@@ -176,22 +176,34 @@ def _l2_flusher(torch: Any) -> Callable[[], Any]:
     return lambda: buf.random_(0, 255)
 
 
-def busy_fraction_profiler(torch: Any, fn: Callable[[], Any], calls: int) -> float | None:
+def busy_fraction_profiler(
+    torch: Any, fn: Callable[[], Any], calls: int, warm_calls: int = 2
+) -> float | None:
     """GPU kernel time (union of kernel and copy intervals) over wall time of `calls` calls,
-    from torch.profiler's CUDA activity. None if the profiler cannot trace kernels here."""
+    from torch.profiler's CUDA activity. A first profiler step of `warm_calls` calls is
+    traced and discarded (CUPTI's start-up cost), only the second is counted. None if the
+    profiler cannot trace kernels here."""
     try:
         from torch.autograd import DeviceType
-        from torch.profiler import ProfilerActivity, profile
+        from torch.profiler import ProfilerActivity, profile, schedule
     except ImportError:
         return None
     try:
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with profile(
+            activities=[ProfilerActivity.CUDA],
+            schedule=schedule(wait=0, warmup=1, active=1, repeat=1),
+        ) as prof:
+            for _ in range(warm_calls):
+                fn()
+            torch.cuda.synchronize()
+            prof.step()
             t0 = time.perf_counter()
             for _ in range(calls):
                 fn()
             torch.cuda.synchronize()
             wall = time.perf_counter() - t0
+            prof.step()
         spans = sorted(
             (e.time_range.start, e.time_range.end)
             for e in prof.events()
@@ -199,8 +211,14 @@ def busy_fraction_profiler(torch: Any, fn: Callable[[], Any], calls: int) -> flo
         )
     except Exception:
         return None
+    return _busy(spans, wall)
+
+
+def _busy(spans: list[tuple[float, float]], wall: float) -> float | None:
+    """Length of the union of (start, end) spans in microseconds over `wall` seconds."""
     if not spans or wall <= 0:
         return None
+    spans = sorted(spans)
     busy_us, cur_s, cur_e = 0.0, spans[0][0], spans[0][1]
     for s, e in spans[1:]:
         if s > cur_e:
@@ -352,12 +370,15 @@ def _measure_into(
             result.notes.append("energy includes the L2 flushes between samples")
 
     if torch is not None and cfg.busy_check:
-        calls = max(1, min(200, math.ceil(0.2 / per_call))) if per_call > 0 else 200
+        # a window of about 50 ms of work (at least one call), from the measured time
+        per = result.time.median
         graph = getattr(clock, "graph", None)
         if graph is not None:
-            busy = busy_fraction_profiler(torch, graph.replay, max(1, calls // k))
+            replays = max(1, min(1000, math.ceil(0.05 / (per * k)))) if per > 0 else 1
+            busy = busy_fraction_profiler(torch, graph.replay, replays, warm_calls=1)
         else:
-            busy = busy_fraction_profiler(torch, fn, calls)
+            calls = max(1, min(5000, math.ceil(0.05 / per))) if per > 0 else 1
+            busy = busy_fraction_profiler(torch, fn, calls, warm_calls=min(calls, 2))
         source = "profiler"
         nvml_util = (result.telemetry or {}).get("utilization_mean")
         if busy is None and nvml_util is not None:

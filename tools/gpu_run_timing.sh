@@ -4,15 +4,15 @@
 set -u
 export PYTHONUNBUFFERED=1
 o=${OUT:-/tmp/out}; mkdir -p "$o/json"
-{ nvidia-smi; python3 -m pytest --gpu-info; python3 -m pytest --gpu-profiles; } > "$o/info.log" 2>&1
-python3 -m pytest tests -q -p no:cacheprovider -rs > "$o/tests.log" 2>&1; echo "tests rc=$?" >> "$o/tests.log"
-python3 tools/gpu_timing_evidence.py "$o/json/timing.json" > "$o/timing.log" 2>&1
-sel="test_matmul and bf16 or fp32-to-bf16 or lora_step"
+t0=$SECONDS
+python3 -m pytest tests -q -p no:cacheprovider -rs -k "not test_plugin_markers" > "$o/tests.log" 2>&1; echo "tests rc=$? in $((SECONDS - t0)) s" >> "$o/tests.log"
+python3 tools/gpu_timing_evidence.py "$o/json/timing.json" > "$o/timing.log" 2>&1; echo "timing rc=$? at $((SECONDS - t0)) s" >> "$o/timing.log"
+ids="benchmarks/test_dtype.py::test_matmul[bf16] benchmarks/test_dtype.py::test_cast_bandwidth[fp32-to-bf16] benchmarks/test_finetune.py::test_lora_step benchmarks/test_generate.py::test_generate_eager"
 for i in 1 2 3 4 5; do
+  [ $((SECONDS - t0)) -lt 430 ] || { echo "session $i not started: time" >> "$o/sessions.log"; break; }
   s=$SECONDS
-  python3 -m pytest benchmarks -q -p no:cacheprovider -k "$sel" --benchmark-json="$o/json/s$i.json" >> "$o/sessions.log" 2>&1
+  python3 -m pytest $ids -q -p no:cacheprovider --durations=6 --benchmark-json="$o/json/s$i.json" >> "$o/sessions.log" 2>&1
   echo "session $i rc=$? in $((SECONDS - s)) s" >> "$o/sessions.log"
 done
-python3 -m pytest benchmarks -q -p no:cacheprovider -k "generate_eager or (qlora_step and 7b)" --benchmark-json="$o/json/gen.json" > "$o/generate.log" 2>&1
 python3 tools/session_spread.py "$o"/json/s?.json > "$o/spread.log" 2>&1
 tar czf "$o/json.tgz" -C "$o" json && rm -r "$o/json"

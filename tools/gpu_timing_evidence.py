@@ -77,6 +77,63 @@ def engine(fn, work, unit, **kw):
     return r, time.perf_counter() - t0
 
 
+def do_bench(fn):
+    import triton.testing
+
+    return triton.testing.do_bench(fn, warmup=100, rep=500, return_mode="median") / 1e3
+
+
+def heat(fn, seconds=2.0):
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(10):
+            fn()
+        torch.cuda.synchronize()
+
+
+def accuracy(name, fn, work, unit, rounds=3):
+    """Interleave the engine with a plain event loop and do_bench, after heating the GPU to
+    its steady (power-capped) state, so that all three see the same clocks."""
+    heat(fn)
+    per_call = event_loop(fn, calls=10, reps=1)
+    calls = max(10, int(0.5 / per_call))
+    rows = []
+    for _ in range(rounds):
+        before = event_loop(fn, calls=calls, reps=1)
+        r, wall = engine(fn, work, unit)
+        after = event_loop(fn, calls=calls, reps=1)
+        db = do_bench(fn)
+        rows.append(dict(engine=r.time.median, events=(before + after) / 2, do_bench=db,
+                         wall=wall, n=r.time.n, stop=r.stop_reason, busy=r.busy_fraction,
+                         calls=r.calls_total + r.warmup_calls, per_call=r.time.median,
+                         ci=(r.time.ci_low, r.time.ci_high), throttled=r.throttled,
+                         clock=(r.telemetry or {}).get("sm_clock_median_mhz"),
+                         power=(r.telemetry or {}).get("power_mean_w"),
+                         j_per_unit=r.energy_per_unit_j, headline=r.headline()))
+    unsynced = perf_counter_min(fn, time.perf_counter)
+    synced = perf_counter_min(fn, synchronized_perf_counter)
+    return dict(name=name, rounds=rows, pb_default_min=unsynced, pb_synced_min=synced)
+
+
+def overhead():
+    x = torch.randn(6 << 20, device="cuda")  # 24 MiB read + 24 MiB written: ~11 us
+    fn = lambda: x.mul_(1.0)  # noqa: E731
+    work = x.nbytes * 2
+    heat(fn, 1.0)
+    g = graph_per_call(fn)
+    rows = []
+    for _ in range(3):
+        plain = event_loop(fn, calls=2000, reps=1)
+        eng, _ = engine(fn, work, "bytes")
+        one, _ = engine(fn, work, "bytes", min_sample_time=1e-7)
+        graph_eng, _ = engine(fn, work, "bytes", cuda_graph=True)
+        rows.append(dict(plain=plain, engine=eng.time.median, k=eng.calls_per_sample,
+                         one_per_sample=one.time.median, engine_graph=graph_eng.time.median,
+                         k_graph=graph_eng.calls_per_sample, busy=eng.busy_fraction,
+                         graph_busy=graph_eng.busy_fraction))
+    return dict(graph_per_call=g, rounds=rows)
+
+
 def main():
     out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__}
     n = 8192
@@ -84,94 +141,29 @@ def main():
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     x = torch.randn((1 << 30) // 4, device="cuda")
     y = torch.empty_like(x, dtype=torch.bfloat16)
-    cases = {
-        "matmul bf16 8192^3": (lambda: torch.matmul(a, b), 2 * n**3, "flop"),
-        "cast fp32->bf16 1 GiB": (lambda: y.copy_(x), x.numel() * 6, "bytes"),
-    }
-    rows = []
-    for name, (fn, work, unit) in cases.items():
-        r, wall = engine(fn, work, unit)
-        plain = event_loop(fn)
-        try:
-            import triton.testing
-
-            do_bench = triton.testing.do_bench(fn, return_mode="median") / 1e3
-        except Exception as exc:  # pragma: no cover
-            do_bench = float("nan")
-            print("do_bench failed:", exc)
-        unsynced = perf_counter_min(fn, time.perf_counter)
-        synced = perf_counter_min(fn, synchronized_perf_counter)
-        fixed100 = 100 * plain
-        rows.append(
-            dict(
-                name=name,
-                engine_ms=r.time.median * 1e3,
-                engine_ci=[r.time.ci_low * 1e3, r.time.ci_high * 1e3],
-                event_loop_ms=plain * 1e3,
-                do_bench_ms=do_bench * 1e3,
-                engine_vs_event_pct=(r.time.median / plain - 1) * 100,
-                engine_vs_do_bench_pct=(r.time.median / do_bench - 1) * 100,
-                pb_default_timer_min_ms=unsynced * 1e3,
-                pb_synced_timer_min_ms=synced * 1e3,
-                engine_wall_s=wall,
-                engine_samples=r.time.n,
-                calls=r.calls_total + r.warmup_calls,
-                warmup_calls=r.warmup_calls,
-                stop=r.stop_reason,
-                fixed100_s=fixed100,
-                busy=r.busy_fraction,
-                throughput=r.throughput.format(),
-                telemetry=r.telemetry,
-                energy_per_unit_j=r.energy_per_unit_j,
-                notes=r.notes,
-            )
-        )
-    out["accuracy"] = rows
-
-    small = torch.randn(4 << 20, device="cuda")  # 16 MiB: read + write ~ 10 us
-    fn = lambda: small.mul_(1.0)  # noqa: E731
-    r, wall = engine(fn, small.nbytes * 2, "bytes")
-    g = graph_per_call(fn)
-    ev = event_loop(fn, calls=1000)
-    r1, _ = engine(fn, small.nbytes * 2, "bytes", min_sample_time=1e-6)  # one call per sample
-    out["overhead"] = dict(
-        kernel_graph_us=g * 1e6,
-        event_loop_us=ev * 1e6,
-        engine_us=r.time.median * 1e6,
-        engine_calls_per_sample=r.calls_per_sample,
-        engine_vs_graph_pct=(r.time.median / g - 1) * 100,
-        one_call_per_sample_us=r1.time.median * 1e6,
-        per_sample_overhead_us=(r1.time.median - g) * 1e6,
-        engine_wall_s=wall,
-    )
-    json.dump(out, open(sys.argv[1], "w"), indent=2, default=str)
-    print(
-        f"{'case':24} {'engine ms':>10} {'events ms':>10} {'do_bench':>10} {'Δev %':>7} "
-        f"{'Δdb %':>7} {'pb-default':>10} {'pb-synced':>10} {'wall s':>7} {'100x s':>7}"
-    )
-    for row in rows:
-        print(
-            f"{row['name']:24} {row['engine_ms']:10.4f} {row['event_loop_ms']:10.4f} "
-            f"{row['do_bench_ms']:10.4f} {row['engine_vs_event_pct']:7.2f} "
-            f"{row['engine_vs_do_bench_pct']:7.2f} {row['pb_default_timer_min_ms']:10.4f} "
-            f"{row['pb_synced_timer_min_ms']:10.4f} {row['engine_wall_s']:7.2f} {row['fixed100_s']:7.3f}"
-        )
-        print(
-            "   ",
-            row["throughput"],
-            "busy",
-            row["busy"],
-            "stop",
-            row["stop"],
-            "n",
-            row["engine_samples"],
-        )
+    out["accuracy"] = [
+        accuracy("matmul bf16 8192^3", lambda: torch.matmul(a, b), 2 * n**3, "flop"),
+        accuracy("cast fp32->bf16 1 GiB", lambda: y.copy_(x), x.numel() * 6, "bytes"),
+    ]
+    out["overhead"] = overhead()
+    with open(sys.argv[1], "w") as fh:
+        json.dump(out, fh, indent=2, default=str)
+    for case in out["accuracy"]:
+        print(case["name"], f"pytest-benchmark default timer min {case['pb_default_min'] * 1e3:.4f} ms,"
+              f" synchronised timer min {case['pb_synced_min'] * 1e3:.4f} ms")
+        for r in case["rounds"]:
+            print(f"  engine {r['engine'] * 1e3:.4f} ms  events {r['events'] * 1e3:.4f} ms "
+                  f"({(r['engine'] / r['events'] - 1) * 100:+.2f}%)  do_bench {r['do_bench'] * 1e3:.4f} ms "
+                  f"({(r['engine'] / r['do_bench'] - 1) * 100:+.2f}%)  n={r['n']} calls={r['calls']} "
+                  f"wall={r['wall']:.2f}s 100x={100 * r['events']:.3f}s stop={r['stop']} busy={r['busy']:.2f} "
+                  f"clock={r['clock']} MHz power={r['power']} W throttled={r['throttled']} J/unit={r['j_per_unit']}")
     o = out["overhead"]
-    print(
-        f"~10us kernel: graph {o['kernel_graph_us']:.2f} us, event loop {o['event_loop_us']:.2f} us, "
-        f"engine {o['engine_us']:.2f} us (k={o['engine_calls_per_sample']}, {o['engine_vs_graph_pct']:+.1f}% vs graph), "
-        f"one call per sample {o['one_call_per_sample_us']:.2f} us"
-    )
+    print(f"~11 us kernel: CUDA-graph replay {o['graph_per_call'] * 1e6:.2f} us per kernel")
+    for r in o["rounds"]:
+        print(f"  plain event loop {r['plain'] * 1e6:.2f} us/call; engine {r['engine'] * 1e6:.2f} us/call "
+              f"(k={r['k']}, busy {r['busy']:.2f}); engine with one call per sample "
+              f"{r['one_per_sample'] * 1e6:.2f} us; engine cuda_graph {r['engine_graph'] * 1e6:.2f} us/call "
+              f"(k={r['k_graph']}, busy {r['graph_busy']:.2f})")
 
 
 if __name__ == "__main__":
