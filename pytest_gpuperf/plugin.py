@@ -355,9 +355,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # Plain data on the report travels to the controller under pytest-xdist too.
         report.gpuperf = [r.to_dict() for r in bench.results]
         report.gpuperf_extra = list(bench.extra)
+        # item.user_properties reach the teardown report, which JUnit XML reads
         for r in bench.results:
+            item.user_properties.append((f"gpuperf:{r.key}", r.headline()))
             if r.throughput is not None:
-                report.user_properties.append((f"gpuperf:{r.key}", r.headline()))
+                item.user_properties.append(
+                    (f"gpuperf:{r.key}:{r.throughput.unit}", f"{r.throughput.median:.6g}")
+                )
     return report
 
 

@@ -103,13 +103,25 @@ def accuracy(name, fn, work, unit, rounds=3):
         r, wall = engine(fn, work, unit)
         after = event_loop(fn, calls=calls, reps=1)
         db = do_bench(fn)
-        rows.append(dict(engine=r.time.median, events=(before + after) / 2, do_bench=db,
-                         wall=wall, n=r.time.n, stop=r.stop_reason, busy=r.busy_fraction,
-                         calls=r.calls_total + r.warmup_calls, per_call=r.time.median,
-                         ci=(r.time.ci_low, r.time.ci_high), throttled=r.throttled,
-                         clock=(r.telemetry or {}).get("sm_clock_median_mhz"),
-                         power=(r.telemetry or {}).get("power_mean_w"),
-                         j_per_unit=r.energy_per_unit_j, headline=r.headline()))
+        rows.append(
+            dict(
+                engine=r.time.median,
+                events=(before + after) / 2,
+                do_bench=db,
+                wall=wall,
+                n=r.time.n,
+                stop=r.stop_reason,
+                busy=r.busy_fraction,
+                calls=r.calls_total + r.warmup_calls,
+                per_call=r.time.median,
+                ci=(r.time.ci_low, r.time.ci_high),
+                throttled=r.throttled,
+                clock=(r.telemetry or {}).get("sm_clock_median_mhz"),
+                power=(r.telemetry or {}).get("power_mean_w"),
+                j_per_unit=r.energy_per_unit_j,
+                headline=r.headline(),
+            )
+        )
     unsynced = perf_counter_min(fn, time.perf_counter)
     synced = perf_counter_min(fn, synchronized_perf_counter)
     return dict(name=name, rounds=rows, pb_default_min=unsynced, pb_synced_min=synced)
@@ -127,10 +139,18 @@ def overhead():
         eng, _ = engine(fn, work, "bytes")
         one, _ = engine(fn, work, "bytes", min_sample_time=1e-7)
         graph_eng, _ = engine(fn, work, "bytes", cuda_graph=True)
-        rows.append(dict(plain=plain, engine=eng.time.median, k=eng.calls_per_sample,
-                         one_per_sample=one.time.median, engine_graph=graph_eng.time.median,
-                         k_graph=graph_eng.calls_per_sample, busy=eng.busy_fraction,
-                         graph_busy=graph_eng.busy_fraction))
+        rows.append(
+            dict(
+                plain=plain,
+                engine=eng.time.median,
+                k=eng.calls_per_sample,
+                one_per_sample=one.time.median,
+                engine_graph=graph_eng.time.median,
+                k_graph=graph_eng.calls_per_sample,
+                busy=eng.busy_fraction,
+                graph_busy=graph_eng.busy_fraction,
+            )
+        )
     return dict(graph_per_call=g, rounds=rows)
 
 
@@ -149,21 +169,28 @@ def main():
     with open(sys.argv[1], "w") as fh:
         json.dump(out, fh, indent=2, default=str)
     for case in out["accuracy"]:
-        print(case["name"], f"pytest-benchmark default timer min {case['pb_default_min'] * 1e3:.4f} ms,"
-              f" synchronised timer min {case['pb_synced_min'] * 1e3:.4f} ms")
+        print(
+            case["name"],
+            f"pytest-benchmark default timer min {case['pb_default_min'] * 1e3:.4f} ms,"
+            f" synchronised timer min {case['pb_synced_min'] * 1e3:.4f} ms",
+        )
         for r in case["rounds"]:
-            print(f"  engine {r['engine'] * 1e3:.4f} ms  events {r['events'] * 1e3:.4f} ms "
-                  f"({(r['engine'] / r['events'] - 1) * 100:+.2f}%)  do_bench {r['do_bench'] * 1e3:.4f} ms "
-                  f"({(r['engine'] / r['do_bench'] - 1) * 100:+.2f}%)  n={r['n']} calls={r['calls']} "
-                  f"wall={r['wall']:.2f}s 100x={100 * r['events']:.3f}s stop={r['stop']} busy={r['busy']:.2f} "
-                  f"clock={r['clock']} MHz power={r['power']} W throttled={r['throttled']} J/unit={r['j_per_unit']}")
+            print(
+                f"  engine {r['engine'] * 1e3:.4f} ms  events {r['events'] * 1e3:.4f} ms "
+                f"({(r['engine'] / r['events'] - 1) * 100:+.2f}%)  do_bench {r['do_bench'] * 1e3:.4f} ms "
+                f"({(r['engine'] / r['do_bench'] - 1) * 100:+.2f}%)  n={r['n']} calls={r['calls']} "
+                f"wall={r['wall']:.2f}s 100x={100 * r['events']:.3f}s stop={r['stop']} busy={r['busy']:.2f} "
+                f"clock={r['clock']} MHz power={r['power']} W throttled={r['throttled']} J/unit={r['j_per_unit']}"
+            )
     o = out["overhead"]
     print(f"~11 us kernel: CUDA-graph replay {o['graph_per_call'] * 1e6:.2f} us per kernel")
     for r in o["rounds"]:
-        print(f"  plain event loop {r['plain'] * 1e6:.2f} us/call; engine {r['engine'] * 1e6:.2f} us/call "
-              f"(k={r['k']}, busy {r['busy']:.2f}); engine with one call per sample "
-              f"{r['one_per_sample'] * 1e6:.2f} us; engine cuda_graph {r['engine_graph'] * 1e6:.2f} us/call "
-              f"(k={r['k_graph']}, busy {r['graph_busy']:.2f})")
+        print(
+            f"  plain event loop {r['plain'] * 1e6:.2f} us/call; engine {r['engine'] * 1e6:.2f} us/call "
+            f"(k={r['k']}, busy {r['busy']:.2f}); engine with one call per sample "
+            f"{r['one_per_sample'] * 1e6:.2f} us; engine cuda_graph {r['engine_graph'] * 1e6:.2f} us/call "
+            f"(k={r['k_graph']}, busy {r['graph_busy']:.2f})"
+        )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,169 @@
+"""The measuring engine, settings, units and results on the CPU (perf_counter backend)."""
+
+import json
+import math
+import weakref
+
+import pytest
+
+from pytest_gpuperf.results import Result, check_work, resolve_unit, throughput_of
+from pytest_gpuperf.settings import SettingError, parse_layer, resolve
+from pytest_gpuperf.stats import summarize
+from pytest_gpuperf.telemetry import Sample, reason_names, summarize_samples
+from pytest_gpuperf.timing import BenchmarkError, OutOfMemory, _busy, is_oom, measure
+
+FAST = parse_layer(
+    {"min_time": 0.01, "max_time": 0.3, "warmup_time": 0.0, "min_samples": 6}, "test"
+)
+
+
+def spin(seconds):
+    import time
+
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_measure_on_cpu_gives_time_and_throughput():
+    cfg = resolve("cpu", FAST)
+    r = measure(lambda: spin(0.001), work=100, unit="tokens", cfg=cfg, backend="cpu")
+    assert r.outcome == "ok" and r.timer == "perf_counter"
+    assert 0.0009 < r.time.median < 0.01
+    assert r.throughput.unit == "tokens/s"
+    assert math.isclose(r.throughput.median, 100 / r.time.median)
+    assert r.throughput.ci_low <= r.throughput.median <= r.throughput.ci_high
+    assert r.calls_total == len(r.samples) * r.calls_per_sample
+    assert r.warmup_calls >= 2
+    assert r.busy_fraction is None and r.launch_bound is None  # CPU: not applicable
+
+
+def test_short_work_is_batched_per_sample():
+    cfg = resolve("cpu", FAST, parse_layer({"min_sample_time": 0.002}, "t"))
+    r = measure(lambda: None, work=1, unit="calls", cfg=cfg, backend="cpu")
+    assert r.calls_per_sample > 10
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"fn": 3}, "must be callable, got int 3"),
+        ({"work": 0}, "positive"),
+        ({"work": -5}, "positive"),
+        ({"work": float("nan")}, "positive finite"),
+        ({"work": True}, "positive number"),
+        ({"unit": "parsecs"}, "unknown unit 'parsecs'"),
+    ],
+)
+def test_bad_input_is_a_clear_error(kwargs, fragment):
+    args = {"fn": lambda: None, "work": 1, "unit": "calls"} | kwargs
+    with pytest.raises(BenchmarkError) as info:
+        measure(
+            args["fn"],
+            work=args["work"],
+            unit=args["unit"],
+            cfg=resolve("cpu", FAST),
+            backend="cpu",
+        )
+    assert fragment in str(info.value)
+
+
+def test_a_benchmark_that_raises_propagates_its_error():
+    def boom():
+        raise KeyError("model missing")
+
+    with pytest.raises(KeyError, match="model missing"):
+        measure(boom, work=1, unit="calls", cfg=resolve("cpu", FAST), backend="cpu")
+
+
+class Big:
+    pass
+
+
+def test_out_of_memory_releases_what_the_call_held():
+    refs = []
+
+    def oom():
+        big = Big()  # stands for the tensors allocated before the allocation that failed
+        refs.append(weakref.ref(big))
+        raise MemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
+
+    with pytest.raises(OutOfMemory) as info:
+        measure(oom, work=1, unit="calls", cfg=resolve("cpu", FAST), backend="cpu", nodeid="t::x")
+    assert "t::x ran out of memory" in str(info.value)
+    assert "its memory was released" in str(info.value)
+    assert refs and refs[0]() is None  # the failing frame's objects are gone
+
+
+def test_is_oom():
+    assert is_oom(MemoryError())
+    assert is_oom(RuntimeError("CUDA error: out of memory"))
+    assert not is_oom(RuntimeError("shape mismatch"))
+
+
+def test_units():
+    assert resolve_unit("token") == "tokens"
+    assert resolve_unit("FLOPS") == "flop"
+    s = summarize([0.5] * 10)
+    assert throughput_of(s, 1e12, "flop").median == pytest.approx(2.0)  # TFLOP/s
+    assert throughput_of(s, 1e9, "bytes").unit == "GB/s"
+    with pytest.raises(ValueError, match="unknown unit"):
+        resolve_unit("furlongs")
+    with pytest.raises(ValueError):
+        check_work(-1)
+
+
+def test_result_round_trips_through_json():
+    cfg = resolve("cpu", FAST)
+    r = measure(
+        lambda: spin(0.0005),
+        work=3,
+        unit="samples",
+        cfg=cfg,
+        backend="cpu",
+        nodeid="a.py::t",
+        metric="m",
+    )
+    again = Result.from_dict(json.loads(json.dumps(r.to_dict())))
+    assert again == r
+    assert again.key == "a.py::t::m"
+    assert "samples/s" in r.headline()
+
+
+def test_settings_layers_and_errors():
+    cfg = resolve(
+        "cuda", parse_layer({"max_time": "30"}, "ini"), parse_layer({"target": "1%"}, "cli")
+    )
+    assert cfg.max_time == 30 and cfg.target == 0.01 and cfg.min_samples == 10
+    assert resolve("cpu").max_time == 2.0
+    with pytest.raises(SettingError, match=r"command line: max_time='-3': must be > 0"):
+        parse_layer({"max_time": "-3"}, "command line")
+    with pytest.raises(SettingError, match="unknown setting 'max_tme'"):
+        parse_layer({"max_tme": 3}, "marker")
+    with pytest.raises(SettingError, match="tolerance=2"):
+        parse_layer({"tolerance": 2}, "marker")
+    with pytest.raises(SettingError, match="below min_time"):
+        resolve("cpu", parse_layer({"min_time": 5, "max_time": 1}, "x"))
+
+
+def test_telemetry_summary_flags_throttling_and_energy():
+    samples = [
+        Sample(0.0, 1980, 0x0, 300.0, 50, 99),
+        Sample(0.05, 1500, 0x4, 690.0, 60, 100),  # sw power cap
+        Sample(0.10, 1400, 0x40 | 0x4, 700.0, 85, 100),  # hw thermal + power
+        Sample(0.15, 1980, 0x1, 80.0, 55, 0),  # idle is not throttling
+    ]
+    s = summarize_samples(samples, 1_000_000, 1_500_000, 2.0)
+    assert s.throttled_fraction == 0.5 and s.thermal_fraction == 0.25
+    assert s.power_fraction == 0.5
+    assert set(s.reasons) == {"sw-power-cap", "hw-thermal"}
+    assert s.energy_j == 500.0 and s.power_max_w == 700.0 and s.temperature_max_c == 85
+    assert s.utilization_mean == pytest.approx(0.7475)
+    assert reason_names(0x8) == ["hw-slowdown"]
+    assert summarize_samples([], None, None, 0.0).energy_j is None
+
+
+def test_busy_fraction_is_the_union_of_kernel_spans():
+    # two overlapping kernels [0,10] and [5,15] us, one at [20,30] us, over 40 us of wall
+    assert _busy([(20, 30), (0, 10), (5, 15)], 40e-6) == pytest.approx(25 / 40)
+    assert _busy([], 1.0) is None
