@@ -29,6 +29,7 @@ class GpuBenchmark:
         layers: list[dict[str, Any]],
         telemetry: Callable[[float], Any] | None,
         emulated: str | None = None,
+        judge: Callable[[str, dict[str, dict[str, Any]]], dict[str, Any]] | None = None,
     ) -> None:
         self.nodeid = nodeid
         self.snapshot = snapshot
@@ -36,6 +37,7 @@ class GpuBenchmark:
         self._layers = layers
         self._telemetry = telemetry
         self.emulated = emulated
+        self._judge = judge
         self.results: list[Result] = []
         self.extra: list[dict[str, Any]] = []  # recorded metrics (record())
 
@@ -77,25 +79,48 @@ class GpuBenchmark:
         except SettingError as exc:
             raise ValueError(str(exc)) from None
         device = self.snapshot.describe()
-        try:
-            result = measure(
-                fn,
-                work=work,
-                unit=unit,
-                cfg=cfg,
-                backend=self.backend,
-                nodeid=self.nodeid,
-                metric=metric,
-                device=device,
-                telemetry=self._telemetry if self.backend == "cuda" else None,
-            )
-        except OutOfMemory as exc:
-            if on_oom == "raise":
-                raise
-            result = Result(nodeid=self.nodeid, metric=metric, unit=unit, work_per_call=work)
-            result.outcome, result.error = "oom", str(exc)
-            result.backend, result.device, result.config = self.backend, device, cfg.to_dict()
+
+        def run() -> Result:
+            try:
+                return measure(
+                    fn,
+                    work=work,
+                    unit=unit,
+                    cfg=cfg,
+                    backend=self.backend,
+                    nodeid=self.nodeid,
+                    metric=metric,
+                    device=device,
+                    telemetry=self._telemetry if self.backend == "cuda" else None,
+                )
+            except OutOfMemory as exc:
+                if on_oom == "raise":
+                    raise
+                oom = Result(nodeid=self.nodeid, metric=metric, unit=unit, work_per_call=work)
+                oom.outcome, oom.error = "oom", str(exc)
+                oom.backend, oom.device, oom.config = self.backend, device, cfg.to_dict()
+                return oom
+
+        result = run()
         result.emulated = self.emulated
+        self._verdicts(result)
+        for attempt in range(cfg.remeasure):
+            if not self._regressed(result):
+                break
+            first = ", ".join(
+                f"{m} {v['change'] * 100:+.2f}%"
+                for m, v in result.verdicts.items()
+                if v["status"] == "regressed"
+            )
+            again = run()
+            again.emulated = self.emulated
+            self._verdicts(again)
+            again.remeasured = attempt + 1
+            again.notes.append(
+                f"re-measured after a regression ({first}): "
+                + ("confirmed" if self._regressed(again) else "not confirmed; this result stands")
+            )
+            result = again
         if self.emulated:
             result.notes.append(
                 f"memory capped to emulate {self.emulated}; speed figures are this GPU's, "
@@ -103,6 +128,21 @@ class GpuBenchmark:
             )
         self.results.append(result)
         return result
+
+    def _verdicts(self, result: Result) -> None:
+        if self._judge is None:
+            return
+        from .gate import metrics_of
+
+        result.verdicts = (
+            self._judge(result.key, metrics_of(result))
+            if result.outcome == "ok"
+            else self._judge(result.key, {})
+        )
+
+    @staticmethod
+    def _regressed(result: Result) -> bool:
+        return any(v.get("status") == "regressed" for v in result.verdicts.values())
 
     def record(self, metric: str, value: float, unit: str, higher_is_better: bool = True) -> None:
         """Record a metric measured by other means (e.g. the largest batch that fits)."""
@@ -116,13 +156,17 @@ class GpuBenchmark:
             or not math.isfinite(value)
         ):
             raise ValueError(f"value of {metric!r} must be a finite number, got {value!r}")
-        self.extra.append(
-            {
-                "key": f"{self.nodeid}::{metric}",
-                "value": float(value),
-                "unit": unit,
-                "higher_is_better": bool(higher_is_better),
-                "device": self.snapshot.describe(),
-                "emulated": self.emulated,
-            }
-        )
+        extra: dict[str, Any] = {
+            "key": f"{self.nodeid}::{metric}",
+            "value": float(value),
+            "unit": unit,
+            "higher_is_better": bool(higher_is_better),
+            "device": self.snapshot.describe(),
+            "emulated": self.emulated,
+            "verdicts": {},
+        }
+        if self._judge is not None:
+            from .gate import metrics_of_extra
+
+            extra["verdicts"] = self._judge(extra["key"], metrics_of_extra(extra))
+        self.extra.append(extra)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from . import marks
-from .session import AUTO, GpuPerfSession, Options
+from .session import AUTO, BASELINE_MODES, GpuPerfSession, Options
 from .settings import SETTINGS, SettingError, parse_layer
 
 SESSION_KEY = pytest.StashKey[GpuPerfSession]()
@@ -70,7 +70,41 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="list the known GPU profiles (built-in and from pyproject.toml) and exit.",
     )
+    group.addoption(
+        "--gpuperf-baseline",
+        action="store",
+        default=None,
+        choices=BASELINE_MODES,
+        help="auto (default): compare with baselines/<profile>.json when it exists; compare: "
+        "require it; save: record this run's results into it (sessions are appended to each "
+        "benchmark's history, other entries kept); off: neither.",
+    )
+    group.addoption(
+        "--gpuperf-baseline-dir",
+        action="store",
+        default=None,
+        metavar="DIR",
+        help="directory of the baseline files (default: baselines, under the rootdir)",
+    )
+    group.addoption(
+        "--gpuperf-warn-only",
+        action="store_true",
+        default=None,
+        help="report regressions without failing the tests",
+    )
+    group.addoption(
+        "--gpuperf-json",
+        action="store",
+        default=None,
+        metavar="PATH",
+        help="write results and verdicts as JSON to PATH",
+    )
     parser.addini("gpuperf_profile", "default for --gpu-profile", default=AUTO)
+    parser.addini("gpuperf_baseline", "default for --gpuperf-baseline", default="auto")
+    parser.addini("gpuperf_baseline_dir", "default for --gpuperf-baseline-dir", default="baselines")
+    parser.addini(
+        "gpuperf_warn_only", "default for --gpuperf-warn-only", type="bool", default=False
+    )
     for setting in SETTINGS:
         if not setting.cli:
             continue
@@ -88,12 +122,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _make_session(config: pytest.Config) -> GpuPerfSession:
     profile = config.getoption("gpu_profile") or config.getini("gpuperf_profile") or AUTO
+    mode = config.getoption("gpuperf_baseline") or config.getini("gpuperf_baseline") or "auto"
+    directory = Path(
+        config.getoption("gpuperf_baseline_dir") or config.getini("gpuperf_baseline_dir")
+    )
+    warn = config.getoption("gpuperf_warn_only")
+    json_path = config.getoption("gpuperf_json")
     opts = Options(
         profile=str(profile).strip(),
         allow_mismatch=bool(config.getoption("gpu_allow_mismatch")),
+        baseline_mode=str(mode).strip(),
+        baseline_dir=directory if directory.is_absolute() else config.rootpath / directory,
+        warn_only=bool(config.getini("gpuperf_warn_only") if warn is None else warn),
+        json_path=Path(json_path) if json_path else None,
     )
     pyproject = Path(config.rootpath, "pyproject.toml")
     sess = GpuPerfSession(opts, pyproject if pyproject.is_file() else None)
+    if opts.baseline_mode not in BASELINE_MODES:
+        sess.layer_error = (
+            f"{config.inipath}: gpuperf_baseline={opts.baseline_mode!r}: use one of "
+            f"{', '.join(BASELINE_MODES)}"
+        )
+        return sess
     ini_raw = {s.name: config.getini(f"gpuperf_{s.name}") for s in SETTINGS if s.cli}
     cli_raw = {s.name: config.getoption(f"gpuperf_{s.name}") for s in SETTINGS if s.cli}
     inifile = config.inipath or "ini file"
@@ -153,6 +203,13 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"gpuperf: {sess.layer_error}")
     config.pluginmanager.register(sess, "gpuperf-session")
     _default_benchmark_timer(config)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    sess = get_session(session.config)
+    sess.collected = {item.nodeid for item in session.items}
+    if any("gpu_benchmark" in getattr(item, "fixturenames", ()) for item in session.items):
+        sess.prepare_baseline()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -342,7 +399,8 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
     except SettingError as exc:
         pytest.fail(str(exc), pytrace=False)
     telemetry = _telemetry_factory(sess) if snap.kind == "cuda" else None
-    bench = GpuBenchmark(item.nodeid, snap, layers, telemetry)
+    sess.prepare_baseline()
+    bench = GpuBenchmark(item.nodeid, snap, layers, telemetry, judge=sess.judge)
     item.stash[BENCH_KEY] = bench
     return bench
 
@@ -362,6 +420,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 item.user_properties.append(
                     (f"gpuperf:{r.key}:{r.throughput.unit}", f"{r.throughput.median:.6g}")
                 )
+            for name, v in r.verdicts.items():
+                item.user_properties.append((f"gpuperf:{r.key}:{name}:verdict", v["status"]))
+        sess = get_session(item.config)
+        lines = sess.failure_lines(bench.results, bench.extra)
+        if lines and report.passed and not sess.options.warn_only:
+            report.outcome = "failed"
+            report.longrepr = "\n".join(lines)
     return report
 
 

@@ -62,3 +62,74 @@ def json_safe(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [json_safe(v) for v in obj]
     return obj
+
+
+# ------------------------------------------------------------------------- verdicts
+
+VERDICT_HEADER = ["verdict", "benchmark", "metric", "now", "change (99% CI)", "tolerance", "flags"]
+
+
+def verdict_rows(
+    results: Iterable[Result], extras: Iterable[dict[str, Any]], missing: Iterable[str] = ()
+) -> list[list[str]]:
+    """Rows of the session's verdict table, worst first."""
+    from .gate import describe_value, metrics_of, metrics_of_extra
+    from .verdict import SEVERITY
+
+    rows: list[tuple[int, list[str]]] = []
+
+    def add(key: str, metrics: dict[str, Any], verdicts: dict[str, Any], flags: str) -> None:
+        for name, m in metrics.items():
+            v = verdicts.get(name)
+            if v is None:
+                continue
+            change = "-"
+            if v.get("change") is not None:
+                unc = v.get("uncertainty")
+                change = f"{v['change'] * 100:+.2f}%" + (
+                    f" ±{unc * 100:.2f}%" if unc is not None else ""
+                )
+            rows.append(
+                (
+                    SEVERITY.get(v["status"], 99),
+                    [
+                        v["status"].upper(),
+                        key,
+                        name,
+                        describe_value(m["median"], m["unit"]),
+                        change,
+                        f"{v['tolerance'] * 100:.1f}%" if v.get("tolerance") else "-",
+                        flags,
+                    ],
+                )
+            )
+
+    for r in results:
+        flags = []
+        if r.launch_bound:
+            flags.append("launch-bound")
+        if r.throttled:
+            flags.append("throttled")
+        if r.emulated:
+            flags.append(f"emulated {r.emulated}")
+        if r.remeasured:
+            flags.append("re-measured")
+        metrics = metrics_of(r)
+        if not metrics and r.verdicts:  # failed where a baseline exists
+            metrics = {k: {"median": math.nan, "unit": ""} for k in r.verdicts}
+        add(r.key, metrics, r.verdicts, ", ".join(flags))
+    for e in extras:
+        add(e["key"], metrics_of_extra(e), e.get("verdicts") or {}, "")
+    for key in missing:
+        rows.append((SEVERITY["missing"], ["MISSING", key, "-", "-", "-", "-", "not measured"]))
+    rows.sort(key=lambda t: t[0])
+    return [r for _, r in rows]
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    def esc(c: str) -> str:
+        return c.replace("|", "\\|")
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)

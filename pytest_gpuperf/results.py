@@ -132,6 +132,8 @@ class Result:
     config: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)  # metric -> verdict
+    remeasured: int = 0  # how many times a regression was re-measured
 
     @property
     def key(self) -> str:

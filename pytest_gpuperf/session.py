@@ -7,6 +7,7 @@ needs to know the device, so a run with no GPU tests pays nothing for the plugin
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,13 +22,20 @@ if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never l
 AUTO = "auto"
 
 
+BASELINE_MODES = ("auto", "compare", "save", "off")
+
+
 @dataclass
 class Options:
     profile: str = AUTO
     allow_mismatch: bool = False
+    baseline_mode: str = "auto"  # auto: compare when the profile's baseline file exists
+    baseline_dir: Path = Path("baselines")
+    warn_only: bool = False
+    json_path: Path | None = None
 
 
-@dataclass
+@dataclass(eq=False)  # registered as a plugin: it must stay hashable by identity
 class GpuPerfSession:
     options: Options
     pyproject: Path | None
@@ -37,6 +45,13 @@ class GpuPerfSession:
     results: list[dict[str, Any]] = field(default_factory=list)  # from reports, all workers
     extra: list[dict[str, Any]] = field(default_factory=list)
     started: float = field(default_factory=time.time)
+    baseline: Any = None  # baselines.BaselineFile once loaded
+    baseline_path: Path | None = None
+    baseline_profile: str | None = None
+    baseline_note: str | None = None
+    baseline_ready: bool = False
+    collected: set[str] = field(default_factory=set)
+    finish_notes: list[str] = field(default_factory=list)
     _registry: Registry | None = field(default=None, repr=False)
     _snapshot: DeviceSnapshot | None = field(default=None, repr=False)
 
@@ -97,6 +112,172 @@ class GpuPerfSession:
                 f"--gpu-profile=auto, or pass --gpu-allow-mismatch to compare anyway."
             )
 
+    # --------------------------------------------------------------------- baselines
+
+    @property
+    def comparing(self) -> bool:
+        return self.baseline_ready and self.options.baseline_mode in ("auto", "compare")
+
+    def prepare_baseline(self) -> None:
+        """Find and validate this profile's baseline file (at collection, before any test).
+
+        A file that is unreadable, truncated, of an unknown schema, or holds NaN or
+        negative values stops the run with a usage error naming it: nothing is compared
+        against it and nothing overwrites it.
+        """
+        if self.baseline_ready or self.options.baseline_mode == "off":
+            return
+        from .baselines import BaselineError, baseline_path, load
+
+        prof = self.profile()
+        if prof is None:
+            self.baseline_note = (
+                f"no GPU profile matches {self.snapshot().describe()}: results are not "
+                "compared or saved; add a profile in pyproject.toml ([tool.gpuperf.profiles])"
+            )
+            self.baseline_ready = True
+            return
+        path = baseline_path(self.options.baseline_dir, prof.name)
+        self.baseline_path, self.baseline_profile = path, prof.name
+        try:
+            self.baseline = load(path)
+        except BaselineError as exc:
+            raise pytest.UsageError(f"gpuperf: {exc}") from None
+        if self.baseline is None and self.options.baseline_mode == "compare":
+            raise pytest.UsageError(
+                f"gpuperf: --gpuperf-baseline=compare, but there is no baseline file {path} "
+                f"for profile {prof.name!r}; save one with --gpuperf-baseline=save"
+            )
+        if self.baseline is not None and self.baseline.profile != prof.name:
+            raise pytest.UsageError(
+                f"gpuperf: baseline file {path}: belongs to profile "
+                f"{self.baseline.profile!r}, not {prof.name!r}"
+            )
+        self.baseline_ready = True
+
+    def environment(self, emulated: str | None = None) -> dict[str, Any]:
+        from .gate import environment
+
+        return environment(self.snapshot().to_dict(), emulated)
+
+    def judge(
+        self, key: str, metrics: dict[str, dict[str, Any]], emulated: str | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """Verdict dicts per metric of one benchmark against the baseline."""
+        if not self.comparing:
+            return {}
+        from .gate import compare, failed_verdicts, verdict_dict
+        from .settings import resolve
+
+        entries = self.baseline.entries if self.baseline is not None else {}
+        base = entries.get(key)
+        cfg = resolve(self.snapshot().kind, self.ini_layer, self.cli_layer)
+        if not metrics:
+            verdicts = failed_verdicts(base, "the benchmark produced no result")
+        else:
+            verdicts = compare(
+                metrics,
+                self.environment(emulated),
+                base,
+                tolerance=cfg.tolerance,
+                memory_tolerance=cfg.memory_tolerance,
+                allow_cross_gpu=self.options.allow_mismatch,
+            )
+        out = {}
+        for name, v in verdicts.items():
+            hist = len(base["metrics"].get(name, {}).get("history", [])) if base else 0
+            out[name] = verdict_dict(v, hist)
+        return out
+
+    def failure_lines(self, results: list[Any], extras: list[dict[str, Any]]) -> list[str]:
+        """One readable line per regressed metric of a test's results."""
+        from .gate import failure_line, metrics_of, metrics_of_extra
+        from .verdict import Verdict
+
+        lines = []
+        entries = self.baseline.entries if self.baseline is not None else {}
+        items = [(r.key, metrics_of(r), r.verdicts, r.remeasured) for r in results]
+        items += [(e["key"], metrics_of_extra(e), e.get("verdicts", {}), 0) for e in extras]
+        for key, metrics, verdicts, remeasured in items:
+            for name, vd in verdicts.items():
+                if vd.get("status") != "regressed" or name not in metrics:
+                    continue
+                v = Verdict(**{k: vd[k] for k in Verdict.__dataclass_fields__})
+                lines.append(
+                    failure_line(
+                        key,
+                        name,
+                        v,
+                        metrics[name],
+                        entries[key],
+                        self.baseline_profile or "?",
+                        remeasured > 0,
+                    )
+                )
+        return lines
+
+    def save_baseline(self) -> str | None:
+        """Merge this run's results into the profile's baseline file (save mode)."""
+        if self.options.baseline_mode != "save" or not (self.results or self.extra):
+            return None
+        self.prepare_baseline()  # under pytest-xdist the controller collected nothing
+        if self.baseline_path is None:
+            return None
+        from datetime import UTC, datetime
+
+        from .baselines import BaselineError, save
+        from .gate import entry, metrics_of_extra
+        from .results import Result
+
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        commit = _git_commit(self.baseline_path.parent)
+        updates: dict[str, dict[str, Any]] = {}
+        for d in self.results:
+            r = Result.from_dict(d)
+            from .gate import metrics_of
+
+            metrics = metrics_of(r)
+            if not metrics:
+                continue
+            flags = {
+                "launch_bound": r.launch_bound,
+                "throttled": r.throttled,
+                "emulated": r.emulated,
+            }
+            updates[r.key] = entry(
+                metrics, self.environment(r.emulated), date=now, commit=commit, flags=flags
+            )
+        for e in self.extra:
+            updates[e["key"]] = entry(
+                metrics_of_extra(e),
+                self.environment(e.get("emulated")),
+                date=now,
+                commit=commit,
+                flags={"emulated": e.get("emulated")},
+            )
+        if not updates:
+            return None
+        try:
+            save(self.baseline_path, self.baseline_profile or "?", updates, now)
+        except BaselineError as exc:
+            return f"NOT SAVED: {exc}"
+        return f"saved {len(updates)} benchmark(s) to {self.baseline_path}"
+
+    def missing(self) -> list[str]:
+        """Baseline entries of collected tests that produced no result in this run."""
+        if not self.comparing or self.baseline is None:
+            return []
+        measured = {d["key"] for d in self.results} | {e["key"] for e in self.extra}
+        out = []
+        for key in self.baseline.entries:
+            node = key.split("::")
+            for cut in range(len(node), 0, -1):
+                if "::".join(node[:cut]) in self.collected:
+                    if key not in measured:
+                        out.append(key)
+                    break
+        return out
+
     # ------------------------------------------------------------ hooks (registered plugin)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -115,14 +296,23 @@ class GpuPerfSession:
             "device": snap.to_dict(),
             "describe": snap.describe(),
             "profile": prof.name if prof else None,
+            "baseline": str(self.baseline_path) if self.baseline_path else None,
+            "baseline_mode": self.options.baseline_mode,
             "results": list(self.results),
             "metrics": list(self.extra),
+            "missing": self.missing(),
         }
+
+    def _verdict_table(self) -> list[list[str]]:
+        from .report import verdict_rows
+        from .results import Result
+
+        return verdict_rows([Result.from_dict(r) for r in self.results], self.extra, self.missing())
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.results and not self.extra:
             return
-        from .report import RESULT_HEADER, result_rows, table
+        from .report import RESULT_HEADER, VERDICT_HEADER, result_rows, table
         from .results import Result
 
         tr = terminalreporter
@@ -139,10 +329,66 @@ class GpuPerfSession:
         for r in results:
             for note in r.notes:
                 tr.write_line(f"  {r.key}: {note}")
+        if self.baseline_note:
+            tr.write_line(f"baseline: {self.baseline_note}")
+        if self.comparing:
+            rows = self._verdict_table()
+            where = self.baseline_path if self.baseline is not None else "none yet"
+            tr.write_sep("-", f"gpuperf verdicts against baseline {where}")
+            for line in table(VERDICT_HEADER, rows):
+                tr.write_line(line)
+            for r in results:
+                for name, v in r.verdicts.items():
+                    if v.get("advice"):
+                        tr.write_line(f"  {r.key} {name}: inconclusive; to settle: {v['advice']}")
+            if self.options.warn_only and any(row[0] == "REGRESSED" for row in rows):
+                tr.write_line("regressions reported only (--gpuperf-warn-only): not failing")
+        for line in self.finish_notes:
+            tr.write_line(line)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(session.config, "workerinput"):
+            return  # the controller saves and reports, from the workers' reports
+        note = self.save_baseline()
+        if note:
+            self.finish_notes.append(f"baseline: {note}")
         self.write_benchmark_json(session.config)
+        self.write_reports()
+
+    def write_reports(self) -> None:
+        if not self.results and not self.extra:
+            return
+        from .report import VERDICT_HEADER, json_safe, markdown_table
+
+        if self.options.json_path is not None:
+            path = Path(self.options.json_path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(json_safe(self.json_payload()), indent=2, default=str))
+            self.finish_notes.append(f"gpuperf: wrote {path}")
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            prof = self.profile()
+            rows = self._verdict_table() if self.comparing else []
+            text = [
+                f"## gpuperf: {self.snapshot().describe()}",
+                f"profile `{prof.name if prof else 'unknown'}`, baseline "
+                f"`{self.baseline_path or 'none'}`",
+                "",
+            ]
+            if rows:
+                text.append(markdown_table(VERDICT_HEADER, rows))
+            else:
+                from .report import RESULT_HEADER, result_rows
+                from .results import Result
+
+                text.append(
+                    markdown_table(
+                        RESULT_HEADER, result_rows([Result.from_dict(r) for r in self.results])
+                    )
+                )
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write("\n".join(text) + "\n\n")
 
     def write_benchmark_json(self, config: pytest.Config) -> None:
         """Put our results into pytest-benchmark's --benchmark-json file.
@@ -202,3 +448,20 @@ class GpuPerfSession:
             "datetime": datetime.now(UTC).isoformat(),
             "version": version("pytest-benchmark"),
         }
+
+
+def _git_commit(where: Path) -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=where if where.exists() else None,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None

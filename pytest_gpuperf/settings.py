@@ -75,6 +75,16 @@ def positive_int(value: Any) -> int:
     return value
 
 
+def non_negative_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or value < 0:
+        raise ValueError(f"must be a whole number >= 0, got {value!r}")
+    return value
+
+
 def boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -127,9 +137,16 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("busy_check", boolean, True, True, "measure the GPU busy fraction (CUDA only)"),
     Setting("telemetry_interval", positive, 0.05, 0.05, "seconds between NVML samples"),
-    Setting("tolerance", fraction, 0.05, 0.05, "throughput change tolerated before a regression"),
+    Setting("tolerance", fraction, 0.03, 0.03, "throughput change tolerated before a regression"),
     Setting(
         "memory_tolerance", fraction, 0.05, 0.05, "peak-memory growth tolerated before a regression"
+    ),
+    Setting(
+        "remeasure",
+        non_negative_int,
+        1,
+        1,
+        "re-measure a regressed benchmark this many times; fail only if it still regresses",
     ),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
@@ -152,6 +169,7 @@ class MeasureConfig:
     telemetry_interval: float
     tolerance: float
     memory_tolerance: float
+    remeasure: int
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -1,0 +1,233 @@
+"""The regression gate in real pytest sessions on the CPU: save, compare, fail, warn-only,
+bad baseline files, reports, the compare command."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+FAST = [
+    "--gpuperf-min-time=0.02",
+    "--gpuperf-max-time=0.4",
+    "--gpuperf-warmup-time=0",
+    "-p",
+    "no:cacheprovider",
+]
+
+BENCH = """
+import os, time
+
+def spin(s):
+    end = time.perf_counter() + s
+    while time.perf_counter() < end:
+        pass
+
+def test_spin(gpu_benchmark):
+    slow = float(os.environ.get("SLOW", "0"))
+    gpu_benchmark(lambda: spin(0.002 * (1 + slow)), work=64, unit="tokens")
+
+def test_other(gpu_benchmark):
+    gpu_benchmark(lambda: spin(0.001), work=1, unit="samples")
+"""
+
+
+@pytest.fixture
+def project(pytester, monkeypatch):
+    monkeypatch.delenv("SLOW", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    pytester.makepyfile(test_b=BENCH)
+    return pytester
+
+
+def saved(pytester, times=2):
+    for _ in range(times):
+        r = pytester.runpytest(*FAST, "--gpuperf-baseline=save")
+        r.assert_outcomes(passed=2)
+    return json.loads((pytester.path / "baselines" / "cpu.json").read_text())
+
+
+def test_save_then_compare_then_fail_on_a_slowdown(project, monkeypatch):
+    data = saved(project)
+    entry = data["entries"]["test_b.py::test_spin"]
+    assert data["profile"] == "cpu" and len(entry["metrics"]["throughput"]["history"]) == 2
+    assert entry["environment"]["gpu"].startswith("cpu: ")
+
+    same = project.runpytest(*FAST)
+    same.assert_outcomes(passed=2)
+    same.stdout.fnmatch_lines(
+        ["*gpuperf verdicts against baseline*", "UNCHANGED *test_b.py::test_spin *throughput*"]
+    )
+
+    monkeypatch.setenv("SLOW", "0.5")
+    slow = project.runpytest(*FAST, "--junitxml=j.xml")
+    slow.assert_outcomes(passed=1, failed=1)
+    slow.stdout.fnmatch_lines(
+        [
+            "PERFORMANCE REGRESSION test_b.py::test_spin throughput: * tokens/s -> * tokens/s (-3?.*% ±*% at 99%, tolerance 3.0%); baseline cpu of 20??-??-??, 2 session(s); confirmed by a re-measurement",
+            "REGRESSED *test_b.py::test_spin *throughput*re-measured",
+        ]
+    )
+    junit = (project.path / "j.xml").read_text()
+    assert "<failure" in junit and "PERFORMANCE REGRESSION" in junit
+    assert 'name="gpuperf:test_b.py::test_spin:throughput:verdict" value="regressed"' in junit
+
+    warn = project.runpytest(*FAST, "--gpuperf-warn-only")
+    warn.assert_outcomes(passed=2)
+    warn.stdout.fnmatch_lines(
+        ["REGRESSED *test_b.py::test_spin*", "*--gpuperf-warn-only): not failing"]
+    )
+
+
+def test_a_regression_that_does_not_repeat_is_not_failed(project):
+    saved(project)
+    project.makeconftest(
+        """
+        import time
+
+        import pytest
+        import pytest_gpuperf.bench as bench
+
+        REAL = bench.measure
+        COUNT = []
+
+        def first_one_slow(fn, **kw):
+            COUNT.append(1)
+            if len(COUNT) == 1:  # the first measurement is 50% slower, the re-measurement not
+                inner = fn
+                def fn():
+                    inner()
+                    end = time.perf_counter() + 0.001
+                    while time.perf_counter() < end:
+                        pass
+            return REAL(fn, **kw)
+
+        @pytest.fixture(autouse=True)
+        def once_slow(monkeypatch):
+            monkeypatch.setattr(bench, "measure", first_one_slow)
+        """
+    )
+    result = project.runpytest(*FAST, "-k", "test_spin", "--gpuperf-max-time=0.2")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*re-measured after a regression (throughput -*%): not confirmed*"]
+    )
+
+
+def test_saving_a_subset_keeps_other_entries(project):
+    saved(project, times=1)
+    project.runpytest(*FAST, "--gpuperf-baseline=save", "-k", "test_spin").assert_outcomes(passed=1)
+    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    assert set(data["entries"]) == {"test_b.py::test_spin", "test_b.py::test_other"}
+    assert len(data["entries"]["test_b.py::test_spin"]["metrics"]["throughput"]["history"]) == 2
+    assert len(data["entries"]["test_b.py::test_other"]["metrics"]["throughput"]["history"]) == 1
+
+
+def test_new_and_missing_are_reported(project):
+    saved(project, times=1)
+    project.makepyfile(test_c="def test_new(gpu_benchmark):\n    gpu_benchmark(lambda: None)\n")
+    result = project.runpytest(*FAST, "-k", "test_new or test_spin")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["NEW *test_c.py::test_new*"])
+    result = project.runpytest(
+        *FAST, "test_b.py", "-k", "test_spin or test_other", "--deselect", "test_b.py::test_other"
+    )
+    # test_other was not collected: it is not reported missing
+    assert "MISSING" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("{", "is not valid JSON (truncated or edited?)"),
+        (
+            '{"schema": "pytest-gpuperf/baseline", "version": 7, "profile": "cpu", "entries": {}}',
+            "schema version 7 is not supported",
+        ),
+    ],
+)
+def test_bad_baseline_file_stops_the_run_and_is_not_overwritten(project, content, fragment):
+    (project.path / "baselines").mkdir()
+    path = project.path / "baselines" / "cpu.json"
+    path.write_text(content)
+    for args in ([], ["--gpuperf-baseline=save"]):
+        result = project.runpytest(*FAST, *args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*baseline file {path}: {fragment}*"])
+    assert path.read_text() == content
+
+
+def test_compare_mode_needs_a_baseline(project):
+    result = project.runpytest(*FAST, "--gpuperf-baseline=compare")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--gpuperf-baseline=compare, but there is no baseline file*cpu.json*"]
+    )
+
+
+def test_baseline_off_and_a_custom_directory(project):
+    project.runpytest(*FAST, "--gpuperf-baseline=save", "--gpuperf-baseline-dir=perf/base")
+    assert (project.path / "perf" / "base" / "cpu.json").is_file()
+    result = project.runpytest(*FAST, "--gpuperf-baseline=off", "--gpuperf-baseline-dir=perf/base")
+    assert "verdicts against baseline" not in result.stdout.str()
+
+
+def test_a_baseline_from_another_gpu_is_not_compared(project):
+    saved(project, times=1)
+    path = project.path / "baselines" / "cpu.json"
+    data = json.loads(path.read_text())
+    for e in data["entries"].values():
+        e["environment"]["gpu"] = "cpu: Some Other CPU"
+    path.write_text(json.dumps(data))
+    project.runpytest(*FAST).stdout.fnmatch_lines(["INCOMPARABLE *test_b.py::test_spin*"])
+
+
+def test_reports_json_and_github_summary(project, monkeypatch):
+    saved(project, times=1)
+    summary = project.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    project.runpytest(*FAST, "--gpuperf-json=out/r.json").assert_outcomes(passed=2)
+    data = json.loads((project.path / "out" / "r.json").read_text())
+    assert data["profile"] == "cpu" and data["baseline"].endswith("cpu.json")
+    assert {r["verdicts"]["throughput"]["status"] for r in data["results"]} <= {
+        "unchanged",
+        "inconclusive",
+        "improved",
+    }
+    md = summary.read_text()
+    assert "## gpuperf: cpu:" in md and "| verdict | benchmark |" in md
+
+
+def test_compare_command_sets_the_exit_code(project, monkeypatch):
+    saved(project, times=2)
+    project.runpytest(*FAST, "--gpuperf-json=same.json")
+    monkeypatch.setenv("SLOW", "0.5")
+    project.runpytest(*FAST, "--gpuperf-json=slow.json", "--gpuperf-warn-only")
+    base = project.path / "baselines" / "cpu.json"
+
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "pytest_gpuperf", "compare", *args],
+            capture_output=True,
+            text=True,
+            cwd=project.path,
+        )
+
+    ok = cli("same.json", "--baseline", str(base))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    bad = cli("slow.json", "--baseline", str(base))
+    assert bad.returncode == 1 and "REGRESSED" in bad.stdout
+    assert cli("slow.json", "--warn-only").returncode == 0  # default: baselines/<profile>.json
+    missing = cli("nope.json")
+    assert missing.returncode == 2 and "cannot read results" in missing.stderr
+    (project.path / "junk.json").write_text("{}")
+    junk = cli("junk.json")
+    assert junk.returncode == 2 and "holds no gpuperf results" in junk.stderr
+
+
+def test_xdist_workers_save_into_one_file(project):
+    pytest.importorskip("xdist")
+    result = project.runpytest(*FAST, "-n", "2", "--gpuperf-baseline=save")
+    result.assert_outcomes(passed=2)
+    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    assert set(data["entries"]) == {"test_b.py::test_spin", "test_b.py::test_other"}
