@@ -3,7 +3,7 @@
 import pytest
 
 from pytest_gpuperf.workloads.data import fixed_batch
-from pytest_gpuperf.workloads.finetune import make_trainer
+from pytest_gpuperf.workloads.finetune import make_trainer, max_batch_search, try_batch
 
 CPU = pytest.mark.cpu_only
 GPU = pytest.mark.requires_gpus(1)
@@ -71,3 +71,135 @@ def test_qlora_step(gpu_benchmark, one_model, device, preset, batch, seq_len):
     trainer = _trainer(one_model, preset, "nf4", seq_len, device)
     result = _step_benchmark(gpu_benchmark, trainer, batch, seq_len)
     assert result.outcome == "ok"
+
+
+# Batch sweeps up to the out-of-memory point, as the reports did (batch 1 to 27 at 1024
+# tokens). An OOM is a recorded result ("OOM at batch 25"), its memory released, and the
+# sweep stops there. Under --gpu-emulate=a100-40gb the sweep answers "up to which batch on
+# a 40 GB card" on a larger GPU.
+SWEEP = [
+    pytest.param("tiny", (1, 2, 4), 64, marks=CPU, id="tiny"),
+    pytest.param(
+        "llama2-7b",
+        (1, 8, 16, 20, 24, 25, 27),
+        1024,
+        marks=[GPU, pytest.mark.requires_vram("16GiB")],
+        id="llama2-7b",
+    ),
+    pytest.param(
+        "llama2-13b",
+        (1, 8, 15, 20, 25),
+        1024,
+        marks=[GPU, pytest.mark.requires_vram("24GiB")],
+        id="llama2-13b",
+    ),
+    pytest.param(
+        "llama2-70b",
+        (1, 2, 4),
+        1024,
+        marks=[GPU, pytest.mark.requires_vram("38GiB")],
+        id="llama2-70b",
+    ),
+]
+SWEEP_SETTINGS = dict(min_samples=3, min_time=0.0, target=0.02, warmup_time=0.0)
+
+
+@pytest.mark.parametrize(("preset", "batches", "seq_len"), SWEEP)
+def test_qlora_batch_sweep(gpu_benchmark, one_model, device, preset, batches, seq_len):
+    trainer = _trainer(one_model, preset, "nf4", seq_len, device)
+    vocab = trainer.model.config.vocab_size
+    results = []
+    for batch in batches:
+
+        def step_at(tr, ids, batch=batch):
+            return gpu_benchmark(
+                lambda: tr.step(ids),
+                work=batch * seq_len,
+                unit="tokens",
+                metric=f"batch{batch}",
+                on_oom="record",
+                **SWEEP_SETTINGS,
+            )
+
+        result = try_batch(trainer, batch, step_at, vocab)
+        results.append(result)
+        if result.outcome == "oom":
+            gpu_benchmark.record("first_oom_batch", batch, "samples")
+            break
+    assert results and results[0].outcome in ("ok", "oom")
+    assert all(r.outcome == "ok" for r in results[:-1])
+
+
+# The largest batch that fits, found by doubling and bisection (not a full sweep): a memory
+# regression shows up as a smaller max batch, gated like any metric.
+MAX_BATCH = [
+    pytest.param("tiny", 64, 8, marks=CPU, id="tiny"),
+    pytest.param(
+        "llama2-7b", 1024, 64, marks=[GPU, pytest.mark.requires_vram("16GiB")], id="llama2-7b"
+    ),
+    pytest.param(
+        "llama2-13b", 1024, 64, marks=[GPU, pytest.mark.requires_vram("24GiB")], id="llama2-13b"
+    ),
+    pytest.param(
+        "llama2-70b", 1024, 8, marks=[GPU, pytest.mark.requires_vram("38GiB")], id="llama2-70b"
+    ),
+]
+
+
+@pytest.mark.parametrize(("preset", "seq_len", "limit"), MAX_BATCH)
+def test_qlora_max_batch(gpu_benchmark, one_model, device, preset, seq_len, limit):
+    trainer = _trainer(one_model, preset, "nf4", seq_len, device)
+    vocab = trainer.model.config.vocab_size
+
+    def one_step(tr, ids):
+        tr.step(ids)
+        return "ok"
+
+    def fits(batch):
+        return try_batch(trainer, batch, one_step, vocab) == "ok"
+
+    best = max_batch_search(fits, start=1, limit=limit)
+    note = f"the search limit {limit}: larger batches may fit" if best == limit else None
+    gpu_benchmark.record("max_batch", best, "samples", note=note)
+    assert best >= 0
+
+
+# Hidden dtype conversions: peft keeps LoRA weights in float32 on a bfloat16 model by
+# default, so each adapted projection casts its input up and its output back. The audit
+# counts those casts in one step; the benchmark times the step with and without them.
+HIDDEN = [
+    pytest.param("tiny", 4, 64, marks=CPU, id="tiny"),
+    pytest.param(
+        "llama-1b", 32, 512, marks=[GPU, pytest.mark.requires_vram("32GiB")], id="llama-1b-b32"
+    ),
+]
+
+
+@pytest.mark.parametrize("adapters", ["fp32-adapters", "bf16-adapters"])
+@pytest.mark.parametrize(("preset", "batch", "seq_len"), HIDDEN)
+def test_hidden_casts(
+    gpu_benchmark, cast_audit, one_model, device, preset, batch, seq_len, adapters
+):
+    fp32 = adapters == "fp32-adapters"
+    trainer = one_model.get(
+        (preset, "lora", seq_len, adapters),
+        lambda: make_trainer(
+            preset,
+            device=device,
+            quantization=None,
+            seq_len=seq_len,
+            gradient_checkpointing=True,
+            fp32_adapters=fp32,
+        ),
+    )
+    ids = fixed_batch(batch, seq_len, trainer.model.config.vocab_size, trainer_device(trainer))
+    with cast_audit() as audit:
+        trainer.step(ids)
+    gpu_benchmark.record(
+        "casts_per_step", audit.count, "casts", higher_is_better=False, note=audit.summary()
+    )
+    gpu_benchmark.record("cast_bytes_per_step", audit.bytes, "bytes", higher_is_better=False)
+    result = gpu_benchmark(lambda: trainer.step(ids), work=batch * seq_len, unit="tokens")
+    assert result.outcome == "ok"
+    # peft's float32 adapters add an upcast of each adapted projection's input
+    assert audit.count > 0

@@ -144,7 +144,14 @@ class GpuBenchmark:
     def _regressed(result: Result) -> bool:
         return any(v.get("status") == "regressed" for v in result.verdicts.values())
 
-    def record(self, metric: str, value: float, unit: str, higher_is_better: bool = True) -> None:
+    def record(
+        self,
+        metric: str,
+        value: float,
+        unit: str,
+        higher_is_better: bool = True,
+        note: str | None = None,
+    ) -> None:
         """Record a metric measured by other means (e.g. the largest batch that fits)."""
         import math
 
@@ -164,6 +171,7 @@ class GpuBenchmark:
             "device": self.snapshot.describe(),
             "emulated": self.emulated,
             "verdicts": {},
+            "note": note,
         }
         if self._judge is not None:
             from .gate import metrics_of_extra

@@ -59,6 +59,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="allow --gpu-profile to name a profile other than the detected device's.",
     )
     group.addoption(
+        "--gpu-emulate",
+        action="store",
+        default=None,
+        metavar="PROFILE",
+        help="cap usable GPU memory to PROFILE's capacity (e.g. a100-40gb on an H200) to "
+        "answer 'does it fit, and up to which batch'. Results are marked emulated and kept "
+        "in their own baseline file; their speed is this GPU's, not the emulated card's.",
+    )
+    group.addoption(
         "--gpu-info",
         action="store_true",
         default=False,
@@ -135,6 +144,7 @@ def _make_session(config: pytest.Config) -> GpuPerfSession:
         baseline_dir=directory if directory.is_absolute() else config.rootpath / directory,
         warn_only=bool(config.getini("gpuperf_warn_only") if warn is None else warn),
         json_path=Path(json_path) if json_path else None,
+        emulate=(config.getoption("gpu_emulate") or "").strip() or None,
     )
     pyproject = Path(config.rootpath, "pyproject.toml")
     sess = GpuPerfSession(opts, pyproject if pyproject.is_file() else None)
@@ -214,7 +224,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     # after every plugin's and conftest's pytest_configure, so they can set up detection
-    get_session(session.config).check_profile()
+    sess = get_session(session.config)
+    sess.check_profile()
+    sess.check_emulation()
 
 
 # ------------------------------------------------------------------ markers at collection
@@ -273,8 +285,9 @@ def skip_reason(item: pytest.Item) -> str | None:
     if not reqs and spec is None:
         return None
     snap = sess.snapshot()
+    cap = sess.vram_cap()
     for req in reqs:
-        reason = marks.evaluate(req, snap)
+        reason = marks.evaluate(req, snap, vram_cap=cap)
         if reason:
             return reason
     if spec is not None:
@@ -305,6 +318,16 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
 def gpu_device(pytestconfig: pytest.Config) -> Any:
     """The DeviceSnapshot of this machine (GPUs visible to this process, or the CPU)."""
     return get_session(pytestconfig).snapshot()
+
+
+@pytest.fixture(scope="session")
+def gpu_emulation(pytestconfig: pytest.Config) -> Any:
+    """The Profile whose memory is emulated (--gpu-emulate), or None. On a GPU the cap is in
+    force once this fixture (or gpu_benchmark) has been set up."""
+    sess = get_session(pytestconfig)
+    if sess.snapshot().kind == "cuda":
+        sess.apply_emulation()
+    return sess.emulated_profile()
 
 
 @pytest.fixture(scope="session")
@@ -400,7 +423,11 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
         pytest.fail(str(exc), pytrace=False)
     telemetry = _telemetry_factory(sess) if snap.kind == "cuda" else None
     sess.prepare_baseline()
-    bench = GpuBenchmark(item.nodeid, snap, layers, telemetry, judge=sess.judge)
+    if snap.kind == "cuda":
+        sess.apply_emulation()
+    bench = GpuBenchmark(
+        item.nodeid, snap, layers, telemetry, emulated=sess.options.emulate, judge=sess.judge
+    )
     item.stash[BENCH_KEY] = bench
     return bench
 
@@ -476,3 +503,12 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_
 
     sess = get_session(config)
     output_json["gpuperf"] = json_safe(sess.json_payload())
+
+
+@pytest.fixture
+def cast_audit() -> Any:
+    """A factory of CastAudit context managers that count the dtype conversions (and the
+    bytes they move) inside the work they wrap: `with cast_audit() as audit: step()`."""
+    from .casts import CastAudit
+
+    return CastAudit

@@ -33,6 +33,7 @@ class Options:
     baseline_dir: Path = Path("baselines")
     warn_only: bool = False
     json_path: Path | None = None
+    emulate: str | None = None  # profile whose memory capacity is emulated
 
 
 @dataclass(eq=False)  # registered as a plugin: it must stay hashable by identity
@@ -51,6 +52,7 @@ class GpuPerfSession:
     baseline_note: str | None = None
     baseline_ready: bool = False
     collected: set[str] = field(default_factory=set)
+    emulation_applied: bool = False
     finish_notes: list[str] = field(default_factory=list)
     _registry: Registry | None = field(default=None, repr=False)
     _snapshot: DeviceSnapshot | None = field(default=None, repr=False)
@@ -112,6 +114,62 @@ class GpuPerfSession:
                 f"--gpu-profile=auto, or pass --gpu-allow-mismatch to compare anyway."
             )
 
+    # --------------------------------------------------------------------- emulation
+
+    def emulated_profile(self) -> Profile | None:
+        if not self.options.emulate:
+            return None
+        return self.registry.get(self.options.emulate)
+
+    def vram_cap(self) -> int | None:
+        """Bytes of GPU memory the emulated card has, or None when not emulating."""
+        prof = self.emulated_profile()
+        if prof is None or prof.memory_gib is None:
+            return None
+        return int(prof.memory_gib * 2**30)
+
+    def check_emulation(self) -> None:
+        """--gpu-emulate needs a known profile with a memory size, smaller than this GPU."""
+        if not self.options.emulate:
+            return
+        from .profiles import ProfileError
+
+        try:
+            prof = self.registry.get(self.options.emulate)
+        except ProfileError as exc:
+            raise pytest.UsageError(f"--gpu-emulate: {exc}") from None
+        if prof.memory_gib is None:
+            raise pytest.UsageError(
+                f"--gpu-emulate={prof.name}: the profile has no memory size to emulate"
+            )
+        gpu = self.snapshot().primary
+        if gpu is None:
+            raise pytest.UsageError(
+                f"--gpu-emulate={prof.name} caps GPU memory, and this run has no GPU "
+                f"({self.snapshot().note or 'CPU only'})"
+            )
+        cap = self.vram_cap()
+        if gpu.memory_total is not None and cap is not None and cap > gpu.memory_total:
+            raise pytest.UsageError(
+                f"--gpu-emulate={prof.name} ({prof.memory_gib:g} GiB) is larger than this "
+                f"GPU ({gpu.name}, {gpu.memory_total / 2**30:.1f} GiB): cannot emulate it"
+            )
+
+    def apply_emulation(self) -> None:
+        """Cap this process's CUDA allocator to the emulated card's memory, less what is
+        already in use here (the CUDA context: the emulated card would have one too)."""
+        if self.emulation_applied or not self.options.emulate:
+            return
+        import torch
+
+        cap = self.vram_cap()
+        if cap is None or not torch.cuda.is_available():
+            return
+        free, total = torch.cuda.mem_get_info()
+        usable = cap - (total - free)
+        torch.cuda.set_per_process_memory_fraction(max(0.0, min(1.0, usable / total)))
+        self.emulation_applied = True
+
     # --------------------------------------------------------------------- baselines
 
     @property
@@ -137,8 +195,11 @@ class GpuPerfSession:
             )
             self.baseline_ready = True
             return
-        path = baseline_path(self.options.baseline_dir, prof.name)
-        self.baseline_path, self.baseline_profile = path, prof.name
+        name = prof.name
+        if self.options.emulate:  # emulated results never mix with the card's own
+            name = f"{prof.name}@{self.options.emulate}"
+        path = baseline_path(self.options.baseline_dir, name)
+        self.baseline_path, self.baseline_profile = path, name
         try:
             self.baseline = load(path)
         except BaselineError as exc:
@@ -148,10 +209,10 @@ class GpuPerfSession:
                 f"gpuperf: --gpuperf-baseline=compare, but there is no baseline file {path} "
                 f"for profile {prof.name!r}; save one with --gpuperf-baseline=save"
             )
-        if self.baseline is not None and self.baseline.profile != prof.name:
+        if self.baseline is not None and self.baseline.profile != name:
             raise pytest.UsageError(
                 f"gpuperf: baseline file {path}: belongs to profile "
-                f"{self.baseline.profile!r}, not {prof.name!r}"
+                f"{self.baseline.profile!r}, not {name!r}"
             )
         self.baseline_ready = True
 
@@ -177,7 +238,7 @@ class GpuPerfSession:
         else:
             verdicts = compare(
                 metrics,
-                self.environment(emulated),
+                self.environment(emulated or self.options.emulate),
                 base,
                 tolerance=cfg.tolerance,
                 memory_tolerance=cfg.memory_tolerance,
@@ -321,11 +382,18 @@ class GpuPerfSession:
         tr.write_line(
             f"device: {self.snapshot().describe()}; profile: {prof.name if prof else 'unknown'}"
         )
+        emu = self.emulated_profile()
+        if emu is not None:
+            tr.write_line(
+                f"EMULATING {emu.name}: GPU memory capped to {emu.memory_gib:g} GiB; memory "
+                "fits and batch limits are the emulated card's, speed figures this GPU's"
+            )
         results = [Result.from_dict(r) for r in self.results]
         for line in table(RESULT_HEADER, result_rows(results)):
             tr.write_line(line)
         for m in self.extra:
-            tr.write_line(f"{m['key']}: {m['value']:g} {m['unit']}")
+            note = f" ({m['note']})" if m.get("note") else ""
+            tr.write_line(f"{m['key']}: {m['value']:g} {m['unit']}{note}")
         for r in results:
             for note in r.notes:
                 tr.write_line(f"  {r.key}: {note}")

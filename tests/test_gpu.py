@@ -139,3 +139,34 @@ def test_pytest_benchmark_timer_is_synchronized(benchmark):
     benchmark.pedantic(lambda: a @ a, rounds=5, iterations=1, warmup_rounds=1)
     # an 8192^3 bf16 matmul cannot run in under 0.5 ms on any current GPU (2.2 PFLOP/s)
     assert benchmark.stats.stats.min > 0.5e-3
+
+
+def test_emulation_caps_what_the_process_can_allocate(pytester):
+    pytester.makepyfile(
+        test_e="""
+        import pytest, torch
+
+        def test_fits(gpu_emulation):
+            assert gpu_emulation.name == "a100-40gb"
+            x = torch.empty(30 * 2**30, dtype=torch.uint8, device="cuda")
+            del x
+
+        def test_does_not_fit(gpu_emulation):
+            with pytest.raises(torch.cuda.OutOfMemoryError):
+                torch.empty(41 * 2**30, dtype=torch.uint8, device="cuda")
+        """
+    )
+    result = pytester.runpytest_subprocess("--gpu-emulate=a100-40gb", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_qlora_7b_builds_in_nf4_and_steps_with_checkpointing():
+    import torch
+
+    from pytest_gpuperf.workloads.data import fixed_batch
+    from pytest_gpuperf.workloads.finetune import make_trainer
+
+    tr = make_trainer("llama2-7b", device="cuda", quantization="nf4", seq_len=256)
+    ids = fixed_batch(2, 256, 32000, "cuda")
+    assert tr.verify_checkpointing(ids) == 64
+    assert torch.cuda.max_memory_allocated() < 12 * 2**30  # 7B in nf4 is about 4 GiB

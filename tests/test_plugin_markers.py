@@ -299,3 +299,44 @@ def test_disabling_the_plugin(pytester):
     pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
     result = pytester.runpytest("-p", "no:gpuperf", "--strict-markers")
     result.assert_outcomes(passed=1)
+
+
+def test_emulation_caps_vram_decisions(on):
+    p = on("h200")
+    p.makepyfile(
+        test_e="""
+        import pytest
+
+        @pytest.mark.requires_vram("48GB")
+        def test_48(gpu_emulation):
+            assert gpu_emulation.name == "rtx-6000-ada"
+
+        @pytest.mark.requires_vram("44GiB")
+        def test_44():
+            pass
+        """
+    )
+    result = p.runpytest("-rs", "--gpu-emulate=a100-40gb")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(
+        ["*needs 44.0 GiB of GPU memory, 40.0 GiB available on NVIDIA H200 (emulated cap)"]
+    )
+    result = p.runpytest("-rs", "--gpu-emulate=rtx-6000-ada")
+    result.assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize(
+    ("device", "arg", "fragment"),
+    [
+        ("h200", "a100", "--gpu-emulate: unknown GPU profile 'a100'"),
+        ("cpu", "a100-40gb", "--gpu-emulate=a100-40gb caps GPU memory, and this run has no GPU"),
+        ("t4", "a100-40gb", "--gpu-emulate=a100-40gb (40 GiB) is larger than this GPU (Tesla T4"),
+        ("h200", "cpu", "--gpu-emulate=cpu: the profile has no memory size to emulate"),
+    ],
+)
+def test_bad_emulation_is_a_usage_error(on, device, arg, fragment):
+    p = on(device)
+    p.makepyfile(test_ok="def test_ok():\n    pass\n")
+    result = p.runpytest(f"--gpu-emulate={arg}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{fragment}*"])

@@ -90,8 +90,13 @@ def make_trainer(
     dtype: Any = None,
     lr: float = 1e-4,
     seed: int = 0,
+    fp32_adapters: bool = True,
 ) -> Trainer:
-    """QLoRA (quantization="nf4") or LoRA (None, weights in `dtype`) ready to train."""
+    """QLoRA (quantization="nf4") or LoRA (None, weights in `dtype`) ready to train.
+
+    fp32_adapters: peft's default keeps LoRA weights in float32 on a bfloat16 model, so every
+    adapted projection casts its input to float32 and back (hidden casts); False keeps the
+    adapters in the model's dtype."""
     import torch
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
@@ -129,7 +134,7 @@ def make_trainer(
         task_type="CAUSAL_LM",
     )
     try:
-        model = get_peft_model(model, cfg)
+        model = get_peft_model(model, cfg, autocast_adapter_dtype=fp32_adapters)
     except ValueError as exc:
         raise WorkloadError(f"LoRA setup failed: {exc}") from None
     model.train()
@@ -141,37 +146,32 @@ def make_trainer(
 # ------------------------------------------------------------------------ batch sweeps
 
 
-@dataclass
-class SweepPoint:
-    batch: int
-    outcome: str  # ok | oom
-    step_s: float | None = None
-    tokens_per_s: float | None = None
-    peak_reserved: int | None = None
-    error: str | None = None
-
-
 def try_batch(
-    trainer: Trainer, batch: int, run: Callable[[Trainer, Any], SweepPoint]
-) -> SweepPoint:
-    """Run `run(trainer, input_ids)` at this batch; an OOM is a result, memory released."""
+    trainer: Trainer, batch: int, run: Callable[[Trainer, Any], Any], vocab: int | None = None
+) -> Any:
+    """`run(trainer, input_ids)` at this batch size. Out of memory is an outcome, not a
+    crash: the memory is released and "oom" returned, unless `run` returned a Result with
+    outcome "oom" itself (gpu_benchmark(..., on_oom="record"))."""
     from ..timing import is_oom, release_memory
 
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise WorkloadError(f"batch size must be a whole number >= 1, got {batch!r}")
     device = next(trainer.model.parameters()).device
-    vocab = trainer.model.config.vocab_size
+    vocab = vocab or trainer.model.config.vocab_size
     try:
         ids = fixed_batch(batch, trainer.seq_len, vocab, device)
-        point = run(trainer, ids)
+        out = run(trainer, ids)
     except Exception as exc:
         if not is_oom(exc):
             raise
         trainer.optimizer.zero_grad(set_to_none=True)
-        msg = str(exc).splitlines()[0][:160]
         release_memory(exc)
-        return SweepPoint(batch, "oom", error=msg)
-    return point
+        return "oom"
+    finally:
+        trainer.optimizer.zero_grad(set_to_none=True)
+    if getattr(out, "outcome", None) == "oom":
+        release_memory()
+    return out
 
 
 def max_batch_search(fits: Callable[[int], bool], start: int = 1, limit: int = 4096) -> int:

@@ -1,0 +1,174 @@
+"""Workloads on the CPU: the tiny Llama through the real transformers, peft and
+bitsandbytes code paths; bad input; sweeps; the cast audit."""
+
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+
+from pytest_gpuperf.casts import CastAudit  # noqa: E402
+from pytest_gpuperf.workloads.data import (  # noqa: E402
+    MAX_CHARS,
+    MIN_CHARS,
+    fixed_batch,
+    instruction_lengths,
+    padded_batches,
+)
+from pytest_gpuperf.workloads.finetune import (  # noqa: E402
+    LoraSettings,
+    make_trainer,
+    max_batch_search,
+    try_batch,
+)
+from pytest_gpuperf.workloads.generation import generate_eager, prompt  # noqa: E402
+from pytest_gpuperf.workloads.models import PRESETS, WorkloadError, build_model  # noqa: E402
+
+
+def test_presets_have_the_llama2_shapes():
+    assert PRESETS["llama2-7b"].parameters == pytest.approx(6.74e9, rel=0.01)
+    assert PRESETS["llama2-13b"].parameters == pytest.approx(13.0e9, rel=0.01)
+    assert PRESETS["llama2-70b"].parameters == pytest.approx(69.0e9, rel=0.01)
+    assert PRESETS["llama-1b"].parameters == pytest.approx(0.95e9, rel=0.02)
+
+
+def test_tiny_nf4_model_is_quantized_and_has_no_meta_tensors():
+    import bitsandbytes as bnb
+
+    built = build_model("tiny", device="cpu", quantization="nf4")
+    q = built.model.model.layers[0].self_attn.q_proj
+    assert isinstance(q, bnb.nn.Linear4bit) and q.weight.dtype == torch.uint8
+    assert not any(p.is_meta for p in built.model.parameters())
+    out = built.model(input_ids=fixed_batch(1, 8, 1024, "cpu"))
+    assert torch.isfinite(out.logits.float()).all()
+
+
+@pytest.mark.parametrize("quantization", ["nf4", None])
+def test_training_step_with_verified_checkpointing(quantization):
+    tr = make_trainer("tiny", device="cpu", quantization=quantization, seq_len=32)
+    ids = fixed_batch(2, 32, 1024, "cpu")
+    assert tr.verify_checkpointing(ids) == 2 * 2  # 2 layers, each run twice
+    before = [p.detach().clone() for p in tr.optimizer.param_groups[0]["params"]]
+    tr.step(ids)
+    tr.step(ids)
+    after = tr.optimizer.param_groups[0]["params"]
+    assert any(not torch.equal(a, b) for a, b in zip(after, before, strict=True))
+
+
+def test_checkpointing_that_is_not_in_effect_is_caught():
+    tr = make_trainer("tiny", device="cpu", quantization=None, seq_len=16)
+    tr.model.eval()  # checkpointing only applies in training mode
+    with pytest.raises(WorkloadError, match="asked on but is not in effect"):
+        tr.verify_checkpointing(fixed_batch(1, 16, 1024, "cpu"))
+
+
+@pytest.mark.parametrize(
+    ("call", "fragment"),
+    [
+        (lambda: build_model("llama3-8b"), "unknown model preset 'llama3-8b'; known: tiny"),
+        (lambda: build_model("tiny", quantization="int3"), "quantization must be None or 'nf4'"),
+        (lambda: build_model("tiny", weights="/nonexistent/ckpt"), "is not a model directory"),
+        (lambda: make_trainer("tiny", device="cpu", lora=LoraSettings(rank=0)), "rank must be"),
+        (
+            lambda: make_trainer("tiny", device="cpu", lora=LoraSettings(rank=65)),
+            "LoRA rank 65 does not fit a model of hidden size 64",
+        ),
+        (lambda: prompt(0, 8, 100, "cpu"), "batch size must be a whole number >= 1, got 0"),
+    ],
+)
+def test_bad_input_is_a_clear_error(call, fragment):
+    with pytest.raises(WorkloadError) as info:
+        call()
+    assert fragment in str(info.value)
+
+
+def test_missing_bitsandbytes_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "bitsandbytes", None)
+    with pytest.raises(WorkloadError, match="nf4 needs bitsandbytes, which is not importable"):
+        build_model("tiny", quantization="nf4")
+
+
+def test_weights_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("GPUPERF_WEIGHTS", str(tmp_path))
+    with pytest.raises(WorkloadError, match="GPUPERF_WEIGHTS"):
+        build_model("tiny")
+
+
+def test_local_checkpoint_is_loaded(tmp_path):
+    built = build_model("tiny", dtype=torch.float32)
+    built.model.save_pretrained(tmp_path)
+    again = build_model("tiny", dtype=torch.float32, weights=tmp_path)
+    assert again.weights == str(tmp_path)
+    ids = fixed_batch(1, 8, 1024, "cpu")
+    assert torch.allclose(built.model(input_ids=ids).logits, again.model(input_ids=ids).logits)
+
+
+def test_an_oom_in_a_sweep_is_a_result_and_batch_zero_is_refused():
+    tr = make_trainer("tiny", device="cpu", quantization=None, seq_len=16)
+
+    def run(trainer, ids):
+        if ids.shape[0] > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9 GiB")
+        trainer.step(ids)
+        return "ok"
+
+    assert try_batch(tr, 2, run) == "ok"
+    assert try_batch(tr, 4, run) == "oom"
+    with pytest.raises(WorkloadError, match="got 0"):
+        try_batch(tr, 0, run)
+    with pytest.raises(ValueError, match="boom"):
+        try_batch(tr, 1, lambda t, i: (_ for _ in ()).throw(ValueError("boom")))
+
+
+@given(st.integers(min_value=0, max_value=300), st.integers(min_value=1, max_value=256))
+def test_max_batch_search_finds_the_largest_fitting_batch(true_max, limit):
+    calls = []
+
+    def fits(b):
+        calls.append(b)
+        return b <= true_max
+
+    assert max_batch_search(fits, limit=limit) == min(true_max, limit)
+    assert len(calls) <= 2 * limit.bit_length() + 2  # a search, not a sweep
+
+
+def test_generation_has_a_fixed_output_length():
+    built = build_model("tiny", dtype=torch.float32)
+    ids = prompt(2, 8, 1024, "cpu")
+    assert generate_eager(built.model.eval(), ids, 5).shape == (2, 13)
+
+
+def test_instruction_lengths_are_reproducible_and_in_range():
+    a = instruction_lengths(1000, seed=3)
+    assert a == instruction_lengths(1000, seed=3) and a != instruction_lengths(1000, seed=4)
+    assert min(a) >= round(MIN_CHARS / 4) and max(a) <= round(MAX_CHARS / 4)
+    first = a[:10]
+    batches = padded_batches(first, 4, 1024, "cpu")
+    assert [ids.shape[0] for ids, _ in batches] == [4, 4, 2]
+    for i, (ids, mask) in enumerate(batches):
+        chunk = first[i * 4 : (i + 1) * 4]
+        assert int(mask.sum()) == sum(chunk) and ids.shape[1] == max(chunk)
+
+
+def test_cast_audit_counts_conversions_and_bytes():
+    x = torch.randn(10, 10, dtype=torch.bfloat16)
+    with CastAudit() as audit:
+        x.float()
+        x.to(torch.bfloat16)  # same dtype: no conversion
+        torch.empty(10, 10, dtype=torch.float16).copy_(x)
+    assert audit.count == 2
+    assert audit.by_pair[("torch.bfloat16", "torch.float32")] == [1, 100 * (2 + 4)]
+    assert audit.bytes == 100 * 6 + 100 * 4
+
+
+def test_cast_audit_sees_peft_float32_adapters():
+    ids = fixed_batch(1, 16, 1024, "cpu")
+    counts = {}
+    for fp32 in (True, False):
+        tr = make_trainer("tiny", device="cpu", quantization=None, seq_len=16, fp32_adapters=fp32)
+        with CastAudit() as audit:
+            tr.step(ids)
+        counts[fp32] = audit.count
+    assert counts[True] > counts[False] > 0
