@@ -32,3 +32,66 @@ def test_generate_eager(gpu_benchmark, one_model, device, preset, batch, new_tok
         lambda: generate_eager(model, ids, new_tokens), work=batch * new_tokens, unit="tokens"
     )
     assert result.outcome == "ok"
+
+
+# GPU-bound generation: our own greedy loop around a static KV cache, the one-token forward
+# replayed from a CUDA graph. Time to first token (prefill) and time per output token
+# (decode) are measured separately; decode speed is compared with the memory-bandwidth
+# limit (weight bytes read per token over the copy bandwidth measured in the same test).
+STATIC = [
+    pytest.param("tiny", 1, 32, marks=CPU, id="tiny-b1-32tok"),
+    *[
+        pytest.param(
+            "llama-1b",
+            b,
+            n,
+            marks=[GPU, pytest.mark.requires_vram("8GiB")],
+            id=f"llama-1b-b{b}-{n}tok",
+        )
+        for b, n in ((1, 64), (1, 256), (1, 1024), (8, 256))
+    ],
+]
+
+
+@pytest.mark.parametrize(("preset", "batch", "new_tokens"), STATIC)
+def test_generate_static(gpu_benchmark, one_model, device, gpu, preset, batch, new_tokens):
+    import torch
+
+    from pytest_gpuperf.workloads.generation import StaticGreedyDecoder, weight_bytes
+
+    built = one_model.get(
+        (preset, "eager-gen"), lambda: build_model(preset, device=device, dtype=torch.bfloat16)
+    )
+    model = built.model.eval()
+    prompt_len = 128
+    ids = prompt(batch, prompt_len, model.config.vocab_size, device)
+    dec = StaticGreedyDecoder(model, batch, prompt_len, new_tokens)
+    dec.generate(ids)  # captures the graph (on CUDA) before anything is timed
+
+    first = gpu_benchmark(lambda: dec.generate(ids, 1), work=batch, unit="tokens", metric="prefill")
+    full = gpu_benchmark(
+        lambda: dec.generate(ids, new_tokens),
+        work=batch * new_tokens,
+        unit="tokens",
+        metric="generate",
+    )
+    per_token = max(1e-12, (full.time.median - first.time.median) / (new_tokens - 1))
+    decode_tps = batch / per_token
+
+    numel = (1 << 30) // 2 if gpu else 1 << 22
+    src = torch.randn(numel, device=device, dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    copy = gpu_benchmark(lambda: dst.copy_(src), work=2 * src.nbytes, unit="bytes", metric="copy")
+    limit_tps = batch * copy.throughput.median * 1e9 / weight_bytes(model)
+    note = "CUDA graph" if dec.graph is not None else f"eager loop ({dec.graph_error or 'no CUDA'})"
+    gpu_benchmark.record("decode_tokens_per_s", decode_tps, "tokens/s", note=note)
+    gpu_benchmark.record(
+        "time_to_first_token_ms", first.time.median * 1e3, "ms", higher_is_better=False
+    )
+    gpu_benchmark.record(
+        "bandwidth_limit_fraction",
+        decode_tps / limit_tps,
+        "fraction",
+        note=f"limit {limit_tps:,.0f} tokens/s from {weight_bytes(model) / 2**30:.2f} GiB of weights per token",
+    )
+    assert decode_tps > 0

@@ -172,3 +172,19 @@ def test_cast_audit_sees_peft_float32_adapters():
             tr.step(ids)
         counts[fp32] = audit.count
     assert counts[True] > counts[False] > 0
+
+
+def test_static_greedy_decoder_matches_hf_generate():
+    from pytest_gpuperf.workloads.generation import StaticGreedyDecoder
+
+    model = build_model("tiny", dtype=torch.float32).model.eval()
+    ids = prompt(2, 8, 1024, "cpu")
+    reference = generate_eager(model, ids, 6)[:, 8:]
+    dec = StaticGreedyDecoder(model, 2, 8, 6)
+    assert torch.equal(dec.generate(ids), reference)
+    assert torch.equal(dec.generate(ids, 3), reference[:, :3])  # the cache was reset
+    assert dec.graph is None and dec.graph_error is None  # no CUDA graph on the CPU
+    with pytest.raises(WorkloadError, match="new_tokens must be in 1..6"):
+        dec.generate(ids, 7)
+    with pytest.raises(WorkloadError, match="input_ids must be"):
+        dec.generate(prompt(1, 8, 1024, "cpu"))

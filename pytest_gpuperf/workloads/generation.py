@@ -50,3 +50,105 @@ def decode_split(t_one: float, t_n: float, n: int) -> tuple[float, float]:
     if n < 2:
         raise WorkloadError("decode time needs at least 2 new tokens")
     return t_one, max(0.0, (t_n - t_one) / (n - 1))
+
+
+class StaticGreedyDecoder:
+    """Greedy decoding with a static KV cache and our own loop, for GPU-bound generation.
+
+    HF's `generate()` does per-token work on the host (logits processing, stopping checks,
+    cache bookkeeping) that leaves a GPU idle most of the time at small batch. Here the
+    prompt is prefilled once; each further token is one forward of one token at a static
+    cache position. On CUDA that one-token forward (and its argmax) is captured in a CUDA
+    graph and replayed, so the host issues one launch per token. If capture fails (a model
+    version with host synchronisation inside its forward), the loop runs eagerly and
+    `graph_error` says why.
+    """
+
+    def __init__(
+        self, model: Any, batch: int, prompt_len: int, max_new_tokens: int, use_graph: bool = True
+    ) -> None:
+        import torch
+        from transformers import StaticCache
+
+        if max_new_tokens < 1:
+            raise WorkloadError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        self.model = model.eval()
+        self.device = next(model.parameters()).device
+        self.prompt_len = prompt_len
+        self.max_new = max_new_tokens
+        self.cache = StaticCache(config=model.config, max_cache_len=prompt_len + max_new_tokens)
+        self.tok = torch.zeros((batch, 1), dtype=torch.long, device=self.device)
+        self.pos = torch.zeros((1,), dtype=torch.long, device=self.device)
+        self.next = torch.zeros((batch, 1), dtype=torch.long, device=self.device)
+        self.graph: Any = None
+        self.graph_error: str | None = None
+        self._want_graph = use_graph and self.device.type == "cuda"
+
+    def _forward(self, ids: Any, positions: Any) -> Any:
+        out = self.model(
+            input_ids=ids, past_key_values=self.cache, cache_position=positions, use_cache=True
+        )
+        return out.logits[:, -1].argmax(-1, keepdim=True)
+
+    def _step(self) -> None:
+        self.next.copy_(self._forward(self.tok, self.pos))
+
+    def _capture(self, ids: Any) -> None:
+        import torch
+
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side), torch.no_grad():
+                self.tok.copy_(self._forward(ids, torch.arange(ids.shape[1], device=self.device)))
+                self.pos.fill_(ids.shape[1])
+                for _ in range(2):
+                    self._step()
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph), torch.no_grad():
+                self._step()
+            self.graph = graph
+        except Exception as exc:  # fall back to the eager loop, and say so
+            self.graph_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+            torch.cuda.synchronize()
+        finally:
+            self.cache.reset()
+
+    def generate(self, input_ids: Any, new_tokens: int | None = None) -> Any:
+        """(batch, new_tokens) greedy tokens after `input_ids` (batch, prompt_len)."""
+        import torch
+
+        n = self.max_new if new_tokens is None else new_tokens
+        if not 1 <= n <= self.max_new:
+            raise WorkloadError(f"new_tokens must be in 1..{self.max_new}, got {n}")
+        if tuple(input_ids.shape) != (self.tok.shape[0], self.prompt_len):
+            raise WorkloadError(
+                f"input_ids must be {(self.tok.shape[0], self.prompt_len)}, "
+                f"got {tuple(input_ids.shape)}"
+            )
+        if self._want_graph and self.graph is None and self.graph_error is None:
+            self._capture(input_ids)
+        self.cache.reset()
+        out = []
+        with torch.no_grad():
+            first = self._forward(input_ids, torch.arange(self.prompt_len, device=self.device))
+            self.tok.copy_(first)
+            out.append(first.clone())
+            for i in range(n - 1):
+                self.pos.fill_(self.prompt_len + i)
+                if self.graph is not None:
+                    self.graph.replay()
+                else:
+                    self._step()
+                self.tok.copy_(self.next)
+                out.append(self.next.clone())
+        return torch.cat(out, dim=1)
+
+
+def weight_bytes(model: Any) -> int:
+    """Bytes of parameters and buffers a decode step reads at least once."""
+    total = 0
+    for t in list(model.parameters()) + list(model.buffers()):
+        total += t.numel() * t.element_size()
+    return total
