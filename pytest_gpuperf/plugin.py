@@ -9,13 +9,30 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import marks
 from .session import AUTO, BASELINE_MODES, GpuPerfSession, Options
 from .settings import SETTINGS, SettingError, parse_layer
+
+if TYPE_CHECKING:
+    from . import marks
+
+# The plugin's markers, by name: checked before marks.py is imported, so a run whose tests
+# use none of them never loads it (tests/test_plugin_markers.py keeps this list in step).
+REQUIREMENT_MARKERS = (
+    "requires_vram",
+    "requires_mig",
+    "requires_gpus",
+    "requires_capability",
+    "cpu_only",
+)
+
+
+def _marked(node: Any, names: tuple[str, ...]) -> bool:
+    return any(next(node.iter_markers(n), None) is not None for n in names)
+
 
 SESSION_KEY = pytest.StashKey[GpuPerfSession]()
 
@@ -237,6 +254,10 @@ def _marker_error(nodeid: str, marker: str, exc: Exception) -> pytest.Collector.
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if not _marked(metafunc.definition, (*REQUIREMENT_MARKERS, "gpuperf", "dtype")):
+        return
+    from . import marks
+
     nodeid = metafunc.definition.nodeid
     for name, parse in marks.PARSERS.items():
         for m in metafunc.definition.iter_markers(name):
@@ -269,6 +290,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _requirements(item: pytest.Item) -> Iterator[marks.Requirement]:
+    from . import marks
+
     for name, parse in marks.PARSERS.items():
         for m in item.iter_markers(name):
             try:
@@ -279,6 +302,10 @@ def _requirements(item: pytest.Item) -> Iterator[marks.Requirement]:
 
 def skip_reason(item: pytest.Item) -> str | None:
     """The first requirement of this test the device does not meet, or None."""
+    if not _marked(item, (*REQUIREMENT_MARKERS, "dtype")):
+        return None
+    from . import marks
+
     sess = get_session(item.config)
     reqs = list(_requirements(item))
     spec = _dtype_param(item)
@@ -296,6 +323,8 @@ def skip_reason(item: pytest.Item) -> str | None:
 
 
 def _dtype_param(item: pytest.Item) -> marks.DTypeSpec | None:
+    from . import marks
+
     callspec = getattr(item, "callspec", None)
     value = callspec.params.get("dtype") if callspec is not None else None
     return value if isinstance(value, marks.DTypeSpec) else None
@@ -485,7 +514,7 @@ def _default_benchmark_timer(config: pytest.Config) -> None:
     args = list(config.invocation_params.args) + str(config.getini("addopts") or "").split()
     if any(str(a).startswith("--benchmark-timer") for a in args):
         return
-    config.option.benchmark_timer = "pytest_gpuperf.timing.synchronized_perf_counter"
+    config.option.benchmark_timer = "pytest_gpuperf.clock.synchronized_perf_counter"
 
 
 @pytest.hookimpl(optionalhook=True)

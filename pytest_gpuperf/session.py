@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,37 +24,54 @@ AUTO = "auto"
 BASELINE_MODES = ("auto", "compare", "save", "off")
 
 
-@dataclass
 class Options:
-    profile: str = AUTO
-    allow_mismatch: bool = False
-    baseline_mode: str = "auto"  # auto: compare when the profile's baseline file exists
-    baseline_dir: Path = Path("baselines")
-    warn_only: bool = False
-    json_path: Path | None = None
-    emulate: str | None = None  # profile whose memory capacity is emulated
+    """Run-wide options, resolved from the command line and the ini file.
+
+    (Plain classes here, not dataclasses: building dataclasses at import time costs
+    milliseconds that every pytest run with the plugin installed would pay.)
+    """
+
+    def __init__(
+        self,
+        profile: str = AUTO,
+        allow_mismatch: bool = False,
+        baseline_mode: str = "auto",  # auto: compare when the profile's baseline file exists
+        baseline_dir: Path = Path("baselines"),
+        warn_only: bool = False,
+        json_path: Path | None = None,
+        emulate: str | None = None,  # profile whose memory capacity is emulated
+    ) -> None:
+        self.profile = profile
+        self.allow_mismatch = allow_mismatch
+        self.baseline_mode = baseline_mode
+        self.baseline_dir = baseline_dir
+        self.warn_only = warn_only
+        self.json_path = json_path
+        self.emulate = emulate
 
 
-@dataclass(eq=False)  # registered as a plugin: it must stay hashable by identity
 class GpuPerfSession:
-    options: Options
-    pyproject: Path | None
-    ini_layer: dict[str, Any] = field(default_factory=dict)
-    cli_layer: dict[str, Any] = field(default_factory=dict)
-    layer_error: str | None = None
-    results: list[dict[str, Any]] = field(default_factory=list)  # from reports, all workers
-    extra: list[dict[str, Any]] = field(default_factory=list)
-    started: float = field(default_factory=time.time)
-    baseline: Any = None  # baselines.BaselineFile once loaded
-    baseline_path: Path | None = None
-    baseline_profile: str | None = None
-    baseline_note: str | None = None
-    baseline_ready: bool = False
-    collected: set[str] = field(default_factory=set)
-    emulation_applied: bool = False
-    finish_notes: list[str] = field(default_factory=list)
-    _registry: Registry | None = field(default=None, repr=False)
-    _snapshot: DeviceSnapshot | None = field(default=None, repr=False)
+    """The per-run state, registered as a plugin (hashable by identity)."""
+
+    def __init__(self, options: Options, pyproject: Path | None) -> None:
+        self.options = options
+        self.pyproject = pyproject
+        self.ini_layer: dict[str, Any] = {}
+        self.cli_layer: dict[str, Any] = {}
+        self.layer_error: str | None = None
+        self.results: list[dict[str, Any]] = []  # from reports, all workers
+        self.extra: list[dict[str, Any]] = []
+        self.started = time.time()
+        self.baseline: Any = None  # baselines.BaselineFile once loaded
+        self.baseline_path: Path | None = None
+        self.baseline_profile: str | None = None
+        self.baseline_note: str | None = None
+        self.baseline_ready = False
+        self.collected: set[str] = set()
+        self.emulation_applied = False
+        self.finish_notes: list[str] = []
+        self._registry: Registry | None = None
+        self._snapshot: DeviceSnapshot | None = None
 
     @property
     def registry(self) -> Registry:

@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from .clock import synchronized_perf_counter  # noqa: F401  (re-exported)
 from .results import Result, check_work, resolve_unit, throughput_of
 from .settings import MeasureConfig
 from .stats import StopRule, decide, summarize
@@ -28,18 +29,6 @@ class BenchmarkError(Exception):
 
 class OutOfMemory(BenchmarkError):
     """The benchmark ran out of memory. Its memory was released before this was raised."""
-
-
-def synchronized_perf_counter() -> float:
-    """time.perf_counter after waiting for queued CUDA work, if torch uses CUDA.
-
-    The plugin makes this pytest-benchmark's default timer, so its `benchmark` fixture
-    times CUDA work instead of its launch.
-    """
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
-    return time.perf_counter()
 
 
 def is_oom(exc: BaseException) -> bool:

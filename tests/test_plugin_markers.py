@@ -340,3 +340,10 @@ def test_bad_emulation_is_a_usage_error(on, device, arg, fragment):
     result = p.runpytest(f"--gpu-emulate={arg}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{fragment}*"])
+
+
+def test_marker_name_lists_agree():
+    from pytest_gpuperf import marks, plugin
+
+    assert set(plugin.REQUIREMENT_MARKERS) == set(marks.PARSERS)
+    assert set(plugin.REQUIREMENT_MARKERS) | {"gpuperf", "dtype"} == set(plugin.MARKERS)

@@ -184,7 +184,7 @@ def test_static_greedy_decoder_matches_hf_generate():
     assert torch.equal(dec.generate(ids), reference)
     assert torch.equal(dec.generate(ids, 3), reference[:, :3])  # the cache was reset
     assert dec.graph is None and dec.graph_error is None  # no CUDA graph on the CPU
-    with pytest.raises(WorkloadError, match="new_tokens must be in 1..6"):
+    with pytest.raises(WorkloadError, match=r"new_tokens must be in 1\.\.6"):
         dec.generate(ids, 7)
     with pytest.raises(WorkloadError, match="input_ids must be"):
         dec.generate(prompt(1, 8, 1024, "cpu"))

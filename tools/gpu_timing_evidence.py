@@ -15,8 +15,9 @@ import time
 
 import torch
 
+from pytest_gpuperf.clock import synchronized_perf_counter
 from pytest_gpuperf.settings import resolve
-from pytest_gpuperf.timing import measure, synchronized_perf_counter
+from pytest_gpuperf.timing import measure
 
 
 def event_loop(fn, calls=100, reps=5):
