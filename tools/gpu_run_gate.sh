@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The regression gate on a real GPU: save a baseline over 3 sessions, then A/A sessions,
 # then sessions with a known slowdown (GPUPERF_SLOWDOWN) of the test-only benchmark.
-# Usage: tools/gpu_run_gate.sh OUTDIR SECONDS_BUDGET
+# Usage: tools/gpu_run_gate.sh OUTDIR SECONDS_BUDGET [power]
+# "power": only the test-only benchmark (shorter sessions), for the slowdown runs.
 set -u
 export PYTHONUNBUFFERED=1
 o=$1; budget=$2; mkdir -p "$o/runs"
@@ -17,7 +18,8 @@ run() {  # label i env...
     $mode --gpuperf-json="$o/runs/$label-$i.json" > "$o/runs/$label-$i.log" 2>&1
   echo "$label-$i rc=$? $((SECONDS - s)) s" >> "$o/gate.log"
 }
-sel="$trio $slow"; mode=--gpuperf-baseline=save
+sel="$trio $slow"; [ "${3:-}" = power ] && sel="$slow"
+mode=--gpuperf-baseline=save
 for i in 1 2 3; do run save "$i" GPUPERF_SLOWDOWN=0; done
 mode=--gpuperf-baseline=compare
 for i in 1 2 3 4 5 6 7 8 9 10; do run aa "$i" GPUPERF_SLOWDOWN=0; done
