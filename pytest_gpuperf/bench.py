@@ -29,7 +29,8 @@ class GpuBenchmark:
         layers: list[dict[str, Any]],
         telemetry: Callable[[float], Any] | None,
         emulated: str | None = None,
-        judge: Callable[[str, dict[str, dict[str, Any]]], dict[str, Any]] | None = None,
+        judge: Callable[[str, dict[str, dict[str, Any]], MeasureConfig], dict[str, Any]]
+        | None = None,
     ) -> None:
         self.nodeid = nodeid
         self.snapshot = snapshot
@@ -103,7 +104,7 @@ class GpuBenchmark:
 
         result = run()
         result.emulated = self.emulated
-        self._verdicts(result)
+        self._verdicts(result, cfg)
         for attempt in range(cfg.remeasure):
             if not self._regressed(result):
                 break
@@ -114,7 +115,7 @@ class GpuBenchmark:
             )
             again = run()
             again.emulated = self.emulated
-            self._verdicts(again)
+            self._verdicts(again, cfg)
             again.remeasured = attempt + 1
             again.notes.append(
                 f"re-measured after a regression ({first}): "
@@ -129,16 +130,13 @@ class GpuBenchmark:
         self.results.append(result)
         return result
 
-    def _verdicts(self, result: Result) -> None:
+    def _verdicts(self, result: Result, cfg: MeasureConfig) -> None:
         if self._judge is None:
             return
         from .gate import metrics_of
 
-        result.verdicts = (
-            self._judge(result.key, metrics_of(result))
-            if result.outcome == "ok"
-            else self._judge(result.key, {})
-        )
+        metrics = metrics_of(result) if result.outcome == "ok" else {}
+        result.verdicts = self._judge(result.key, metrics, cfg)
 
     @staticmethod
     def _regressed(result: Result) -> bool:
@@ -176,5 +174,5 @@ class GpuBenchmark:
         if self._judge is not None:
             from .gate import metrics_of_extra
 
-            extra["verdicts"] = self._judge(extra["key"], metrics_of_extra(extra))
+            extra["verdicts"] = self._judge(extra["key"], metrics_of_extra(extra), self.config())
         self.extra.append(extra)

@@ -238,23 +238,22 @@ class GpuPerfSession:
         return environment(self.snapshot().to_dict(), emulated)
 
     def judge(
-        self, key: str, metrics: dict[str, dict[str, Any]], emulated: str | None = None
+        self, key: str, metrics: dict[str, dict[str, Any]], cfg: Any
     ) -> dict[str, dict[str, Any]]:
-        """Verdict dicts per metric of one benchmark against the baseline."""
+        """Verdict dicts per metric of one benchmark against the baseline, with the
+        tolerances of `cfg` (the test's resolved settings: call > marker > CLI > ini)."""
         if not self.comparing:
             return {}
         from .gate import compare, failed_verdicts, verdict_dict
-        from .settings import resolve
 
         entries = self.baseline.entries if self.baseline is not None else {}
         base = entries.get(key)
-        cfg = resolve(self.snapshot().kind, self.ini_layer, self.cli_layer)
         if not metrics:
             verdicts = failed_verdicts(base, "the benchmark produced no result")
         else:
             verdicts = compare(
                 metrics,
-                self.environment(emulated or self.options.emulate),
+                self.environment(self.options.emulate),
                 base,
                 tolerance=cfg.tolerance,
                 memory_tolerance=cfg.memory_tolerance,

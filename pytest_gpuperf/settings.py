@@ -65,24 +65,22 @@ def fraction(value: Any) -> float:
     return out
 
 
-def positive_int(value: Any) -> int:
+def _whole(value: Any, minimum: int) -> int:
     if isinstance(value, bool):
         raise ValueError(f"expected a whole number, got {value!r}")
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
-    if not isinstance(value, int) or value < 1:
-        raise ValueError(f"must be a whole number >= 1, got {value!r}")
+    if not isinstance(value, int) or value < minimum:
+        raise ValueError(f"must be a whole number >= {minimum}, got {value!r}")
     return value
+
+
+def positive_int(value: Any) -> int:
+    return _whole(value, 1)
 
 
 def non_negative_int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"expected a whole number, got {value!r}")
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if not isinstance(value, int) or value < 0:
-        raise ValueError(f"must be a whole number >= 0, got {value!r}")
-    return value
+    return _whole(value, 0)
 
 
 def boolean(value: Any) -> bool:

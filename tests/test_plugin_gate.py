@@ -231,3 +231,17 @@ def test_xdist_workers_save_into_one_file(project):
     result.assert_outcomes(passed=2)
     data = json.loads((project.path / "baselines" / "cpu.json").read_text())
     assert set(data["entries"]) == {"test_b.py::test_spin", "test_b.py::test_other"}
+
+
+def test_a_per_test_tolerance_from_the_marker(project, monkeypatch):
+    saved(project, times=2)
+    project.makepyfile(
+        test_b=BENCH.replace(
+            "def test_spin(gpu_benchmark):",
+            "import pytest\n\n@pytest.mark.gpuperf(tolerance=0.9)\ndef test_spin(gpu_benchmark):",
+        )
+    )
+    monkeypatch.setenv("SLOW", "0.5")
+    result = project.runpytest(*FAST, "-k", "test_spin")
+    result.assert_outcomes(passed=1)  # -33% is within this test's 90% tolerance
+    result.stdout.fnmatch_lines(["* test_b.py::test_spin *throughput*90.0%*"])
