@@ -166,6 +166,8 @@ def test_qlora_7b_builds_in_nf4_and_steps_with_checkpointing():
     from pytest_gpuperf.workloads.data import fixed_batch
     from pytest_gpuperf.workloads.finetune import make_trainer
 
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()  # earlier tests in this process allocated more
     tr = make_trainer("llama2-7b", device="cuda", quantization="nf4", seq_len=256)
     ids = fixed_batch(2, 256, 32000, "cuda")
     assert tr.verify_checkpointing(ids) == 64
