@@ -187,3 +187,28 @@ def test_hidden_casts(
     assert result.outcome == "ok"
     # peft's float32 adapters add an upcast of each adapted projection's input
     assert audit.count > 0
+
+
+# Realistic lengths: sequences drawn like a 1,000-text chat set (58 to 11,400 characters),
+# padded per batch as a data collator does. One call trains on the same 8 batches, so the
+# work per call is fixed: the real (unpadded) tokens in them.
+@pytest.mark.parametrize("qlora", QLORA_PARAMS, indirect=True)
+def test_qlora_realistic_lengths(gpu_benchmark, qlora):
+    from pytest_gpuperf.workloads.data import instruction_lengths, padded_batches
+
+    _, spec, trainer = qlora
+    lengths = instruction_lengths(8 * spec["batch"], seed=0, max_tokens=spec["seq_len"])
+    batches = padded_batches(
+        lengths, spec["batch"], trainer.model.config.vocab_size, trainer_device(trainer)
+    )
+
+    def epoch():
+        for ids, mask in batches:
+            trainer.step_padded(ids, mask)
+
+    result = gpu_benchmark(epoch, work=sum(lengths), unit="tokens")
+    padded = sum(ids.numel() for ids, _ in batches)
+    gpu_benchmark.record(
+        "padding_fraction", 1 - sum(lengths) / padded, "fraction", higher_is_better=False
+    )
+    assert result.outcome == "ok"

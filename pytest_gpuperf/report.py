@@ -31,7 +31,8 @@ def result_rows(results: Iterable[Result]) -> list[list[str]]:
             [
                 r.key,
                 f"{_fmt(r.throughput.median)} {r.throughput.unit}",
-                f"±{r.throughput.rel_ci_halfwidth * 100:.2f}%",
+                f"±{r.throughput.rel_ci_halfwidth * 100:.2f}%"
+                + ("" if r.time.ci_exact else " (range)"),
                 f"{r.time.median * 1e3:.4g} ms",
                 str(r.time.n),
                 format_size(r.peak_reserved) if r.peak_reserved is not None else "-",

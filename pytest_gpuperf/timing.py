@@ -331,9 +331,14 @@ def _measure_into(
     result.time = summarize(samples, cfg.confidence)
     result.throughput = throughput_of(result.time, result.work_per_call, result.unit)
     if decision.reason != "converged":
+        known = (
+            f"median known to ±{decision.rel_ci * 100:.2f}%"
+            if math.isfinite(decision.rel_ci)
+            else f"only {len(samples)} samples, too few for a {cfg.confidence:.0%} interval "
+            "of the median (6 needed), so the interval shown is their range"
+        )
         result.notes.append(
-            f"stopped on {decision.reason}: median known to ±{decision.rel_ci * 100:.2f}% "
-            f"(target ±{cfg.target * 100:.2f}%)"
+            f"stopped on {decision.reason}: {known} (target ±{cfg.target * 100:.2f}%)"
         )
     if result.time.n >= 5 and result.time.rel_iqr > 0.10:
         result.notes.append(

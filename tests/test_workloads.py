@@ -188,3 +188,14 @@ def test_static_greedy_decoder_matches_hf_generate():
         dec.generate(ids, 7)
     with pytest.raises(WorkloadError, match="input_ids must be"):
         dec.generate(prompt(1, 8, 1024, "cpu"))
+
+
+def test_padded_step_masks_the_padding():
+    tr = make_trainer("tiny", device="cpu", quantization="nf4", seq_len=32)
+    lengths = [5, 32, 17]
+    ((ids, mask),) = padded_batches(lengths, 3, 1024, "cpu")
+    loss = tr.step_padded(ids, mask)
+    assert torch.isfinite(loss)
+    garbage = ids.masked_fill(mask == 0, 7)  # what sits in the padding must not matter
+    tr2 = make_trainer("tiny", device="cpu", quantization="nf4", seq_len=32)
+    assert torch.allclose(tr2.step_padded(garbage, mask), loss)

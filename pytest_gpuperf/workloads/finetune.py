@@ -48,6 +48,15 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         return out.loss.detach()
 
+    def step_padded(self, input_ids: Any, attention_mask: Any) -> Any:
+        """One optimizer step on a padded batch: padding is masked and not learned."""
+        labels = input_ids.masked_fill(attention_mask == 0, -100)
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+        out.loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return out.loss.detach()
+
     def verify_checkpointing(self, input_ids: Any) -> int:
         """Run one step counting how often each decoder layer's body starts (a pre-hook on
         its first op, input_layernorm). With checkpointing in effect the body runs twice
