@@ -110,6 +110,9 @@ def test_out_of_memory_is_reported_and_released(gpu_benchmark):
 
     from pytest_gpuperf.timing import OutOfMemory
 
+    import gc
+
+    gc.collect()  # earlier tests' garbage must not be counted as this test's release
     torch.cuda.empty_cache()
     before = torch.cuda.memory_allocated()
     total = torch.cuda.get_device_properties(0).total_memory
