@@ -106,11 +106,11 @@ def test_cuda_graph_and_l2_flush_modes(gpu_benchmark):
 
 
 def test_out_of_memory_is_reported_and_released(gpu_benchmark):
+    import gc
+
     import torch
 
     from pytest_gpuperf.timing import OutOfMemory
-
-    import gc
 
     gc.collect()  # earlier tests' garbage must not be counted as this test's release
     torch.cuda.empty_cache()
