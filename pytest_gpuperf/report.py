@@ -16,15 +16,13 @@ def result_rows(results: Iterable[Result]) -> list[list[str]]:
         if r.outcome != "ok" or r.throughput is None or r.time is None:
             rows.append([r.key, r.outcome.upper(), "", "", "", "", (r.error or "")[:60]])
             continue
-        flags = []
-        if r.launch_bound and r.busy_fraction is not None:
-            flags.append(f"launch-bound (GPU busy {r.busy_fraction * 100:.0f}%)")
-        elif r.busy_fraction is not None:
-            flags.append(f"GPU busy {r.busy_fraction * 100:.0f}%")
-        if r.throttled:
-            flags.append("throttled")
-        if r.emulated:
-            flags.append(f"emulated {r.emulated}")
+        flags = r.flags()
+        if r.busy_fraction is not None:  # the busy fraction beside (or as) the verdict on it
+            busy = f"GPU busy {r.busy_fraction * 100:.0f}%"
+            if r.launch_bound:
+                flags[0] = f"launch-bound ({busy})"
+            else:
+                flags.insert(0, busy)
         if r.stop_reason != "converged":
             flags.append(r.stop_reason)
         rows.append(
@@ -106,15 +104,7 @@ def verdict_rows(
             )
 
     for r in results:
-        flags = []
-        if r.launch_bound:
-            flags.append("launch-bound")
-        if r.throttled:
-            flags.append("throttled")
-        if r.emulated:
-            flags.append(f"emulated {r.emulated}")
-        if r.remeasured:
-            flags.append("re-measured")
+        flags = r.flags()
         metrics = metrics_of(r)
         if not metrics and r.verdicts:  # failed where a baseline exists
             metrics = {k: {"median": math.nan, "unit": ""} for k in r.verdicts}

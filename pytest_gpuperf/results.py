@@ -139,17 +139,24 @@ class Result:
     def key(self) -> str:
         return f"{self.nodeid}::{self.metric}" if self.metric else self.nodeid
 
+    def flags(self) -> list[str]:
+        """What a reader must know about how this number was obtained."""
+        out = []
+        if self.launch_bound:
+            out.append("launch-bound")
+        if self.throttled:
+            out.append("throttled")
+        if self.emulated:
+            out.append(f"emulated {self.emulated}")
+        if self.remeasured:
+            out.append("re-measured")
+        return out
+
     def headline(self) -> str:
         """One line: what was measured, how sure, on what."""
         if self.outcome != "ok" or self.throughput is None or self.time is None:
             return f"{self.key}: {self.outcome.upper()} {self.error or ''} on {self.device}"
-        flags = []
-        if self.launch_bound:
-            flags.append("LAUNCH-BOUND")
-        if self.throttled:
-            flags.append("THROTTLED")
-        if self.emulated:
-            flags.append(f"EMULATED {self.emulated}")
+        flags = [f.upper() for f in self.flags()]
         return (
             f"{self.throughput.format()}; {self.time.median * 1e3:.4g} ms/call "
             f"(IQR {self.time.iqr * 1e3:.3g} ms, n={self.time.n}, {self.stop_reason})"
