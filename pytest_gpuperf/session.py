@@ -302,16 +302,15 @@ class GpuPerfSession:
         from datetime import UTC, datetime
 
         from .baselines import BaselineError, save
-        from .gate import entry, metrics_of_extra
+        from .gate import entry, metrics_of, metrics_of_extra
         from .results import Result
 
         now = datetime.now(UTC).isoformat(timespec="seconds")
         commit = _git_commit(self.baseline_path.parent)
+        env = self.environment(self.options.emulate)  # one run, one device, one emulation
         updates: dict[str, dict[str, Any]] = {}
         for d in self.results:
             r = Result.from_dict(d)
-            from .gate import metrics_of
-
             metrics = metrics_of(r)
             if not metrics:
                 continue
@@ -320,13 +319,11 @@ class GpuPerfSession:
                 "throttled": r.throttled,
                 "emulated": r.emulated,
             }
-            updates[r.key] = entry(
-                metrics, self.environment(r.emulated), date=now, commit=commit, flags=flags
-            )
+            updates[r.key] = entry(metrics, env, date=now, commit=commit, flags=flags)
         for e in self.extra:
             updates[e["key"]] = entry(
                 metrics_of_extra(e),
-                self.environment(e.get("emulated")),
+                env,
                 date=now,
                 commit=commit,
                 flags={"emulated": e.get("emulated")},

@@ -20,7 +20,7 @@ from typing import Any
 from .clock import synchronized_perf_counter  # noqa: F401  (re-exported)
 from .results import Result, check_work, resolve_unit, throughput_of
 from .settings import MeasureConfig
-from .stats import StopRule, decide, summarize
+from .stats import StopRule, decide, median, summarize
 
 
 class BenchmarkError(Exception):
@@ -241,11 +241,9 @@ def measure(
         raise BenchmarkError(str(exc)) from None
     result = Result(nodeid=nodeid, metric=metric, unit=unit, work_per_call=work)
     result.backend, result.device, result.config = backend, device, cfg.to_dict()
-    torch = sys.modules.get("torch") if backend == "cuda" else None
+    torch: Any = None
     if backend == "cuda":
-        import torch as _torch
-
-        torch = _torch
+        import torch
     try:
         _measure_into(result, fn, cfg, torch, telemetry)
     except Exception as exc:
@@ -279,7 +277,7 @@ def _measure_into(
 
     warm, warm_s = warm_up(clock, fn, cfg)
     result.warmup_calls, result.warmup_s = len(warm), warm_s
-    per_call = sorted(warm[-3:])[len(warm[-3:]) // 2]
+    per_call = median(warm[-3:])
     k = max(1, math.ceil(cfg.min_sample_time / per_call)) if per_call > 0 else 1000
     result.calls_per_sample = k
 
