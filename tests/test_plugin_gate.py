@@ -245,3 +245,12 @@ def test_a_per_test_tolerance_from_the_marker(project, monkeypatch):
     result = project.runpytest(*FAST, "-k", "test_spin")
     result.assert_outcomes(passed=1)  # -33% is within this test's 90% tolerance
     result.stdout.fnmatch_lines(["* test_b.py::test_spin *throughput*90.0%*"])
+
+
+def test_bad_baseline_mode_in_the_ini_file_is_a_usage_error(project):
+    project.makeini("[pytest]\ngpuperf_baseline = sometimes\n")
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*tox.ini: gpuperf_baseline='sometimes': use one of auto, compare, save, off*"]
+    )
