@@ -314,6 +314,9 @@ def _measure_into(
             decision = decide(samples, elapsed, rule)
             if decision.stop:
                 break
+            if elapsed <= 0:  # a coarse clock that has not moved yet: grow the chunk
+                n = min(2 * n, rule.max_samples - len(samples))
+                continue
             # next chunk: about a tenth of the time so far (>= 50 ms), within the budget
             per_sample = elapsed / len(samples)
             want = max(0.05, 0.1 * elapsed)

@@ -12,24 +12,20 @@ from pytest_gpuperf.stats import summarize
 from pytest_gpuperf.telemetry import Sample, reason_names, summarize_samples
 from pytest_gpuperf.timing import BenchmarkError, OutOfMemory, _busy, is_oom, measure
 
+from . import vclock
+
 FAST = parse_layer(
     {"min_time": 0.01, "max_time": 0.3, "warmup_time": 0.0, "min_samples": 6}, "test"
 )
 
 
-def spin(seconds):
-    import time
-
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
-
-
-def test_measure_on_cpu_gives_time_and_throughput():
+def test_measure_on_cpu_gives_time_and_throughput(monkeypatch):
+    vclock.install(monkeypatch, seed=1)  # 1 ms per call, exactly enough to check the figures
     cfg = resolve("cpu", FAST)
-    r = measure(lambda: spin(0.001), work=100, unit="tokens", cfg=cfg, backend="cpu")
+    r = measure(lambda: vclock.spin(0.001), work=100, unit="tokens", cfg=cfg, backend="cpu")
     assert r.outcome == "ok" and r.timer == "perf_counter"
-    assert 0.0009 < r.time.median < 0.01
+    assert r.time.median == pytest.approx(0.001, rel=1e-3)
+    assert r.time.ci_low <= r.time.median <= r.time.ci_high
     assert r.throughput.unit == "tokens/s"
     assert math.isclose(r.throughput.median, 100 / r.time.median)
     assert r.throughput.ci_low <= r.throughput.median <= r.throughput.ci_high
@@ -113,10 +109,11 @@ def test_units():
         check_work(-1)
 
 
-def test_result_round_trips_through_json():
+def test_result_round_trips_through_json(monkeypatch):
+    vclock.install(monkeypatch, seed=2)
     cfg = resolve("cpu", FAST)
     r = measure(
-        lambda: spin(0.0005),
+        lambda: vclock.spin(0.0005),
         work=3,
         unit="samples",
         cfg=cfg,
@@ -167,3 +164,19 @@ def test_busy_fraction_is_the_union_of_kernel_spans():
     # two overlapping kernels [0,10] and [5,15] us, one at [20,30] us, over 40 us of wall
     assert _busy([(20, 30), (0, 10), (5, 15)], 40e-6) == pytest.approx(25 / 40)
     assert _busy([], 1.0) is None
+
+
+def test_a_clock_that_does_not_move_between_samples_is_not_a_crash(monkeypatch):
+    # a coarse clock can read the same value before and after short work: here warm-up and
+    # the whole first chunk read 0 s, and sizing the next chunk must not divide by it
+    clock = vclock.install(monkeypatch, seed=3)
+    calls = []
+
+    def work():
+        calls.append(1)
+        if len(calls) > 3 + 6 * 1000:  # 3 warm-up calls, then 6 samples of 1000 calls
+            clock.spin(1e-6)
+
+    r = measure(work, work=1, unit="calls", cfg=resolve("cpu", FAST), backend="cpu")
+    assert r.calls_per_sample == 1000 and r.samples[:6] == [0.0] * 6
+    assert r.outcome == "ok" and r.time.n > 6

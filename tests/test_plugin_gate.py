@@ -4,8 +4,11 @@ bad baseline files, reports, the compare command."""
 import json
 import subprocess
 import sys
+import textwrap
 
 import pytest
+
+from . import vclock
 
 FAST = [
     "--gpuperf-min-time=0.02",
@@ -16,12 +19,9 @@ FAST = [
 ]
 
 BENCH = """
-import os, time
+import os
 
-def spin(s):
-    end = time.perf_counter() + s
-    while time.perf_counter() < end:
-        pass
+from vclock import spin
 
 def test_spin(gpu_benchmark):
     slow = float(os.environ.get("SLOW", "0"))
@@ -36,6 +36,7 @@ def test_other(gpu_benchmark):
 def project(pytester, monkeypatch):
     monkeypatch.delenv("SLOW", raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    vclock.add_to(pytester)  # deterministic times: verdicts do not depend on the runner's load
     pytester.makepyfile(test_b=BENCH)
     return pytester
 
@@ -82,10 +83,9 @@ def test_save_then_compare_then_fail_on_a_slowdown(project, monkeypatch):
 def test_a_regression_that_does_not_repeat_is_not_failed(project):
     saved(project)
     project.makeconftest(
-        """
-        import time
-
-        import pytest
+        vclock.CONFTEST
+        + textwrap.dedent(
+            """
         import pytest_gpuperf.bench as bench
 
         REAL = bench.measure
@@ -97,15 +97,14 @@ def test_a_regression_that_does_not_repeat_is_not_failed(project):
                 inner = fn
                 def fn():
                     inner()
-                    end = time.perf_counter() + 0.001
-                    while time.perf_counter() < end:
-                        pass
+                    vclock.spin(0.001)
             return REAL(fn, **kw)
 
         @pytest.fixture(autouse=True)
         def once_slow(monkeypatch):
             monkeypatch.setattr(bench, "measure", first_one_slow)
         """
+        )
     )
     result = project.runpytest(*FAST, "-k", "test_spin", "--gpuperf-max-time=0.2")
     result.assert_outcomes(passed=1)
@@ -125,7 +124,10 @@ def test_saving_a_subset_keeps_other_entries(project):
 
 def test_new_and_missing_are_reported(project):
     saved(project, times=1)
-    project.makepyfile(test_c="def test_new(gpu_benchmark):\n    gpu_benchmark(lambda: None)\n")
+    project.makepyfile(
+        test_c="from vclock import spin\n\n"
+        "def test_new(gpu_benchmark):\n    gpu_benchmark(lambda: spin(0.001))\n"
+    )
     result = project.runpytest(*FAST, "-k", "test_new or test_spin")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["NEW *test_c.py::test_new*"])

@@ -1,0 +1,79 @@
+"""A virtual clock for tests whose outcome depends on measured times.
+
+CI runs on shared CPUs that move 10-50% between sessions, so a test that compares real
+timings can fail on a busy runner. Here the engine's clock (`pytest_gpuperf.timing.time`)
+is replaced by a clock that only moves when the benchmark "works": `spin(s)` advances it
+by `s` plus a small seeded jitter. Every sample, stop decision, session median and verdict
+is then the same on every run and every machine, and no test spends real time spinning.
+
+The jitter seed changes from one pytest session to the next in a fixed sequence (a counter
+file in the current directory), so saved baseline sessions differ a little, as real ones do.
+This file is also copied into pytester projects, which import it as `vclock`.
+"""
+
+from __future__ import annotations
+
+import random
+import types
+from pathlib import Path
+
+JITTER = 1e-4  # relative sd of one call's time: 0.01%
+COUNTER = ".vclock-sessions"
+
+
+class Clock:
+    def __init__(self, seed: int) -> None:
+        self.now = 1000.0
+        self.rng = random.Random(seed)
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def spin(self, seconds: float) -> None:
+        self.now += seconds * (1 + self.rng.gauss(0.0, JITTER))
+
+
+CLOCK = Clock(0)
+
+
+def next_seed(directory: Path) -> int:
+    path = directory / COUNTER
+    seed = int(path.read_text()) if path.exists() else 0
+    path.write_text(str(seed + 1))
+    return seed
+
+
+def install(monkeypatch, seed: int) -> Clock:
+    """Make the engine read `CLOCK`, a fresh clock with this seed, until monkeypatch undoes it."""
+    import pytest_gpuperf.timing as timing
+
+    global CLOCK
+    CLOCK = Clock(seed)
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=CLOCK.perf_counter))
+    return CLOCK
+
+
+def spin(seconds: float) -> None:
+    CLOCK.spin(seconds)
+
+
+CONFTEST = """
+import pathlib
+
+import pytest
+
+import vclock
+
+SEED = vclock.next_seed(pathlib.Path.cwd())
+
+
+@pytest.fixture(autouse=True)
+def virtual_clock(monkeypatch):
+    return vclock.install(monkeypatch, SEED)
+"""
+
+
+def add_to(pytester) -> None:
+    """Give a pytester project this clock: `from vclock import spin` in its tests."""
+    pytester.makepyfile(vclock=Path(__file__).read_text())
+    pytester.makeconftest(CONFTEST)
