@@ -62,6 +62,7 @@ class GpuPerfSession:
         self.results: list[dict[str, Any]] = []  # from reports, all workers
         self.extra: list[dict[str, Any]] = []
         self.started = time.time()
+        self.save_failed = False  # a requested baseline save that did not happen
         self.baseline: Any = None  # baselines.BaselineFile once loaded
         self.baseline_path: Path | None = None
         self.baseline_profile: str | None = None
@@ -333,7 +334,11 @@ class GpuPerfSession:
         try:
             save(self.baseline_path, self.baseline_profile or "?", updates, now)
         except BaselineError as exc:
+            self.save_failed = True
             return f"NOT SAVED: {exc}"
+        except (OSError, ValueError) as exc:  # no directory, no permission, lock timeout
+            self.save_failed = True
+            return f"NOT SAVED: baseline file {self.baseline_path}: {type(exc).__name__}: {exc}"
         return f"saved {len(updates)} benchmark(s) to {self.baseline_path}"
 
     def missing(self) -> list[str]:
@@ -433,6 +438,8 @@ class GpuPerfSession:
         note = self.save_baseline()
         if note:
             self.finish_notes.append(f"baseline: {note}")
+        if self.save_failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a save asked for must not pass
         self.write_benchmark_json(session.config)
         self.write_reports()
 

@@ -256,3 +256,11 @@ def test_bad_baseline_mode_in_the_ini_file_is_a_usage_error(project):
     result.stderr.fnmatch_lines(
         ["*tox.ini: gpuperf_baseline='sometimes': use one of auto, compare, save, off*"]
     )
+
+
+def test_a_baseline_save_that_fails_fails_the_run(project):
+    (project.path / "baselines").write_text("a file where the baseline directory should be")
+    result = project.runpytest(*FAST, "--gpuperf-baseline=save")
+    result.assert_outcomes(passed=2)  # the benchmarks themselves passed ...
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # ... but the save asked for did not happen
+    result.stdout.fnmatch_lines(["baseline: NOT SAVED: baseline file *cpu.json: *Error: *"])
