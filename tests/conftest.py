@@ -5,3 +5,14 @@ import contextlib
 # Importing it once here keeps it out of those snapshots.
 with contextlib.suppress(ImportError):
     import torch  # noqa: F401
+
+# Hypothesis: CI must be deterministic, so by default the examples are derived from each
+# test's source (derandomize) and no per-example deadline applies (a loaded 2-core runner
+# is slow at times, and that is not a failure). `pytest --hypothesis-profile=explore` draws
+# fresh random examples and keeps a failure database, for searching harder locally.
+with contextlib.suppress(ImportError):
+    from hypothesis import settings
+
+    settings.register_profile("deterministic", derandomize=True, deadline=None, database=None)
+    settings.register_profile("explore", deadline=None, max_examples=1000)
+    settings.load_profile("deterministic")
