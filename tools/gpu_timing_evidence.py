@@ -17,7 +17,7 @@ import torch
 
 from pytest_gpuperf.clock import synchronized_perf_counter
 from pytest_gpuperf.settings import resolve
-from pytest_gpuperf.timing import _capture_graph, measure
+from pytest_gpuperf.timing import measure
 
 
 def event_loop(fn, calls=100, reps=5):
@@ -48,7 +48,16 @@ def perf_counter_min(fn, timer, calls=100):
 
 
 def graph_per_call(fn, calls=1000):
-    g = _capture_graph(torch, fn, calls)  # the engine's own capture: warm-up, then `calls`
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
     g.replay()
     torch.cuda.synchronize()
     ts = []
