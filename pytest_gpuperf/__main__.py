@@ -1,116 +1,180 @@
-"""`python -m pytest_gpuperf compare RESULTS.json` (or the `gpuperf` console script): compare
-a saved run with a baseline outside pytest and set the exit code, for gating in other CI
-steps.
+"""`gpuperf compare RESULTS.json` (or `python -m pytest_gpuperf`): compare a saved run with a
+baseline outside pytest and set the exit code, for gating in other CI steps.
 
 RESULTS.json is the file written by `pytest --gpuperf-json=PATH` or the `gpuperf` section
-of `pytest --benchmark-json=PATH`. The baseline defaults to baselines/<profile>.json of the
-run's profile. Exit codes: 0 no regression, 1 regression (0 with --warn-only), 2 bad input.
+of `pytest --benchmark-json=PATH`. The verdicts come from the same gate that pytest uses,
+with each benchmark's own tolerance unless --tolerance is given.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from .baselines import BaselineError, baseline_path, load
-from .gate import compare, environment, metrics_of, metrics_of_extra, verdict_dict
-from .report import VERDICT_HEADER, table, verdict_rows
+from .baselines import BaselineError, baseline_path, load, metric_problem, parse_json, read_text
+from .gate import environment, failing, judge_result, metrics_of, missing
+from .report import VERDICT_HEADER, plain, table, verdict_rows
 from .results import Result
+
+EXIT_CODES = """exit codes:
+  0  no regression (also with --warn-only when there is one)
+  1  a performance regression, or a benchmark that had a baseline and failed
+  2  bad input: a results or baseline file that is missing, unreadable or malformed, a
+     baseline of another profile than the run's, a run with no results; nothing is judged
+"""
+
+
+class InputError(Exception):
+    """Bad input to the command: exit 2 with this message."""
 
 
 def _load_results(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SystemExit(f"gpuperf compare: cannot read results {path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise SystemExit(f"gpuperf compare: results {path} are not valid JSON: {exc}") from None
-    if isinstance(data, dict) and "gpuperf" in data:
-        data = data["gpuperf"]
+        text = read_text(path, "results file")
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    if text is None:
+        raise InputError(f"results file {path}: does not exist")
+    try:
+        data = parse_json(text)
+    except ValueError as exc:
+        raise InputError(f"results file {path}: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("gpuperf"), dict):
+        data = data["gpuperf"]  # pytest-benchmark's JSON with our section
     if not isinstance(data, dict) or "results" not in data or "device" not in data:
-        raise SystemExit(
-            f"gpuperf compare: {path} holds no gpuperf results (write them with "
+        raise InputError(
+            f"results file {path}: holds no gpuperf results (write them with "
             "pytest --gpuperf-json=PATH or --benchmark-json=PATH)"
         )
+    if not isinstance(data["results"], list) or not isinstance(data["device"], dict):
+        raise InputError(f"results file {path}: 'results' must be a list, 'device' an object")
     return data
+
+
+def _results_of(path: Path, data: dict[str, Any]) -> list[Result]:
+    results = []
+    for i, d in enumerate(data["results"]):
+        try:
+            r = Result.from_dict(d)
+        except ValueError as exc:
+            raise InputError(f"results file {path}: results[{i}]: {exc}") from None
+        for name, m in metrics_of(r).items():
+            why = metric_problem(m)
+            if why:
+                raise InputError(f"results file {path}: {r.key} {name}: {why}")
+        results.append(r)
+    if not results:
+        raise InputError(f"results file {path}: the run has no results to compare")
+    return results
+
+
+def _baseline_for(data: dict[str, Any], results: list[Result], given: Path | None) -> Path:
+    """The baseline the run compared against (recorded in the file), else the profile's
+    file under ./baselines; --baseline overrides both."""
+    if given is not None:
+        return given
+    recorded = data.get("baseline")
+    if isinstance(recorded, str) and recorded:
+        return Path(recorded)
+    if not data.get("profile"):
+        raise InputError("the run has no GPU profile and recorded no baseline: pass --baseline")
+    return baseline_path(Path("baselines"), _expected_profile(data, results))
+
+
+def _expected_profile(data: dict[str, Any], results: list[Result]) -> str:
+    emulated = {r.emulated for r in results if r.emulated}
+    profile = str(data.get("profile"))
+    return f"{profile}@{emulated.pop()}" if len(emulated) == 1 else profile
 
 
 def compare_files(
     results_path: Path,
     baseline: Path | None,
-    tolerance: float,
-    memory_tolerance: float,
-) -> tuple[list[list[str]], bool]:
+    tolerance: float | None = None,
+    memory_tolerance: float | None = None,
+) -> tuple[list[list[str]], bool, Path]:
+    """Verdict rows, whether the run fails, and the baseline file used."""
     data = _load_results(results_path)
-    if baseline is None:
-        if not data.get("profile"):
-            raise SystemExit("gpuperf compare: the run has no profile; pass --baseline FILE")
-        baseline = baseline_path(Path("baselines"), data["profile"])
+    results = _results_of(results_path, data)
+    path = _baseline_for(data, results, baseline)
     try:
-        base = load(baseline)
+        base = load(path)
     except BaselineError as exc:
-        raise SystemExit(f"gpuperf compare: {exc}") from None
+        raise InputError(str(exc)) from None
     if base is None:
-        raise SystemExit(f"gpuperf compare: no baseline file {baseline}")
-    results = [Result.from_dict(r) for r in data["results"]]
-    extras = list(data.get("metrics", []))
-    regressed = False
+        raise InputError(f"no baseline file {path}")
+    expected = _expected_profile(data, results)
+    if base.profile != expected:
+        raise InputError(
+            f"baseline file {path} belongs to profile {base.profile!r}, and the run "
+            f"{results_path} was measured as profile {expected!r} "
+            f"({data.get('describe') or 'unknown device'}): pass the baseline of its profile"
+        )
     for r in results:
-        env = environment(data["device"], r.emulated)
-        verdicts = compare(
-            metrics_of(r),
-            env,
-            base.entries.get(r.key),
+        r.verdicts = judge_result(
+            r,
+            base.entries,
+            environment(data["device"], r.emulated),
             tolerance=tolerance,
             memory_tolerance=memory_tolerance,
         )
-        r.verdicts = {
-            k: verdict_dict(
-                v, len(base.entries.get(r.key, {}).get("metrics", {}).get(k, {}).get("history", []))
-            )
-            for k, v in verdicts.items()
-        }
-        regressed |= any(v.failed for v in verdicts.values())
-    for e in extras:
-        env = environment(data["device"], e.get("emulated"))
-        verdicts = compare(
-            metrics_of_extra(e),
-            env,
-            base.entries.get(e["key"]),
-            tolerance=tolerance,
-            memory_tolerance=memory_tolerance,
-        )
-        e["verdicts"] = {k: verdict_dict(v, 0) for k, v in verdicts.items()}
-        regressed |= any(v.failed for v in verdicts.values())
-    measured = {r.key for r in results} | {e["key"] for e in extras}
-    missing = [k for k in base.entries if k not in measured]
-    return verdict_rows(results, extras, missing), regressed
+    gone = missing(base.entries, (r.key for r in results), None)
+    return verdict_rows(results, gone), any(failing(r) for r in results), path
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gpuperf", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="gpuperf",
+        description=__doc__.split("\n\n")[0],
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("compare", help="compare a saved run with a baseline")
+    c = sub.add_parser(
+        "compare",
+        help="compare a saved run with a baseline",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     c.add_argument("results", type=Path, help="JSON from --gpuperf-json or --benchmark-json")
-    c.add_argument("--baseline", type=Path, default=None, help="baseline file")
-    c.add_argument("--tolerance", type=float, default=0.03, help="throughput (default 0.03)")
-    c.add_argument("--memory-tolerance", type=float, default=0.05, help="memory (default 0.05)")
+    c.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="baseline file (default: the one the run compared against, else "
+        "baselines/<profile>.json)",
+    )
+    c.add_argument(
+        "--tolerance",
+        type=_fraction,
+        default=None,
+        help="throughput tolerance for every benchmark (default: each benchmark's own)",
+    )
+    c.add_argument(
+        "--memory-tolerance",
+        type=_fraction,
+        default=None,
+        help="memory tolerance for every benchmark (default: each benchmark's own)",
+    )
     c.add_argument("--warn-only", action="store_true", help="report without failing")
     args = parser.parse_args(argv)
-    for name in ("tolerance", "memory_tolerance"):
-        value = getattr(args, name)
-        if not 0 < value < 1:
-            parser.error(f"--{name.replace('_', '-')} must be between 0 and 1, got {value}")
     try:
-        rows, regressed = compare_files(
+        rows, regressed, used = compare_files(
             args.results, args.baseline, args.tolerance, args.memory_tolerance
         )
-    except SystemExit as exc:
-        print(exc, file=sys.stderr)
+    except InputError as exc:
+        print(f"gpuperf compare: {plain(exc)}", file=sys.stderr)
         return 2
+    print(f"baseline: {used}")
     for line in table(VERDICT_HEADER, rows):
         print(line)
     if regressed:

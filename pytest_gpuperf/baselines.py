@@ -22,9 +22,11 @@ Schema (version 1), documented in docs/baselines.md:
       }
     }
 
-Reading validates everything and raises BaselineError naming the file and the problem.
-Writing merges into the file under a lock (several pytest-xdist workers may save at once),
-through a temporary file and an atomic rename; entries not saved in this run are kept.
+Reading validates everything and raises BaselineError naming the file and the problem;
+only regular files up to MAX_BYTES are read. Writing merges into the file under a lock
+(several pytest-xdist workers may save at once), through a temporary file and an atomic
+rename; entries not saved in this run, and keys this version does not know (a team's
+"comment"), are kept; a symbolic link is written through and the file keeps its mode.
 """
 
 from __future__ import annotations
@@ -32,14 +34,19 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 SCHEMA = "pytest-gpuperf/baseline"
 VERSION = 1
 HISTORY = 10  # session medians kept per metric
+MAX_BYTES = 32 * 2**20  # a baseline of the whole shipped suite is about 100 KB
+MAX_INT_DIGITS = 20  # no count or value in a baseline needs more
+LOCK_TIMEOUT_S = 60
+KNOWN_TOP = ("schema", "version", "profile", "updated", "entries")
 
 
 class BaselineError(ValueError):
@@ -52,6 +59,7 @@ class BaselineFile:
     profile: str
     entries: dict[str, dict[str, Any]]
     updated: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # top-level keys kept as they were
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +67,7 @@ class BaselineFile:
             "version": VERSION,
             "profile": self.profile,
             "updated": self.updated,
+            **self.extra,
             "entries": dict(sorted(self.entries.items())),
         }
 
@@ -67,17 +76,53 @@ def baseline_path(directory: Path, profile: str) -> Path:
     return Path(directory) / f"{profile}.json"
 
 
-def _fail(path: Path, what: str) -> BaselineError:
+def _fail(path: Path | str, what: str) -> BaselineError:
     return BaselineError(f"baseline file {path}: {what}")
 
 
-def _check_number(path: Path, where: str, value: Any, *, positive: bool = False) -> None:
+def metric_problem(m: Any) -> str | None:
+    """What is wrong with one metric's summary (unit, direction, median, interval, n), or
+    None. The loader and `gpu_benchmark` (at record time) apply these same rules, so a
+    figure that was accepted when measured is never refused when read back."""
+    if not isinstance(m, dict):
+        return f"must be an object, got {type(m).__name__}"
+    if m.get("direction") not in ("higher", "lower"):
+        return f"direction must be 'higher' or 'lower', got {m.get('direction')!r}"
+    unit = m.get("unit")
+    if not isinstance(unit, str) or not unit.strip():
+        return f"unit must be a non-empty string, got {unit!r}"
+    for name in ("median", "ci_low", "ci_high"):
+        if name in m:
+            why = number_problem(m[name])
+            if why:
+                return f"{name} {why}"
+    if all(k in m for k in ("median", "ci_low", "ci_high")) and not (
+        m["ci_low"] <= m["median"] <= m["ci_high"]
+    ):
+        return (
+            f"interval [{m['ci_low']!r}, {m['ci_high']!r}] does not contain the median "
+            f"{m['median']!r}"
+        )
+    n = m.get("n")
+    if "n" in m and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        return f"n must be a whole number >= 1, got {n!r}"
+    return None
+
+
+def number_problem(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _fail(path, f"{where} must be a number, got {value!r}")
+        return f"must be a number, got {value!r}"
+    if isinstance(value, int) and abs(value) >= 10**MAX_INT_DIGITS:
+        return f"is a {len(str(abs(value)))}-digit integer: too large"
     if not math.isfinite(value):
-        raise _fail(path, f"{where} is {value!r}, not a finite number")
-    if value < 0 or (positive and value == 0):
-        raise _fail(path, f"{where} is {value!r}: must be {'positive' if positive else '>= 0'}")
+        return f"is {value!r}, not a finite number"
+    if value < 0:
+        return f"is {value!r}: must be >= 0"
+    return None
+
+
+def _text_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, str)
 
 
 def validate(path: Path, data: Any) -> BaselineFile:
@@ -85,7 +130,7 @@ def validate(path: Path, data: Any) -> BaselineFile:
         raise _fail(path, f"expected a JSON object, got {type(data).__name__}")
     if data.get("schema") != SCHEMA:
         raise _fail(path, f"not a pytest-gpuperf baseline (schema {data.get('schema')!r})")
-    if data.get("version") != VERSION:
+    if data.get("version") != VERSION or isinstance(data.get("version"), bool):
         raise _fail(
             path,
             f"schema version {data.get('version')!r} is not supported (this pytest-gpuperf "
@@ -94,6 +139,8 @@ def validate(path: Path, data: Any) -> BaselineFile:
     profile = data.get("profile")
     if not isinstance(profile, str) or not profile:
         raise _fail(path, "missing 'profile'")
+    if not _text_or_none(data.get("updated")):
+        raise _fail(path, f"'updated' must be a date string, got {data.get('updated')!r}")
     entries = data.get("entries")
     if not isinstance(entries, dict):
         raise _fail(path, "'entries' must be an object")
@@ -101,55 +148,141 @@ def validate(path: Path, data: Any) -> BaselineFile:
         where = f"entry {key!r}"
         if not isinstance(entry, dict) or not isinstance(entry.get("metrics"), dict):
             raise _fail(path, f"{where} has no 'metrics' object")
+        env = entry.get("environment", {})
+        if not isinstance(env, dict):
+            raise _fail(path, f"{where}: 'environment' must be an object, got {env!r}")
+        for name, value in env.items():
+            if not (_text_or_none(value) or isinstance(value, int | float)) or isinstance(
+                value, bool
+            ):
+                raise _fail(path, f"{where}: environment {name!r} must be a string or number")
+        for name in ("date", "commit"):
+            if not _text_or_none(entry.get(name)):
+                raise _fail(path, f"{where}: {name!r} must be a string or null")
+        if not isinstance(entry.get("flags", {}), dict):
+            raise _fail(path, f"{where}: 'flags' must be an object")
         for mname, m in entry["metrics"].items():
             mw = f"{where} metric {mname!r}"
-            if not isinstance(m, dict):
-                raise _fail(path, f"{mw} must be an object")
-            if m.get("direction") not in ("higher", "lower"):
-                raise _fail(path, f"{mw}: direction must be 'higher' or 'lower'")
-            if not isinstance(m.get("unit"), str):
-                raise _fail(path, f"{mw}: missing unit")
-            for field in ("median", "ci_low", "ci_high"):
-                if field in m:
-                    _check_number(path, f"{mw} {field}", m[field])
+            why = metric_problem(m)
+            if why:
+                raise _fail(path, f"{mw}: {why}")
             hist = m.get("history")
             if not isinstance(hist, list) or not hist:
                 raise _fail(path, f"{mw}: 'history' must be a non-empty list of sessions")
             for i, h in enumerate(hist):
                 if not isinstance(h, dict) or "median" not in h:
                     raise _fail(path, f"{mw} history[{i}] has no median")
-                _check_number(path, f"{mw} history[{i}] median", h["median"])
-    return BaselineFile(path, profile, entries, data.get("updated"))
+                why = number_problem(h["median"])
+                if why:
+                    raise _fail(path, f"{mw} history[{i}] median {why}")
+                if not (_text_or_none(h.get("date")) and _text_or_none(h.get("commit"))):
+                    raise _fail(path, f"{mw} history[{i}]: date and commit must be strings")
+    extra = {k: v for k, v in data.items() if k not in KNOWN_TOP}
+    return BaselineFile(path, profile, entries, data.get("updated"), extra)
+
+
+class _Bad(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _Bad(f"holds {name}, not a number")
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _Bad(f"holds a {len(text.lstrip('-'))}-digit integer: too large")
+    return int(text)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Bad(f"holds the key {key!r} twice in one object")
+        out[key] = value
+    return out
+
+
+def parse_json(text: str) -> Any:
+    """Strict JSON: no NaN/Infinity, no duplicate keys, no huge integers, bounded nesting.
+    Raises ValueError with a message fit to follow a file name."""
+    try:
+        return json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_int=_parse_int,
+            object_pairs_hook=_no_duplicates,
+        )
+    except _Bad as exc:
+        raise ValueError(str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"is not valid JSON (truncated or edited?): {exc.msg} at line {exc.lineno}"
+        ) from None
+    except RecursionError:
+        raise ValueError("is nested too deeply to be a baseline") from None
+    except ValueError as exc:  # e.g. a float literal that overflows
+        raise ValueError(f"is not valid JSON: {exc}") from None
+
+
+def read_text(path: Path, what: str = "baseline file", limit: int = MAX_BYTES) -> str | None:
+    """The text of a regular file (None if there is none). Refuses FIFOs and devices before
+    opening them (they would hang or never end), files over `limit` bytes, and bytes that
+    are not UTF-8; raises ValueError naming the file."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ValueError(f"{what} {path}: cannot be read: {exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{what} {path}: is not a regular file")
+    if st.st_size > limit:
+        raise ValueError(
+            f"{what} {path}: is {st.st_size / 2**20:.1f} MiB, over the {limit / 2**20:g} MiB limit"
+        )
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise ValueError(f"{what} {path}: cannot be read: {exc}") from None
+    if len(raw) > limit:
+        raise ValueError(f"{what} {path}: is over the {limit / 2**20:g} MiB limit")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{what} {path}: is not UTF-8 text ({exc.reason})") from None
 
 
 def load(path: Path) -> BaselineFile | None:
     """The baseline at `path`, None if there is none. Raises BaselineError if unusable."""
     path = Path(path)
-    if not path.exists():
-        return None
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(path, f"cannot be read: {exc}") from None
+        text = read_text(path)
+    except ValueError as exc:
+        raise BaselineError(str(exc)) from None
+    if text is None:
+        return None
     if not text.strip():
         raise _fail(path, "is empty (truncated?)")
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except _Constant as exc:
-        raise _fail(path, f"holds {exc.args[0]}, not a number") from None
-    except json.JSONDecodeError as exc:
-        raise _fail(
-            path, f"is not valid JSON (truncated or edited?): {exc.msg} at line {exc.lineno}"
-        ) from None
+        data = parse_json(text)
+    except ValueError as exc:
+        raise _fail(path, str(exc)) from None
     return validate(path, data)
 
 
-class _Constant(ValueError):
-    pass
+DEVICE_KEYS = ("gpu", "mig_profile", "emulated")
 
 
-def _reject_constant(name: str) -> Any:
-    raise _Constant(name)
+def device_conflict(old_env: dict[str, Any], new_env: dict[str, Any]) -> str | None:
+    """How the device of a saved entry differs from a new result's, or None. Results of one
+    device never enter another device's history."""
+    for key in DEVICE_KEYS:
+        if old_env.get(key) != new_env.get(key):
+            return f"{key} {old_env.get(key)!r} in the file, {new_env.get(key)!r} now"
+    return None
 
 
 def merge(
@@ -161,13 +294,24 @@ def merge(
 ) -> BaselineFile:
     """New file content: `existing` with `updates` merged in. For each metric of an updated
     entry the new session's median is appended to that metric's history (last HISTORY
-    kept); entries and metrics not updated are kept as they were."""
+    kept); entries, metrics and keys not updated are kept as they were. Raises
+    BaselineError, changing nothing, when an update was measured on another device than
+    the entry it would extend, or does not pass the loader's own checks."""
     base = existing or BaselineFile(path, profile, {})
     if existing is not None and existing.profile != profile:
         raise _fail(path, f"belongs to profile {existing.profile!r}, not {profile!r}")
     entries = {k: json.loads(json.dumps(v)) for k, v in base.entries.items()}
     for key, new in updates.items():
         old = entries.get(key, {})
+        if old:
+            clash = device_conflict(old.get("environment") or {}, new.get("environment") or {})
+            if clash:
+                raise _fail(
+                    path,
+                    f"entry {key!r} was measured on another device ({clash}); not saving "
+                    "results of one device into another's history (remove the entry or "
+                    "use another --gpuperf-baseline-dir)",
+                )
         old_metrics = old.get("metrics", {})
         merged_metrics = dict(old_metrics)
         for mname, m in new["metrics"].items():
@@ -183,24 +327,48 @@ def merge(
             **{k: v for k, v in new.items() if k != "metrics"},
             "metrics": merged_metrics,
         }
-    return BaselineFile(path, profile, entries, now)
+    merged = BaselineFile(path, profile, entries, now, dict(base.extra))
+    validate(path, json.loads(json.dumps(merged.to_json())))  # what we write, we can read
+    return merged
+
+
+def temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def _clean_stale_temps(path: Path) -> None:
+    """Temporary files of earlier saves of this file that were killed before renaming.
+    Called with the lock held: no live save of this file has one open."""
+    for tmp in path.parent.glob(f"{temp_prefix(path)}*.tmp"):
+        tmp.unlink(missing_ok=True)
 
 
 def save(path: Path, profile: str, updates: dict[str, dict[str, Any]], now: str) -> BaselineFile:
-    """Merge `updates` into the baseline at `path` under a file lock, atomically."""
+    """Merge `updates` into the baseline at `path` under a file lock, atomically.
+
+    A symbolic link is followed: its target is replaced, the link kept. The new file keeps
+    the old one's permission bits (a new file gets 0644 less the umask)."""
     from filelock import FileLock
 
-    path = Path(path)
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock", timeout=60):
+    with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
+        _clean_stale_temps(path)
         current = load(path)  # raises on a corrupt file: it is never overwritten
         merged = merge(current, path, profile, updates, now)
         text = json.dumps(merged.to_json(), indent=2, allow_nan=False) + "\n"
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o644 & ~umask
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
                 fh.flush()
+                os.fchmod(fh.fileno(), mode)
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
         except BaseException:

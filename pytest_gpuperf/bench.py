@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .results import Result
+from .results import Result, Throughput, lower_is_better_unit
 from .settings import MeasureConfig, SettingError, parse_layer, resolve
 from .timing import OutOfMemory, measure
 
@@ -29,8 +29,7 @@ class GpuBenchmark:
         layers: list[dict[str, Any]],
         telemetry: Callable[[float], Any] | None,
         emulated: str | None = None,
-        judge: Callable[[str, dict[str, dict[str, Any]], MeasureConfig], dict[str, Any]]
-        | None = None,
+        judge: Callable[[Result], dict[str, Any]] | None = None,
     ) -> None:
         self.nodeid = nodeid
         self.snapshot = snapshot
@@ -39,8 +38,7 @@ class GpuBenchmark:
         self._telemetry = telemetry
         self.emulated = emulated
         self._judge = judge
-        self.results: list[Result] = []
-        self.extra: list[dict[str, Any]] = []  # recorded metrics (record())
+        self.results: list[Result] = []  # measured and recorded, in call order
 
     @property
     def device(self) -> Any:
@@ -67,14 +65,9 @@ class GpuBenchmark:
     ) -> Result:
         if on_oom not in ("raise", "record"):
             raise ValueError(f"on_oom must be 'raise' or 'record', got {on_oom!r}")
-        if metric is not None and (not isinstance(metric, str) or not metric.strip()):
-            raise ValueError(f"metric must be a non-empty string, got {metric!r}")
-        key = f"{self.nodeid}::{metric}" if metric else self.nodeid
-        if any(r.key == key for r in self.results):
-            raise ValueError(
-                f"{key} was already measured in this test; give each gpu_benchmark(...) call "
-                "its own metric='...'"
-            )
+        if metric is not None:
+            check_metric_name(metric)
+        self._check_new_key(metric, "measured")
         try:
             cfg = self.config(**settings)
         except SettingError as exc:
@@ -104,7 +97,8 @@ class GpuBenchmark:
 
         result = run()
         result.emulated = self.emulated
-        self._verdicts(result, cfg)
+        self._check_figures(result)
+        self._verdicts(result)
         for attempt in range(cfg.remeasure):
             if not self._regressed(result):
                 break
@@ -115,7 +109,8 @@ class GpuBenchmark:
             )
             again = run()
             again.emulated = self.emulated
-            self._verdicts(again, cfg)
+            self._check_figures(again)
+            self._verdicts(again)
             again.remeasured = attempt + 1
             again.notes.append(
                 f"re-measured after a regression ({first}): "
@@ -130,13 +125,30 @@ class GpuBenchmark:
         self.results.append(result)
         return result
 
-    def _verdicts(self, result: Result, cfg: MeasureConfig) -> None:
-        if self._judge is None:
-            return
+    def _check_new_key(self, metric: str | None, how: str) -> None:
+        key = f"{self.nodeid}::{metric}" if metric else self.nodeid
+        for r in self.results:
+            if r.key == key:
+                raise ValueError(
+                    f"{key} was already {'recorded' if r.kind == 'recorded' else 'measured'} "
+                    f"in this test and is now {how} again; give each gpu_benchmark(...) and "
+                    "record(...) its own metric name"
+                )
+
+    @staticmethod
+    def _check_figures(result: Result) -> None:
+        """The loader's rules, applied now: a figure saved today must load tomorrow."""
+        from .baselines import metric_problem
         from .gate import metrics_of
 
-        metrics = metrics_of(result) if result.outcome == "ok" else {}
-        result.verdicts = self._judge(result.key, metrics, cfg)
+        for name, m in metrics_of(result).items():
+            why = metric_problem(m)
+            if why:
+                raise ValueError(f"{result.key} {name}: {why}")
+
+    def _verdicts(self, result: Result) -> None:
+        if self._judge is not None:
+            result.verdicts = self._judge(result)
 
     @staticmethod
     def _regressed(result: Result) -> bool:
@@ -147,32 +159,67 @@ class GpuBenchmark:
         metric: str,
         value: float,
         unit: str,
-        higher_is_better: bool = True,
+        higher_is_better: bool | None = None,
         note: str | None = None,
-    ) -> None:
-        """Record a metric measured by other means (e.g. the largest batch that fits)."""
+    ) -> Result:
+        """Record a figure measured by other means (the largest batch that fits, a latency).
+
+        It becomes a Result like a measurement and is judged against the baseline the same
+        way. Lower is better for units of time ('ms', 's', 'us', 'ms/token', 'latency', ...),
+        higher otherwise; `higher_is_better` overrides. The value is checked now with the
+        rules the baseline loader applies (finite, >= 0, a unit), so nothing saved is
+        refused later."""
         import math
 
-        if not isinstance(metric, str) or not metric:
-            raise ValueError(f"metric must be a non-empty string, got {metric!r}")
+        check_metric_name(metric)
         if (
             isinstance(value, bool)
             or not isinstance(value, int | float)
             or not math.isfinite(value)
         ):
             raise ValueError(f"value of {metric!r} must be a finite number, got {value!r}")
-        extra: dict[str, Any] = {
-            "key": f"{self.nodeid}::{metric}",
-            "value": float(value),
-            "unit": unit,
-            "higher_is_better": bool(higher_is_better),
-            "device": self.snapshot.describe(),
-            "emulated": self.emulated,
-            "verdicts": {},
-            "note": note,
-        }
-        if self._judge is not None:
-            from .gate import metrics_of_extra
+        if value < 0:
+            raise ValueError(f"value of {metric!r} must be >= 0, got {value!r}")
+        if not isinstance(unit, str) or not unit.strip() or not unit.isprintable():
+            raise ValueError(f"unit of {metric!r} must be a non-empty string, got {unit!r}")
+        if higher_is_better is None:
+            higher_is_better = not lower_is_better_unit(unit)
+        if not isinstance(higher_is_better, bool):
+            raise ValueError(
+                f"higher_is_better must be True, False or None, got {higher_is_better!r}"
+            )
+        self._check_new_key(metric, "recorded")
+        v = float(value)
+        result = Result(
+            nodeid=self.nodeid,
+            metric=metric,
+            unit=unit.strip(),
+            work_per_call=1.0,
+            kind="recorded",
+            higher_is_better=higher_is_better,
+        )
+        result.throughput = Throughput(unit.strip(), v, v, v)
+        result.backend, result.device = self.backend, self.snapshot.describe()
+        result.emulated = self.emulated
+        result.config = self.config().to_dict()
+        result.stop_reason = "recorded"
+        if note:
+            result.notes.append(str(note))
+        self._check_figures(result)
+        self._verdicts(result)
+        self.results.append(result)
+        return result
 
-            extra["verdicts"] = self._judge(extra["key"], metrics_of_extra(extra), self.config())
-        self.extra.append(extra)
+
+def check_metric_name(metric: object) -> None:
+    """A metric name is part of a baseline key (node id::metric): printable, at most 100
+    characters, without '::', '[' or ']', which would let two keys collide."""
+    if not isinstance(metric, str) or not metric.strip():
+        raise ValueError(f"metric must be a non-empty string, got {metric!r}")
+    if len(metric) > 100 or not metric.isprintable() or any(c in metric for c in "[]") or (
+        "::" in metric
+    ):
+        raise ValueError(
+            f"metric {metric!r}: use printable text of at most 100 characters, without "
+            "'::', '[' or ']'"
+        )

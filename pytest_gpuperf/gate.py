@@ -1,11 +1,13 @@
-"""The regression gate: results <-> baseline entries, environments, verdicts, report lines.
+"""THE regression gate: results + a baseline -> verdicts, failure lines, missing entries,
+entries to save. The pytest session and the `gpuperf compare` command both call it, so a
+result gets the same verdict in CI and offline; nothing else judges.
 
-No pytest and no I/O here (baselines.py reads and writes files), so the pytest session,
-the `gpuperf compare` command and the tests share one implementation.
+No pytest and no I/O here (baselines.py reads and writes files).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
@@ -14,6 +16,7 @@ from .verdict import (
     FAILED,
     INCOMPARABLE,
     NEW,
+    REGRESSED,
     SEVERITY,
     Current,
     Reference,
@@ -24,6 +27,9 @@ from .verdict import (
 )
 
 ENV_PACKAGES = ("torch", "transformers", "peft", "bitsandbytes")
+DEFAULT_TOLERANCE = 0.03
+DEFAULT_MEMORY_TOLERANCE = 0.05
+FAILING = (REGRESSED, FAILED)  # verdicts that fail a test (and the compare command)
 
 
 def environment(device: dict[str, Any], emulated: str | None) -> dict[str, Any]:
@@ -67,12 +73,26 @@ def incomparable_reason(base: dict[str, Any], cur: dict[str, Any]) -> str | None
 
 
 def metrics_of(result: Result) -> dict[str, dict[str, Any]]:
-    """Baseline metrics of a result: throughput (higher is better) and, on a GPU, peak
-    reserved memory (lower is better: memory growth is a regression too)."""
+    """Baseline metrics of a result. Measured: throughput (higher is better) and, on a GPU,
+    peak reserved memory (lower is better: memory growth is a regression too). Recorded:
+    its value, in its own unit and direction."""
     out: dict[str, dict[str, Any]] = {}
-    if result.outcome != "ok" or result.throughput is None or result.time is None:
-        return out
     t = result.throughput
+    if result.outcome != "ok" or t is None:
+        return out
+    if result.kind == "recorded":
+        v = t.median
+        out["value"] = {
+            "unit": t.unit,
+            "direction": "higher" if result.higher_is_better else "lower",
+            "median": v,
+            "ci_low": v,
+            "ci_high": v,
+            "n": 1,
+        }
+        return out
+    if result.time is None:
+        return out
     out["throughput"] = {
         "unit": t.unit,
         "direction": "higher",
@@ -92,31 +112,6 @@ def metrics_of(result: Result) -> dict[str, dict[str, Any]]:
             "n": 1,
         }
     return out
-
-
-def metrics_of_extra(extra: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    v = float(extra["value"])
-    return {
-        "value": {
-            "unit": extra["unit"],
-            "direction": "higher" if extra.get("higher_is_better", True) else "lower",
-            "median": v,
-            "ci_low": v,
-            "ci_high": v,
-            "n": 1,
-        }
-    }
-
-
-def entry(
-    metrics: dict[str, dict[str, Any]],
-    env: dict[str, Any],
-    *,
-    date: str,
-    commit: str | None,
-    flags: dict[str, Any],
-) -> dict[str, Any]:
-    return {"environment": env, "date": date, "commit": commit, "flags": flags, "metrics": metrics}
 
 
 def compare(
@@ -162,6 +157,59 @@ def failed_verdicts(base_entry: dict[str, Any] | None, error: str | None) -> dic
     }
 
 
+def verdict_dict(v: Verdict, history_len: int) -> dict[str, Any]:
+    d = asdict(v)
+    advice = what_would_settle(v, history_len)
+    if advice:
+        d["advice"] = advice
+    return d
+
+
+def judge_result(
+    result: Result,
+    entries: dict[str, dict[str, Any]],
+    env: dict[str, Any],
+    *,
+    allow_cross_gpu: bool = False,
+    tolerance: float | None = None,
+    memory_tolerance: float | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Verdict dicts per metric of one result against the baseline's entries.
+
+    Tolerances are the result's own (its test's resolved settings, stored in
+    `result.config`) unless given; a result that failed (out of memory) where the baseline
+    has figures is FAILED."""
+    cfg = result.config or {}
+    tol = tolerance if tolerance is not None else cfg.get("tolerance", DEFAULT_TOLERANCE)
+    mem_tol = (
+        memory_tolerance
+        if memory_tolerance is not None
+        else cfg.get("memory_tolerance", DEFAULT_MEMORY_TOLERANCE)
+    )
+    base = entries.get(result.key)
+    metrics = metrics_of(result)
+    if not metrics:
+        verdicts = failed_verdicts(base, result.error or "the benchmark produced no result")
+    else:
+        verdicts = compare(
+            metrics,
+            env,
+            base,
+            tolerance=tol,
+            memory_tolerance=mem_tol,
+            allow_cross_gpu=allow_cross_gpu,
+        )
+    out = {}
+    for name, v in verdicts.items():
+        hist = len(base["metrics"].get(name, {}).get("history", [])) if base else 0
+        out[name] = verdict_dict(v, hist)
+    return out
+
+
+def failing(result: Result) -> bool:
+    return any(v.get("status") in FAILING for v in result.verdicts.values())
+
+
 def describe_value(value: float, unit: str) -> str:
     if unit == "bytes":
         from .units import format_size
@@ -172,37 +220,111 @@ def describe_value(value: float, unit: str) -> str:
     return f"{_fmt(value)} {unit}"
 
 
-def failure_line(
-    key: str,
-    metric: str,
-    v: Verdict,
-    current: dict[str, Any],
-    base_entry: dict[str, Any],
-    profile: str,
-    remeasured: bool,
-) -> str:
-    """One readable line: metric, baseline -> now, change, interval, tolerance, baseline
-    profile and date."""
-    base_m = base_entry["metrics"][metric]
-    ref = Reference(tuple(h["median"] for h in base_m["history"])).value
-    unit = current["unit"]
+def _verdict(vd: dict[str, Any]) -> Verdict:
+    return Verdict(**{k: vd[k] for k in Verdict.__dataclass_fields__})
+
+
+def failure_lines(
+    results: Iterable[Result], entries: dict[str, dict[str, Any]], profile: str
+) -> list[str]:
+    """One readable line per failing metric: what, baseline -> now, change, interval,
+    tolerance, which baseline (profile, date, commit, sessions), and whether re-measured."""
+    lines = []
+    for r in results:
+        metrics = metrics_of(r)
+        base_entry = entries.get(r.key) or {}
+        for name, vd in r.verdicts.items():
+            status = vd.get("status")
+            if status == FAILED:
+                lines.append(
+                    f"PERFORMANCE REGRESSION {r.key} {name}: no result now ({vd.get('reason')}) "
+                    f"where baseline {profile} has one: "
+                    + _base_text(base_entry, name, profile)
+                )
+                continue
+            if status != REGRESSED or name not in metrics:
+                continue
+            v = _verdict(vd)
+            base_m = base_entry["metrics"][name]
+            ref = Reference(tuple(h["median"] for h in base_m["history"])).value
+            unit = metrics[name]["unit"]
+            lines.append(
+                f"PERFORMANCE REGRESSION {r.key} {name}: {describe_value(ref, unit)} -> "
+                f"{describe_value(metrics[name]['median'], unit)} ({relative_change_text(v)} "
+                f"at 99%, tolerance {v.tolerance * 100:.1f}%); baseline "
+                + _base_text(base_entry, name, profile)
+                + ("; confirmed by a re-measurement" if r.remeasured else "")
+            )
+    return lines
+
+
+def _base_text(base_entry: dict[str, Any], metric: str, profile: str) -> str:
+    hist = base_entry.get("metrics", {}).get(metric, {}).get("history", [])
     return (
-        f"PERFORMANCE REGRESSION {key} {metric}: {describe_value(ref, unit)} -> "
-        f"{describe_value(current['median'], unit)} ({relative_change_text(v)} at 99%, "
-        f"tolerance {v.tolerance * 100:.1f}%); baseline {profile} of "
-        f"{str(base_entry.get('date') or '?')[:10]}"
+        f"{profile} of {str(base_entry.get('date') or '?')[:10]}"
         + (f" commit {str(base_entry['commit'])[:10]}" if base_entry.get("commit") else "")
-        + f", {len(base_m['history'])} session(s)"
-        + ("; confirmed by a re-measurement" if remeasured else "")
+        + f", {len(hist)} session(s)"
     )
 
 
-def verdict_dict(v: Verdict, history_len: int) -> dict[str, Any]:
-    d = asdict(v)
-    advice = what_would_settle(v, history_len)
-    if advice:
-        d["advice"] = advice
-    return d
+def missing(
+    entries: Iterable[str], measured: Iterable[str], collected: Iterable[str] | None
+) -> list[str]:
+    """Baseline entries that produced no result in this run: of the collected tests only
+    (None: every entry counts, as offline, where the run's selection is unknown)."""
+    done = set(measured)
+    if collected is None:
+        return [k for k in entries if k not in done]
+    chosen = set(collected)
+    out = []
+    for key in entries:
+        node = key.split("::")
+        for cut in range(len(node), 0, -1):
+            if "::".join(node[:cut]) in chosen:
+                if key not in done:
+                    out.append(key)
+                break
+    return out
+
+
+def key_collisions(results: Iterable[Result]) -> list[str]:
+    """Two results of a run under one baseline key (e.g. a parameter id that ends like
+    another test's metric): one would silently replace the other."""
+    seen: dict[str, Result] = {}
+    out = []
+    for r in results:
+        other = seen.get(r.key)
+        if other is not None:
+            out.append(
+                f"{r.key}: measured twice in one run (by {other.nodeid}"
+                f"{' metric ' + repr(other.metric) if other.metric else ''} and by {r.nodeid}"
+                f"{' metric ' + repr(r.metric) if r.metric else ''}): give them distinct "
+                "metric names"
+            )
+        else:
+            seen[r.key] = r
+    return out
+
+
+def entries_to_save(
+    results: Iterable[Result], env: dict[str, Any], *, date: str, commit: str | None
+) -> dict[str, dict[str, Any]]:
+    """Baseline entries for this run's results that have figures (one environment: a run
+    has one device and one emulation)."""
+    updates: dict[str, dict[str, Any]] = {}
+    for r in results:
+        metrics = metrics_of(r)
+        if not metrics:
+            continue
+        flags = {"launch_bound": r.launch_bound, "throttled": r.throttled, "emulated": r.emulated}
+        updates[r.key] = {
+            "environment": env,
+            "date": date,
+            "commit": commit,
+            "flags": flags,
+            "metrics": metrics,
+        }
+    return updates
 
 
 def worst(statuses: list[str]) -> str:

@@ -468,7 +468,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if bench is not None and report.when == "call":
         # Plain data on the report travels to the controller under pytest-xdist too.
         report.gpuperf = [r.to_dict() for r in bench.results]
-        report.gpuperf_extra = list(bench.extra)
         # item.user_properties reach the teardown report, which JUnit XML reads
         for r in bench.results:
             item.user_properties.append((f"gpuperf:{r.key}", r.headline()))
@@ -479,7 +478,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             for name, v in r.verdicts.items():
                 item.user_properties.append((f"gpuperf:{r.key}:{name}:verdict", v["status"]))
         sess = get_session(item.config)
-        lines = sess.failure_lines(bench.results, bench.extra)
+        lines = sess.failure_lines(bench.results)
         if lines and report.passed and not sess.options.warn_only:
             report.outcome = "failed"
             report.longrepr = "\n".join(lines)
@@ -531,7 +530,7 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_
     from .report import json_safe
 
     sess = get_session(config)
-    output_json["gpuperf"] = json_safe(sess.json_payload())
+    output_json["gpuperf"] = json_safe(sess.summary().payload())
 
 
 @pytest.fixture

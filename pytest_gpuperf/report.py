@@ -41,6 +41,7 @@ def result_rows(results: Iterable[Result]) -> list[list[str]]:
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    rows = [[plain(c) for c in r] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
     out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     out.append("  ".join("-" * w for w in widths))
@@ -68,11 +69,9 @@ def json_safe(obj: Any) -> Any:
 VERDICT_HEADER = ["verdict", "benchmark", "metric", "now", "change (99% CI)", "tolerance", "flags"]
 
 
-def verdict_rows(
-    results: Iterable[Result], extras: Iterable[dict[str, Any]], missing: Iterable[str] = ()
-) -> list[list[str]]:
+def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list[list[str]]:
     """Rows of the session's verdict table, worst first."""
-    from .gate import describe_value, metrics_of, metrics_of_extra
+    from .gate import describe_value, metrics_of
     from .verdict import SEVERITY
 
     rows: list[tuple[int, list[str]]] = []
@@ -109,8 +108,6 @@ def verdict_rows(
         if not metrics and r.verdicts:  # failed where a baseline exists
             metrics = {k: {"median": math.nan, "unit": ""} for k in r.verdicts}
         add(r.key, metrics, r.verdicts, ", ".join(flags))
-    for e in extras:
-        add(e["key"], metrics_of_extra(e), e.get("verdicts") or {}, "")
     for key in missing:
         rows.append((SEVERITY["missing"], ["MISSING", key, "-", "-", "-", "-", "not measured"]))
     rows.sort(key=lambda t: t[0])
@@ -118,9 +115,130 @@ def verdict_rows(
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    def esc(c: str) -> str:
-        return c.replace("|", "\\|")
-
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    lines += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- escaping
+
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
+
+
+def plain(text: object) -> str:
+    """Text from a test id, metric name or unit, safe for a terminal: control characters
+    (ANSI escapes, newlines) are shown as \\xNN rather than acted on."""
+    return str(text).translate(_CONTROL)
+
+
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()#!|~"})
+
+
+def md_cell(text: object) -> str:
+    """Text for a markdown table cell (GitHub step summary): it cannot end the table, start
+    a heading, an image, a link, a code span or HTML."""
+    import html
+
+    return html.escape(plain(text).translate(_MD_SPECIAL), quote=False)
+
+
+# ------------------------------------------------------------------------ run summary
+
+
+class RunSummary:
+    """Everything the outputs of one run show, built once at the end of the run: the
+    terminal summary, the JSON file, the GitHub step summary and pytest-benchmark's JSON
+    are each made from it."""
+
+    def __init__(
+        self,
+        *,
+        device: dict[str, Any],
+        describe: str,
+        profile: str | None,
+        baseline_path: str | None,
+        baseline_found: bool,
+        baseline_mode: str,
+        baseline_note: str | None,
+        comparing: bool,
+        warn_only: bool,
+        emulated: tuple[str, float | None] | None,
+        results: list[Result],
+        missing: list[str],
+    ) -> None:
+        self.device = device
+        self.describe = describe
+        self.profile = profile
+        self.baseline_path = baseline_path
+        self.baseline_found = baseline_found
+        self.baseline_mode = baseline_mode
+        self.baseline_note = baseline_note
+        self.comparing = comparing
+        self.warn_only = warn_only
+        self.emulated = emulated
+        self.results = results
+        self.missing = missing
+
+    def verdict_rows(self) -> list[list[str]]:
+        return verdict_rows(self.results, self.missing) if self.comparing else []
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "schema": "pytest-gpuperf/results-1",
+            "device": self.device,
+            "describe": self.describe,
+            "profile": self.profile,
+            "baseline": self.baseline_path,
+            "baseline_mode": self.baseline_mode,
+            "results": [r.to_dict() for r in self.results],
+            "missing": list(self.missing),
+        }
+
+    def terminal_lines(self, verbosity: int = 0) -> list[str]:
+        """Lines for the terminal; a line starting with '--- ' is a section separator."""
+        out = [f"device: {plain(self.describe)}; profile: {self.profile or 'unknown'}"]
+        if self.emulated is not None:
+            name, gib = self.emulated
+            out.append(
+                f"EMULATING {name}: GPU memory capped to {gib:g} GiB; memory fits and batch "
+                "limits are the emulated card's, speed figures this GPU's"
+            )
+        measured = [r for r in self.results if r.kind == "measured"]
+        out += table(RESULT_HEADER, result_rows(measured))
+        for r in self.results:
+            if r.kind == "recorded" and r.value is not None:
+                note = f" ({'; '.join(r.notes)})" if r.notes else ""
+                out.append(plain(f"{r.key}: {r.value:g} {r.unit}{note}"))
+        for r in measured:
+            for note in r.notes:
+                out.append(f"  {plain(r.key)}: {plain(note)}")
+        if self.baseline_note:
+            out.append(f"baseline: {plain(self.baseline_note)}")
+        if self.comparing:
+            rows = self.verdict_rows()
+            where = self.baseline_path if self.baseline_found else "none yet"
+            out.append(f"--- gpuperf verdicts against baseline {where}")
+            out += table(VERDICT_HEADER, rows)
+            for r in self.results:
+                for name, v in r.verdicts.items():
+                    if v.get("advice"):
+                        out.append(
+                            f"  {plain(r.key)} {name}: inconclusive; to settle: {v['advice']}"
+                        )
+            if self.warn_only and any(row[0] == "REGRESSED" for row in rows):
+                out.append("regressions reported only (--gpuperf-warn-only): not failing")
+        return out
+
+    def markdown(self) -> str:
+        rows = self.verdict_rows()
+        text = [
+            f"## gpuperf: {md_cell(self.describe)}",
+            f"profile `{md_cell(self.profile or 'unknown')}`, baseline "
+            f"`{md_cell(self.baseline_path or 'none')}`",
+            "",
+        ]
+        if rows:
+            text.append(markdown_table(VERDICT_HEADER, rows))
+        else:
+            text.append(markdown_table(RESULT_HEADER, result_rows(self.results)))
+        return "\n".join(text)

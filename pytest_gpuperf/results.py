@@ -134,6 +134,10 @@ class Result:
     error: str | None = None
     verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)  # metric -> verdict
     remeasured: int = 0  # how many times a regression was re-measured
+    # "measured" by gpu_benchmark(fn, ...), or "recorded" by gpu_benchmark.record(...): a
+    # figure obtained by other means, held as a throughput whose interval is the value itself
+    kind: str = "measured"
+    higher_is_better: bool = True  # direction of a recorded figure (measured: throughput)
 
     @property
     def key(self) -> str:
@@ -152,8 +156,15 @@ class Result:
             out.append("re-measured")
         return out
 
+    @property
+    def value(self) -> float | None:
+        return self.throughput.median if self.throughput is not None else None
+
     def headline(self) -> str:
         """One line: what was measured, how sure, on what."""
+        if self.kind == "recorded" and self.throughput is not None:
+            note = f" ({'; '.join(self.notes)})" if self.notes else ""
+            return f"{self.throughput.median:g} {self.throughput.unit}{note} on {self.device}"
         if self.outcome != "ok" or self.throughput is None or self.time is None:
             return f"{self.key}: {self.outcome.upper()} {self.error or ''} on {self.device}"
         flags = [f.upper() for f in self.flags()]
@@ -171,10 +182,43 @@ class Result:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Result:
+        """A Result from to_dict()'s output. Raises ValueError saying what is wrong with
+        data that did not come from there (a results file of another schema, edited)."""
+        if not isinstance(d, dict):
+            raise ValueError(f"a result must be an object, got {type(d).__name__}")
         d = dict(d)
         d.pop("key", None)
-        if d.get("time") is not None:
-            d["time"] = Summary(**d["time"])
-        if d.get("throughput") is not None:
-            d["throughput"] = Throughput(**d["throughput"])
-        return cls(**d)
+        for name, kind in (("nodeid", str), ("unit", str)):
+            if not isinstance(d.get(name), kind):
+                raise ValueError(f"result has no {name!r} string (got {d.get(name)!r})")
+        where = d["nodeid"]
+        try:
+            if d.get("time") is not None:
+                d["time"] = Summary(**d["time"])
+            if d.get("throughput") is not None:
+                d["throughput"] = Throughput(**d["throughput"])
+            r = cls(**d)
+        except TypeError as exc:
+            raise ValueError(f"result {where!r}: {exc}") from None
+        if not (r.metric is None or isinstance(r.metric, str)):
+            raise ValueError(f"result {where!r}: metric must be a string or null")
+        if r.outcome not in ("ok", "oom") or r.kind not in ("measured", "recorded"):
+            raise ValueError(f"result {where!r}: unknown outcome {r.outcome!r} or kind {r.kind!r}")
+        if not isinstance(r.verdicts, dict) or not isinstance(r.notes, list):
+            raise ValueError(f"result {where!r}: verdicts must be an object, notes a list")
+        return r
+
+
+# Units of time: a figure in one of these is a duration, for which lower is better.
+_TIME_WORDS = (
+    "s sec secs second seconds ms msec millisecond milliseconds us µs usec microsecond "
+    "microseconds ns nanosecond nanoseconds min mins minute minutes h hour hours latency"
+)
+TIME_UNITS = frozenset(_TIME_WORDS.split())
+
+
+def lower_is_better_unit(unit: str) -> bool:
+    """True for a duration: 's', 'ms', 'us', 'ns', 'seconds', 'latency', and per-thing
+    times such as 'ms/token' or 's/step'."""
+    head = unit.strip().lower().split("/")[0].strip()
+    return head in TIME_UNITS

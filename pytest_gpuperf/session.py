@@ -17,6 +17,8 @@ import pytest
 if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never loads them
     from .device import DeviceSnapshot
     from .profiles import Profile, Registry
+    from .report import RunSummary
+    from .results import Result
 
 AUTO = "auto"
 
@@ -59,10 +61,12 @@ class GpuPerfSession:
         self.ini_layer: dict[str, Any] = {}
         self.cli_layer: dict[str, Any] = {}
         self.layer_error: str | None = None
-        self.results: list[dict[str, Any]] = []  # from reports, all workers
-        self.extra: list[dict[str, Any]] = []
+        self.results: list[Result] = []  # measured and recorded, from reports of all workers
+        self.failed_tests: set[str] = set()  # their results are reported, never saved
+        self.interrupted = False
         self.started = time.time()
         self.save_failed = False  # a requested baseline save that did not happen
+        self.output_failed = False  # a requested output file that could not be written
         self.baseline: Any = None  # baselines.BaselineFile once loaded
         self.baseline_path: Path | None = None
         self.baseline_profile: str | None = None
@@ -238,99 +242,79 @@ class GpuPerfSession:
 
         return environment(self.snapshot().to_dict(), emulated)
 
-    def judge(
-        self, key: str, metrics: dict[str, dict[str, Any]], cfg: Any
-    ) -> dict[str, dict[str, Any]]:
-        """Verdict dicts per metric of one benchmark against the baseline, with the
-        tolerances of `cfg` (the test's resolved settings: call > marker > CLI > ini)."""
+    def judge(self, result: Result) -> dict[str, dict[str, Any]]:
+        """Verdict dicts per metric of one result against the baseline (the gate's, with the
+        tolerances the result's test resolved: call > marker > CLI > ini)."""
         if not self.comparing:
             return {}
-        from .gate import compare, failed_verdicts, verdict_dict
+        from .gate import judge_result
 
-        entries = self.baseline.entries if self.baseline is not None else {}
-        base = entries.get(key)
-        if not metrics:
-            verdicts = failed_verdicts(base, "the benchmark produced no result")
-        else:
-            verdicts = compare(
-                metrics,
-                self.environment(self.options.emulate),
-                base,
-                tolerance=cfg.tolerance,
-                memory_tolerance=cfg.memory_tolerance,
-                allow_cross_gpu=self.options.allow_mismatch,
+        return judge_result(
+            result,
+            self.entries,
+            self.environment(self.options.emulate),
+            allow_cross_gpu=self.options.allow_mismatch,
+        )
+
+    @property
+    def entries(self) -> dict[str, dict[str, Any]]:
+        return self.baseline.entries if self.baseline is not None else {}
+
+    def failure_lines(self, results: list[Result]) -> list[str]:
+        from .gate import failure_lines
+
+        return failure_lines(results, self.entries, self.baseline_profile or "?")
+
+    def _save_refusal(self, session: pytest.Session) -> str | None:
+        """Why this run's results must not be saved, or None."""
+        from .gate import key_collisions
+
+        if session.shouldstop or session.shouldfail or self.interrupted:
+            return "the run was interrupted or stopped early; nothing was saved"
+        clashes = key_collisions(self.results)
+        if clashes:
+            return "; ".join(clashes)
+        detected = self.detected_profile()
+        if self.baseline_profile and (
+            detected is None or detected.name != self.baseline_profile.split("@")[0]
+        ):
+            return (
+                f"results measured on {self.snapshot().describe()} (profile "
+                f"{detected.name if detected else 'none'}) never enter the baseline of profile "
+                f"{self.baseline_profile!r}, whatever --gpu-allow-mismatch says"
             )
-        out = {}
-        for name, v in verdicts.items():
-            hist = len(base["metrics"].get(name, {}).get("history", [])) if base else 0
-            out[name] = verdict_dict(v, hist)
-        return out
+        return None
 
-    def failure_lines(self, results: list[Any], extras: list[dict[str, Any]]) -> list[str]:
-        """One readable line per regressed metric of a test's results."""
-        from .gate import failure_line, metrics_of, metrics_of_extra
-        from .verdict import Verdict
-
-        lines = []
-        entries = self.baseline.entries if self.baseline is not None else {}
-        items = [(r.key, metrics_of(r), r.verdicts, r.remeasured) for r in results]
-        items += [(e["key"], metrics_of_extra(e), e.get("verdicts", {}), 0) for e in extras]
-        for key, metrics, verdicts, remeasured in items:
-            for name, vd in verdicts.items():
-                if vd.get("status") != "regressed" or name not in metrics:
-                    continue
-                v = Verdict(**{k: vd[k] for k in Verdict.__dataclass_fields__})
-                lines.append(
-                    failure_line(
-                        key,
-                        name,
-                        v,
-                        metrics[name],
-                        entries[key],
-                        self.baseline_profile or "?",
-                        remeasured > 0,
-                    )
-                )
-        return lines
-
-    def save_baseline(self) -> str | None:
+    def save_baseline(self, session: pytest.Session) -> str | None:
         """Merge this run's results into the profile's baseline file (save mode)."""
-        if self.options.baseline_mode != "save" or not (self.results or self.extra):
+        if self.options.baseline_mode != "save" or not self.results:
             return None
         self.prepare_baseline()  # under pytest-xdist the controller collected nothing
         if self.baseline_path is None:
             return None
+        refusal = self._save_refusal(session)
+        if refusal:
+            self.save_failed = True
+            return f"NOT SAVED to {self.baseline_path}: {refusal}"
         from datetime import UTC, datetime
 
         from .baselines import BaselineError, save
-        from .gate import entry, metrics_of, metrics_of_extra
-        from .results import Result
+        from .gate import entries_to_save
 
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        commit = _git_commit(self.baseline_path.parent)
-        env = self.environment(self.options.emulate)  # one run, one device, one emulation
-        updates: dict[str, dict[str, Any]] = {}
-        for d in self.results:
-            r = Result.from_dict(d)
-            metrics = metrics_of(r)
-            if not metrics:
-                continue
-            flags = {
-                "launch_bound": r.launch_bound,
-                "throttled": r.throttled,
-                "emulated": r.emulated,
-            }
-            updates[r.key] = entry(metrics, env, date=now, commit=commit, flags=flags)
-        for e in self.extra:
-            updates[e["key"]] = entry(
-                metrics_of_extra(e),
-                env,
-                date=now,
-                commit=commit,
-                flags={"emulated": e.get("emulated")},
-            )
+        saveable = [r for r in self.results if r.nodeid not in self.failed_tests]
+        updates = entries_to_save(
+            saveable,
+            self.environment(self.options.emulate),  # one run, one device, one emulation
+            date=now,
+            commit=_git_commit(self.baseline_path.parent),
+        )
+        skipped = sorted({r.nodeid for r in self.results if r.nodeid in self.failed_tests})
+        note = (
+            f"; not saved, their test failed: {', '.join(skipped)}" if skipped else ""
+        )
         if not updates:
-            return None
+            return f"nothing saved to {self.baseline_path}{note}"
         try:
             save(self.baseline_path, self.baseline_profile or "?", updates, now)
         except BaselineError as exc:
@@ -339,95 +323,70 @@ class GpuPerfSession:
         except (OSError, ValueError) as exc:  # no directory, no permission, lock timeout
             self.save_failed = True
             return f"NOT SAVED: baseline file {self.baseline_path}: {type(exc).__name__}: {exc}"
-        return f"saved {len(updates)} benchmark(s) to {self.baseline_path}"
+        return f"saved {len(updates)} benchmark(s) to {self.baseline_path}{note}"
 
     def missing(self) -> list[str]:
         """Baseline entries of collected tests that produced no result in this run."""
         if not self.comparing or self.baseline is None:
             return []
-        measured = {d["key"] for d in self.results} | {e["key"] for e in self.extra}
-        out = []
-        for key in self.baseline.entries:
-            node = key.split("::")
-            for cut in range(len(node), 0, -1):
-                if "::".join(node[:cut]) in self.collected:
-                    if key not in measured:
-                        out.append(key)
-                    break
-        return out
+        from .gate import missing
+
+        return missing(self.entries, (r.key for r in self.results), self.collected)
 
     # ------------------------------------------------------------ hooks (registered plugin)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":
+        if report.when == "call" and report.failed:
+            self.failed_tests.add(report.nodeid)
+        if report.when != "call" or not getattr(report, "gpuperf", None):
             return
-        for r in getattr(report, "gpuperf", None) or ():
-            self.results.append(r)
-        for r in getattr(report, "gpuperf_extra", None) or ():
-            self.extra.append(r)
-
-    def json_payload(self) -> dict[str, Any]:
-        snap = self.snapshot()
-        prof = self.profile()
-        return {
-            "schema": "pytest-gpuperf/results-1",
-            "device": snap.to_dict(),
-            "describe": snap.describe(),
-            "profile": prof.name if prof else None,
-            "baseline": str(self.baseline_path) if self.baseline_path else None,
-            "baseline_mode": self.options.baseline_mode,
-            "results": list(self.results),
-            "metrics": list(self.extra),
-            "missing": self.missing(),
-        }
-
-    def _verdict_table(self) -> list[list[str]]:
-        from .report import verdict_rows
         from .results import Result
 
-        return verdict_rows([Result.from_dict(r) for r in self.results], self.extra, self.missing())
+        if not self.baseline_ready and self.options.baseline_mode != "off":
+            try:  # the xdist controller collects nothing: load the baseline on first result
+                self.prepare_baseline()
+            except pytest.UsageError as exc:  # the workers stopped on it too
+                self.baseline_note = str(exc)
+                self.baseline_ready = True
+        self.results.extend(Result.from_dict(d) for d in report.gpuperf)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.collected.update(ids)  # the controller's view of what was selected
+
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        self.interrupted = True
+
+    def summary(self) -> RunSummary:
+        from .report import RunSummary
+
+        prof = self.profile()
+        emu = self.emulated_profile()
+        return RunSummary(
+            device=self.snapshot().to_dict(),
+            describe=self.snapshot().describe(),
+            profile=prof.name if prof else None,
+            baseline_path=str(self.baseline_path) if self.baseline_path else None,
+            baseline_found=self.baseline is not None,
+            baseline_mode=self.options.baseline_mode,
+            baseline_note=self.baseline_note,
+            comparing=self.comparing,
+            warn_only=self.options.warn_only,
+            emulated=(emu.name, emu.memory_gib) if emu is not None else None,
+            results=list(self.results),
+            missing=self.missing(),
+        )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.results and not self.extra:
+        if not self.results:
             return
-        from .report import RESULT_HEADER, VERDICT_HEADER, result_rows, table
-        from .results import Result
-
         tr = terminalreporter
-        prof = self.profile()
         tr.write_sep("=", "gpuperf results")
-        tr.write_line(
-            f"device: {self.snapshot().describe()}; profile: {prof.name if prof else 'unknown'}"
-        )
-        emu = self.emulated_profile()
-        if emu is not None:
-            tr.write_line(
-                f"EMULATING {emu.name}: GPU memory capped to {emu.memory_gib:g} GiB; memory "
-                "fits and batch limits are the emulated card's, speed figures this GPU's"
-            )
-        results = [Result.from_dict(r) for r in self.results]
-        for line in table(RESULT_HEADER, result_rows(results)):
-            tr.write_line(line)
-        for m in self.extra:
-            note = f" ({m['note']})" if m.get("note") else ""
-            tr.write_line(f"{m['key']}: {m['value']:g} {m['unit']}{note}")
-        for r in results:
-            for note in r.notes:
-                tr.write_line(f"  {r.key}: {note}")
-        if self.baseline_note:
-            tr.write_line(f"baseline: {self.baseline_note}")
-        if self.comparing:
-            rows = self._verdict_table()
-            where = self.baseline_path if self.baseline is not None else "none yet"
-            tr.write_sep("-", f"gpuperf verdicts against baseline {where}")
-            for line in table(VERDICT_HEADER, rows):
+        for line in self.summary().terminal_lines(tr.config.getoption("verbose", 0)):
+            if line.startswith("--- "):
+                tr.write_sep("-", line[4:])
+            else:
                 tr.write_line(line)
-            for r in results:
-                for name, v in r.verdicts.items():
-                    if v.get("advice"):
-                        tr.write_line(f"  {r.key} {name}: inconclusive; to settle: {v['advice']}")
-            if self.options.warn_only and any(row[0] == "REGRESSED" for row in rows):
-                tr.write_line("regressions reported only (--gpuperf-warn-only): not failing")
         for line in self.finish_notes:
             tr.write_line(line)
 
@@ -435,106 +394,48 @@ class GpuPerfSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(session.config, "workerinput"):
             return  # the controller saves and reports, from the workers' reports
-        note = self.save_baseline()
+        note = self.save_baseline(session)
         if note:
             self.finish_notes.append(f"baseline: {note}")
-        if self.save_failed and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a save asked for must not pass
-        self.write_benchmark_json(session.config)
-        self.write_reports()
-
-    def write_reports(self) -> None:
-        if not self.results and not self.extra:
+        if not self.results:
             return
-        from .report import VERDICT_HEADER, json_safe, markdown_table
-
-        if self.options.json_path is not None:
-            path = Path(self.options.json_path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(json_safe(self.json_payload()), indent=2, default=str))
-            self.finish_notes.append(f"gpuperf: wrote {path}")
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            prof = self.profile()
-            rows = self._verdict_table() if self.comparing else []
-            text = [
-                f"## gpuperf: {self.snapshot().describe()}",
-                f"profile `{prof.name if prof else 'unknown'}`, baseline "
-                f"`{self.baseline_path or 'none'}`",
-                "",
-            ]
-            if rows:
-                text.append(markdown_table(VERDICT_HEADER, rows))
-            else:
-                from .report import RESULT_HEADER, result_rows
-                from .results import Result
-
-                text.append(
-                    markdown_table(
-                        RESULT_HEADER, result_rows([Result.from_dict(r) for r in self.results])
-                    )
-                )
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write("\n".join(text) + "\n\n")
-
-    def write_benchmark_json(self, config: pytest.Config) -> None:
-        """Put our results into pytest-benchmark's --benchmark-json file.
-
-        pytest-benchmark writes that file only when one of its own benchmarks ran, and our
-        pytest_benchmark_update_json hook adds a "gpuperf" section then. When none of its
-        benchmarks ran, we write the file in its layout, with its machine and commit info
-        from its public hooks, so --benchmark-json always holds the GPU results.
-        """
-        option = (
-            config.getoption("benchmark_json", None)
-            if config.pluginmanager.hasplugin("benchmark")
-            else None
-        )
-        if not option or not (self.results or self.extra) or hasattr(config, "workerinput"):
-            return
+        summary = self.summary()
+        from .benchjson import write_benchmark_json
         from .report import json_safe
 
-        # pytest-benchmark >= 5.3 passes a path; older versions an open binary file, closed
-        # once it has written to it
-        if hasattr(option, "write"):
-            if getattr(option, "closed", False):
-                return  # it wrote the file, with our section from pytest_benchmark_update_json
-            data = self._benchmark_json_skeleton(config)
-            data["gpuperf"] = json_safe(self.json_payload())
-            option.write(json.dumps(data, indent=2, default=str).encode())
-            option.close()
-            return
-        from pathlib import Path as _Path
-
-        target = _Path(option)
-        if target.is_file() and target.stat().st_mtime >= self.started:
+        outputs = []
+        if self.options.json_path is not None:
+            outputs.append(
+                (
+                    "--gpuperf-json",
+                    self.options.json_path,
+                    json.dumps(json_safe(summary.payload()), indent=2) + "\n",
+                    "w",
+                )
+            )
+        step = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step:
+            outputs.append(("GITHUB_STEP_SUMMARY", Path(step), summary.markdown() + "\n\n", "a"))
+        for what, path, text, mode in outputs:
             try:
-                if "gpuperf" in json.loads(target.read_text(encoding="utf-8")):
-                    return
-            except ValueError:
-                pass
-        data = self._benchmark_json_skeleton(config)
-        data["gpuperf"] = json_safe(self.json_payload())
-        target.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-
-    @staticmethod
-    def _benchmark_json_skeleton(config: pytest.Config) -> dict[str, Any]:
-        """pytest-benchmark's JSON layout, with its machine and commit info (public hooks)."""
-        from datetime import UTC, datetime
-        from importlib.metadata import version
-
-        hook = config.hook
-        machine_info = hook.pytest_benchmark_generate_machine_info(config=config)
-        hook.pytest_benchmark_update_machine_info(config=config, machine_info=machine_info)
-        commit_info = hook.pytest_benchmark_generate_commit_info(config=config)
-        hook.pytest_benchmark_update_commit_info(config=config, commit_info=commit_info)
-        return {
-            "machine_info": machine_info,
-            "commit_info": commit_info,
-            "benchmarks": [],
-            "datetime": datetime.now(UTC).isoformat(),
-            "version": version("pytest-benchmark"),
-        }
+                if mode == "w":
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, mode, encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError as exc:
+                self.output_failed = True
+                why = exc.strerror or exc
+                self.finish_notes.append(f"gpuperf: NOT WRITTEN: {what} {path}: {why}")
+            else:
+                if what == "--gpuperf-json":
+                    self.finish_notes.append(f"gpuperf: wrote {path}")
+        try:
+            write_benchmark_json(session.config, summary, self.started)
+        except OSError as exc:
+            self.output_failed = True
+            self.finish_notes.append(f"gpuperf: NOT WRITTEN: --benchmark-json: {exc}")
+        if (self.save_failed or self.output_failed) and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # an output asked for must not pass
 
 
 def _git_commit(where: Path) -> str | None:

@@ -124,7 +124,7 @@ def test_unreadable_file(tmp_path):
 
 def test_a_directory_in_place_of_the_file(tmp_path):
     (tmp_path / "h200.json").mkdir()
-    with pytest.raises(BaselineError, match="cannot be read"):
+    with pytest.raises(BaselineError, match="is not a regular file"):
         load(tmp_path / "h200.json")
 
 

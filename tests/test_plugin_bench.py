@@ -42,10 +42,12 @@ def test_results_in_summary_json_and_junit(pytester):
     )
     data = json.loads((pytester.path / "out.json").read_text())
     assert data["machine_info"]["gpuperf"]["profile"] == "cpu"
-    (res,) = data["gpuperf"]["results"]
+    res, rec = data["gpuperf"]["results"]  # one result type, measured and recorded
     assert res["key"] == "test_b.py::test_spin" and res["unit"] == "tokens"
+    assert res["kind"] == "measured"
     assert res["throughput"]["unit"] == "tokens/s" and len(res["samples"]) >= 6
-    assert data["gpuperf"]["metrics"][0]["value"] == 24
+    assert rec["key"] == "test_b.py::test_spin::max_batch" and rec["kind"] == "recorded"
+    assert rec["throughput"]["median"] == 24 and rec["higher_is_better"] is True
     junit = (pytester.path / "j.xml").read_text()
     assert 'name="gpuperf:test_b.py::test_spin"' in junit and "tokens/s" in junit
 
@@ -138,7 +140,7 @@ def test_bad_calls_fail_the_test_with_a_clear_message(pytester):
         [
             "*BenchmarkError: the work to time must be callable, got int 3*",
             "*BenchmarkError: unknown unit 'lightyears'*",
-            "*already measured in this test; give each gpu_benchmark(...) call its own metric=*",
+            "*test_twice was already measured in this test and is now measured again; give each gpu_benchmark(...) and record(...) its own metric name*",
         ]
     )
 

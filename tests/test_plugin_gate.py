@@ -221,7 +221,7 @@ def test_compare_command_sets_the_exit_code(project, monkeypatch):
     assert bad.returncode == 1 and "REGRESSED" in bad.stdout
     assert cli("slow.json", "--warn-only").returncode == 0  # default: baselines/<profile>.json
     missing = cli("nope.json")
-    assert missing.returncode == 2 and "cannot read results" in missing.stderr
+    assert missing.returncode == 2 and "results file nope.json: does not exist" in missing.stderr
     (project.path / "junk.json").write_text("{}")
     junk = cli("junk.json")
     assert junk.returncode == 2 and "holds no gpuperf results" in junk.stderr

@@ -1,0 +1,67 @@
+"""Our results in pytest-benchmark's --benchmark-json file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .report import RunSummary, json_safe
+
+
+def write_benchmark_json(config: pytest.Config, summary: RunSummary, started: float) -> None:
+    """Put our results into pytest-benchmark's --benchmark-json file.
+
+    pytest-benchmark writes that file only when one of its own benchmarks ran, and our
+    pytest_benchmark_update_json hook adds a "gpuperf" section then. When none of its
+    benchmarks ran, we write the file in its layout, with its machine and commit info
+    from its public hooks, so --benchmark-json always holds the GPU results.
+    """
+    option = (
+        config.getoption("benchmark_json", None)
+        if config.pluginmanager.hasplugin("benchmark")
+        else None
+    )
+    if not option or not summary.results or hasattr(config, "workerinput"):
+        return
+    # pytest-benchmark >= 5.3 passes a path; older versions an open binary file, closed
+    # once it has written to it
+    if hasattr(option, "write"):
+        if getattr(option, "closed", False):
+            return  # it wrote the file, with our section from pytest_benchmark_update_json
+        data = _skeleton(config)
+        data["gpuperf"] = json_safe(summary.payload())
+        option.write(json.dumps(data, indent=2, default=str).encode())
+        option.close()
+        return
+    target = Path(option)
+    if target.is_file() and target.stat().st_mtime >= started:
+        try:
+            if "gpuperf" in json.loads(target.read_text(encoding="utf-8")):
+                return
+        except ValueError:
+            pass
+    data = _skeleton(config)
+    data["gpuperf"] = json_safe(summary.payload())
+    target.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+
+
+def _skeleton(config: pytest.Config) -> dict[str, Any]:
+    """pytest-benchmark's JSON layout, with its machine and commit info (public hooks)."""
+    from datetime import UTC, datetime
+    from importlib.metadata import version
+
+    hook = config.hook
+    machine_info = hook.pytest_benchmark_generate_machine_info(config=config)
+    hook.pytest_benchmark_update_machine_info(config=config, machine_info=machine_info)
+    commit_info = hook.pytest_benchmark_generate_commit_info(config=config)
+    hook.pytest_benchmark_update_commit_info(config=config, commit_info=commit_info)
+    return {
+        "machine_info": machine_info,
+        "commit_info": commit_info,
+        "benchmarks": [],
+        "datetime": datetime.now(UTC).isoformat(),
+        "version": version("pytest-benchmark"),
+    }
