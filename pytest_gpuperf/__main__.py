@@ -50,6 +50,15 @@ def _load_results(path: Path) -> dict[str, Any]:
         )
     if not isinstance(data["results"], list) or not isinstance(data["device"], dict):
         raise InputError(f"results file {path}: 'results' must be a list, 'device' an object")
+    device = data["device"]
+    gpus = device.get("gpus") or []
+    if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
+        raise InputError(f"results file {path}: device 'gpus' must be a list of objects")
+    if not isinstance(device.get("packages") or {}, dict):
+        raise InputError(f"results file {path}: device 'packages' must be an object")
+    for name in ("profile", "baseline", "describe"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise InputError(f"results file {path}: {name!r} must be a string")
     return data
 
 

@@ -226,10 +226,11 @@ def parse_json(text: str) -> Any:
         raise ValueError(f"is not valid JSON: {exc}") from None
 
 
-def read_text(path: Path, what: str = "baseline file", limit: int = MAX_BYTES) -> str | None:
+def read_text(path: Path, what: str = "baseline file", limit: int | None = None) -> str | None:
     """The text of a regular file (None if there is none). Refuses FIFOs and devices before
-    opening them (they would hang or never end), files over `limit` bytes, and bytes that
-    are not UTF-8; raises ValueError naming the file."""
+    opening them (they would hang or never end), files over `limit` bytes (MAX_BYTES), and
+    bytes that are not UTF-8; raises ValueError naming the file."""
+    limit = MAX_BYTES if limit is None else limit
     try:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -239,8 +240,10 @@ def read_text(path: Path, what: str = "baseline file", limit: int = MAX_BYTES) -
     if not stat.S_ISREG(st.st_mode):
         raise ValueError(f"{what} {path}: is not a regular file")
     if st.st_size > limit:
+        from .units import format_size
+
         raise ValueError(
-            f"{what} {path}: is {st.st_size / 2**20:.1f} MiB, over the {limit / 2**20:g} MiB limit"
+            f"{what} {path}: is {format_size(st.st_size)}, over the {format_size(limit)} limit"
         )
     try:
         with open(path, "rb") as fh:
@@ -248,7 +251,7 @@ def read_text(path: Path, what: str = "baseline file", limit: int = MAX_BYTES) -
     except OSError as exc:
         raise ValueError(f"{what} {path}: cannot be read: {exc}") from None
     if len(raw) > limit:
-        raise ValueError(f"{what} {path}: is over the {limit / 2**20:g} MiB limit")
+        raise ValueError(f"{what} {path}: is over the {limit:,} byte limit")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .session import AUTO, BASELINE_MODES, GpuPerfSession, Options
-from .settings import SETTINGS, SettingError, parse_layer
+from .settings import SETTINGS, Layer, SettingError, check_order, parse_layer, resolve
 
 if TYPE_CHECKING:
     from . import marks
@@ -146,30 +146,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(f"gpuperf_{setting.name}", setting.help, default=None)
 
 
+def _option(config: pytest.Config, dest: str, ini: str) -> tuple[Any, str]:
+    """A value from the command line, else the ini file, and a name for where it came from."""
+    value = config.getoption(dest)
+    if value is not None:
+        return value, f"--{dest.replace('_', '-')}"
+    return config.getini(ini), f"{config.inipath or 'ini file'}: {ini}"
+
+
 def _make_session(config: pytest.Config) -> GpuPerfSession:
-    profile = config.getoption("gpu_profile") or config.getini("gpuperf_profile") or AUTO
+    profile, profile_src = _option(config, "gpu_profile", "gpuperf_profile")
     mode = config.getoption("gpuperf_baseline") or config.getini("gpuperf_baseline") or "auto"
     directory = Path(
         config.getoption("gpuperf_baseline_dir") or config.getini("gpuperf_baseline_dir")
     )
-    warn = config.getoption("gpuperf_warn_only")
     json_path = config.getoption("gpuperf_json")
     opts = Options(
         profile=str(profile).strip(),
         allow_mismatch=bool(config.getoption("gpu_allow_mismatch")),
         baseline_mode=str(mode).strip(),
         baseline_dir=directory if directory.is_absolute() else config.rootpath / directory,
-        warn_only=bool(config.getini("gpuperf_warn_only") if warn is None else warn),
         json_path=Path(json_path) if json_path else None,
         emulate=(config.getoption("gpu_emulate") or "").strip() or None,
     )
+    opts.profile_source = profile_src
     pyproject = Path(config.rootpath, "pyproject.toml")
     sess = GpuPerfSession(opts, pyproject if pyproject.is_file() else None)
-    if opts.baseline_mode not in BASELINE_MODES:
-        sess.layer_error = (
-            f"{config.inipath}: gpuperf_baseline={opts.baseline_mode!r}: use one of "
-            f"{', '.join(BASELINE_MODES)}"
-        )
+    sess.layer_error = _option_problem(config, opts)
+    if sess.layer_error:
         return sess
     ini_raw = {s.name: config.getini(f"gpuperf_{s.name}") for s in SETTINGS if s.cli}
     cli_raw = {s.name: config.getoption(f"gpuperf_{s.name}") for s in SETTINGS if s.cli}
@@ -182,6 +186,30 @@ def _make_session(config: pytest.Config) -> GpuPerfSession:
     except SettingError as exc:
         sess.layer_error = str(exc)
     return sess
+
+
+def _option_problem(config: pytest.Config, opts: Options) -> str | None:
+    """What is wrong with the run-wide options, naming where each came from, or None."""
+    if not opts.profile:
+        return (
+            f"{opts.profile_source} is empty: name a GPU profile (see --gpu-profiles) or "
+            "'auto' for the detected one"
+        )
+    if opts.baseline_mode not in BASELINE_MODES:
+        return (
+            f"{config.inipath}: gpuperf_baseline={opts.baseline_mode!r}: use one of "
+            f"{', '.join(BASELINE_MODES)}"
+        )
+    warn = config.getoption("gpuperf_warn_only")
+    if warn is None:
+        try:
+            warn = config.getini("gpuperf_warn_only")
+        except (ValueError, pytest.UsageError) as exc:
+            return f"{config.inipath}: gpuperf_warn_only: {exc}; use true or false"
+    opts.warn_only = bool(warn)
+    if opts.json_path is not None and opts.json_path.is_dir():
+        return f"--gpuperf-json={opts.json_path}: is a directory; give a file path"
+    return None
 
 
 def get_session(config: pytest.Config) -> GpuPerfSession:
@@ -244,6 +272,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     sess = get_session(session.config)
     sess.check_profile()
     sess.check_emulation()
+    if sess.ini_layer or sess.cli_layer:  # contradictions between them and the defaults
+        backend = "cuda" if sess.snapshot().kind == "cuda" else "cpu"
+        try:
+            resolve(backend, sess.ini_layer, sess.cli_layer)
+        except SettingError as exc:
+            raise pytest.UsageError(f"gpuperf: {exc}") from None
 
 
 # ------------------------------------------------------------------ markers at collection
@@ -269,7 +303,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         try:
             if m.args:
                 raise SettingError(f"takes keyword settings only, got {m.args!r}")
-            parse_layer(dict(m.kwargs), "marker")
+            check_order(parse_layer(dict(m.kwargs), "marker"))
         except SettingError as exc:
             raise _marker_error(nodeid, "gpuperf", exc) from None
     dtype_marks = list(metafunc.definition.iter_markers("dtype"))
@@ -408,10 +442,12 @@ def dtype(request: pytest.FixtureRequest) -> Iterator[Any]:
 BENCH_KEY = pytest.StashKey[Any]()
 
 
-def _marker_layer(item: pytest.Item) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
+def _marker_layer(item: pytest.Item) -> Layer:
+    source = f"{item.nodeid}: @pytest.mark.gpuperf"
+    merged = Layer()
+    merged.source = source
     for m in reversed(list(item.iter_markers("gpuperf"))):  # closest marker wins
-        merged.update(parse_layer(dict(m.kwargs), f"{item.nodeid}: @pytest.mark.gpuperf"))
+        merged.update(parse_layer(dict(m.kwargs), source))
     return merged
 
 
@@ -446,10 +482,14 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
     item = request.node
     sess = get_session(request.config)
     snap = sess.snapshot()
+    problem = None
     try:
         layers = [sess.ini_layer, sess.cli_layer, _marker_layer(item)]
+        resolve("cuda" if snap.kind == "cuda" else "cpu", *layers)
     except SettingError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        problem = f"{item.nodeid}: {exc}"
+    if problem:
+        pytest.fail(problem, pytrace=False)
     telemetry = _telemetry_factory(sess) if snap.kind == "cuda" else None
     sess.prepare_baseline()
     if snap.kind == "cuda":

@@ -233,8 +233,8 @@ class RunSummary:
         rows = self.verdict_rows()
         text = [
             f"## gpuperf: {md_cell(self.describe)}",
-            f"profile `{md_cell(self.profile or 'unknown')}`, baseline "
-            f"`{md_cell(self.baseline_path or 'none')}`",
+            f"profile **{md_cell(self.profile or 'unknown')}**, baseline "
+            f"{md_cell(self.baseline_path or 'none')}",
             "",
         ]
         if rows:

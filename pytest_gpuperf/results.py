@@ -7,7 +7,7 @@ into pytest-benchmark's JSON, and into baselines.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .stats import Summary
@@ -188,25 +188,70 @@ class Result:
             raise ValueError(f"a result must be an object, got {type(d).__name__}")
         d = dict(d)
         d.pop("key", None)
-        for name, kind in (("nodeid", str), ("unit", str)):
-            if not isinstance(d.get(name), kind):
+        for name in ("nodeid", "unit"):
+            if not isinstance(d.get(name), str):
                 raise ValueError(f"result has no {name!r} string (got {d.get(name)!r})")
-        where = d["nodeid"]
+        where = f"result {d['nodeid']!r}"
         try:
             if d.get("time") is not None:
+                _check_fields(Summary, d["time"], f"{where} time")
                 d["time"] = Summary(**d["time"])
             if d.get("throughput") is not None:
+                _check_fields(Throughput, d["throughput"], f"{where} throughput")
                 d["throughput"] = Throughput(**d["throughput"])
+            _check_fields(cls, d, where)
             r = cls(**d)
         except TypeError as exc:
-            raise ValueError(f"result {where!r}: {exc}") from None
-        if not (r.metric is None or isinstance(r.metric, str)):
-            raise ValueError(f"result {where!r}: metric must be a string or null")
+            raise ValueError(f"{where}: {exc}") from None
         if r.outcome not in ("ok", "oom") or r.kind not in ("measured", "recorded"):
-            raise ValueError(f"result {where!r}: unknown outcome {r.outcome!r} or kind {r.kind!r}")
-        if not isinstance(r.verdicts, dict) or not isinstance(r.notes, list):
-            raise ValueError(f"result {where!r}: verdicts must be an object, notes a list")
+            raise ValueError(f"{where}: unknown outcome {r.outcome!r} or kind {r.kind!r}")
+        for name in ("tolerance", "memory_tolerance"):
+            tol = r.config.get(name, 0.5)
+            if _not_number(tol) or not 0 < tol < 1:
+                raise ValueError(f"{where}: config {name} must be a fraction, got {tol!r}")
         return r
+
+
+def _not_number(value: Any) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int | float)
+
+
+_SIMPLE: dict[str, Any] = {"str": str, "bool": bool, "None": type(None)}
+
+
+def _accepts(hint: str, value: Any) -> bool:
+    """Whether `value` fits a field annotation written as text (from __future__ import
+    annotations): str, int, float, bool, None, unions of them, list[...], dict[...], Any,
+    and the dataclasses already converted."""
+    for part in (p.strip() for p in hint.split("|")):
+        if part == "Any":
+            return True
+        if part == "float" and not _not_number(value):
+            return True
+        if part == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if part in _SIMPLE and isinstance(value, _SIMPLE[part]):
+            return True
+        if part.startswith("list[") and isinstance(value, list):
+            inner = part[5:-1]
+            return all(_accepts(inner, v) for v in value)
+        if part.startswith("dict[") and isinstance(value, dict):
+            return True
+        if part in ("Summary", "Throughput") and type(value).__name__ == part:
+            return True
+    return False
+
+
+def _check_fields(cls: Any, data: Any, where: str) -> None:
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be an object, got {type(data).__name__}")
+    known = {f.name: f for f in fields(cls)}
+    for name, value in data.items():
+        f = known.get(name)
+        if f is None:
+            raise ValueError(f"{where}: unknown field {name!r}")
+        if not _accepts(str(f.type), value):
+            raise ValueError(f"{where}: {name} must be {f.type}, got {value!r}"[:300])
 
 
 # Units of time: a figure in one of these is a duration, for which lower is better.

@@ -50,6 +50,7 @@ class Options:
         self.warn_only = warn_only
         self.json_path = json_path
         self.emulate = emulate
+        self.profile_source = "--gpu-profile"  # where the profile was named, for errors
 
 
 class GpuPerfSession:
@@ -122,7 +123,7 @@ class GpuPerfSession:
         try:
             wanted = self.registry.get(self.options.profile)
         except ProfileError as exc:
-            raise pytest.UsageError(f"--gpu-profile: {exc}") from None
+            raise pytest.UsageError(f"{self.options.profile_source}: {exc}") from None
         if self.options.allow_mismatch:
             return
         snap = self.snapshot()

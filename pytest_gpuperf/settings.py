@@ -79,6 +79,16 @@ def positive_int(value: Any) -> int:
     return _whole(value, 1)
 
 
+MAX_SAMPLES = 100_000  # the engine's own cap on samples per benchmark
+
+
+def sample_count(value: Any) -> int:
+    out = _whole(value, 1)
+    if out > MAX_SAMPLES:
+        raise ValueError(f"must be at most {MAX_SAMPLES:,} samples, got {value!r}")
+    return out
+
+
 def non_negative_int(value: Any) -> int:
     return _whole(value, 0)
 
@@ -104,7 +114,7 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("min_samples", positive_int, 10, 5, "minimum number of samples"),
+    Setting("min_samples", sample_count, 10, 5, "minimum number of samples"),
     Setting("min_time", non_negative, 0.5, 0.1, "minimum seconds of sampling"),
     Setting("max_time", positive, 10.0, 2.0, "hard budget: seconds of sampling per benchmark"),
     Setting(
@@ -173,9 +183,16 @@ class MeasureConfig:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def parse_layer(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
+class Layer(dict[str, Any]):
+    """Parsed settings of one layer, knowing where they came from."""
+
+    source = ""
+
+
+def parse_layer(raw: Mapping[str, Any], source: str) -> Layer:
     """Validate one layer of settings; `source` names where they came from."""
-    out = {}
+    out = Layer()
+    out.source = source
     for key, value in raw.items():
         setting = BY_NAME.get(key)
         if setting is None:
@@ -187,13 +204,35 @@ def parse_layer(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
     return out
 
 
+# (lower, upper, what goes wrong): pairs of settings whose values must keep this order
+ORDERED = (
+    ("min_time", "max_time", "the minimum sampling time is above the hard budget"),
+    ("warmup_time", "warmup_max_time", "the minimum warm-up is above its budget"),
+    ("min_sample_time", "max_time", "one sample would last longer than the whole budget"),
+)
+
+
+def check_order(layer: Layer) -> None:
+    """Contradictions inside one layer (e.g. a marker's min_time=5, max_time=1)."""
+    for low, high, why in ORDERED:
+        if low in layer and high in layer and layer[low] > layer[high]:
+            raise SettingError(
+                f"{layer.source}: {low}={layer[low]:g} is above {high}={layer[high]:g}: {why}"
+            )
+
+
 def resolve(backend: str, *layers: Mapping[str, Any]) -> MeasureConfig:
-    """Defaults for `backend` ("cuda" or "cpu"), overridden by each parsed layer in turn."""
+    """Defaults for `backend` ("cuda" or "cpu"), overridden by each parsed layer in turn.
+    Values that contradict each other raise one SettingError naming where each came from."""
     values = {s.name: (s.cuda if backend == "cuda" else s.cpu) for s in SETTINGS}
+    where = dict.fromkeys(values, f"the {'CUDA' if backend == 'cuda' else 'CPU'} default")
     for layer in layers:
         values.update(layer)
-    if values["max_time"] < values["min_time"]:
-        raise SettingError(
-            f"max_time ({values['max_time']} s) is below min_time ({values['min_time']} s)"
-        )
+        where.update(dict.fromkeys(layer, getattr(layer, "source", "") or "a setting"))
+    for low, high, why in ORDERED:
+        if values[low] > values[high]:
+            raise SettingError(
+                f"{low}={values[low]:g} ({where[low]}) is above {high}={values[high]:g} "
+                f"({where[high]}): {why}"
+            )
     return MeasureConfig(**values)

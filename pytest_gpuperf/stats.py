@@ -201,8 +201,9 @@ def decide(samples: Sequence[float], elapsed: float, rule: StopRule) -> Decision
         return Decision(True, "converged", rel)
     if n >= rule.max_samples:
         return Decision(True, "max-samples", rel)
-    if elapsed >= rule.max_time:
-        return Decision(True, "budget", rel)
+    overrun = n >= rule.min_samples and elapsed * (n + 1) / n > rule.max_time
+    if elapsed >= rule.max_time or overrun:
+        return Decision(True, "budget", rel)  # spent, or the next sample would overrun it
     if enough and math.isfinite(rel) and rel > 0:
         needed_n = n * (rel / rule.target) ** 2
         projected = elapsed / n * needed_n

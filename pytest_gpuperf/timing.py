@@ -279,6 +279,8 @@ def _measure_into(
     result.warmup_calls, result.warmup_s = len(warm), warm_s
     per_call = median(warm[-3:])
     k = max(1, math.ceil(cfg.min_sample_time / per_call)) if per_call > 0 else 1000
+    if per_call > 0:  # max_time is a hard budget: min_samples samples must fit in it
+        k = max(1, min(k, math.floor(cfg.max_time / (cfg.min_samples * per_call))))
     result.calls_per_sample = k
 
     if torch is not None and cfg.cuda_graph:

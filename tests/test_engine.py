@@ -139,8 +139,31 @@ def test_settings_layers_and_errors():
         parse_layer({"max_tme": 3}, "marker")
     with pytest.raises(SettingError, match="tolerance=2"):
         parse_layer({"tolerance": 2}, "marker")
-    with pytest.raises(SettingError, match="below min_time"):
-        resolve("cpu", parse_layer({"min_time": 5, "max_time": 1}, "x"))
+    with pytest.raises(
+        SettingError,
+        match=r"min_time=5 \(marker\) is above max_time=1 \(marker\): the minimum sampling time",
+    ):
+        resolve("cpu", parse_layer({"min_time": 5, "max_time": 1}, "marker"))
+    # each value's own source is named, defaults included
+    with pytest.raises(
+        SettingError, match=r"min_time=3 \(command line\) is above max_time=2 \(the CPU default\)"
+    ):
+        resolve("cpu", parse_layer({"min_time": 3}, "command line"))
+    with pytest.raises(SettingError, match=r"min_sample_time=30 \(cli\) is above max_time=0.05 \(ini\)"):
+        resolve("cpu", parse_layer({"max_time": 0.05, "min_time": 0}, "ini"), parse_layer({"min_sample_time": 30}, "cli"))
+    with pytest.raises(SettingError, match="command line: min_samples='100000000': must be at most 100,000 samples"):
+        parse_layer({"min_samples": "100000000"}, "command line")
+
+
+def test_max_time_is_a_hard_budget_for_slow_calls(monkeypatch):
+    """Calls batched per sample never push sampling past max_time: one call takes 20 ms and
+    min_sample_time asks for 1 s samples, so 5 samples would take 5 s against a 1.5 s budget;
+    the engine batches fewer calls instead."""
+    cfg = resolve("cpu", parse_layer({"min_sample_time": 1.0, "max_time": 1.5, "min_time": 0, "min_samples": 5, "warmup_time": 0}, "t"))
+    vclock.install(monkeypatch, seed=4)
+    r = measure(lambda: vclock.spin(0.02), work=1, unit="calls", cfg=cfg, backend="cpu")
+    assert r.measure_s <= 1.5
+    assert r.calls_per_sample * 0.02 * cfg.min_samples <= cfg.max_time * 1.01
 
 
 def test_telemetry_summary_flags_throttling_and_energy():
