@@ -1,5 +1,7 @@
 """`gpuperf compare RESULTS.json` (or `python -m pytest_gpuperf`): compare a saved run with a
 baseline outside pytest and set the exit code, for gating in other CI steps.
+`gpuperf ab --base REF -- <pytest args>`: the base commit against the current tree on this
+GPU, interleaved (see ab.py).
 
 RESULTS.json is the file written by `pytest --gpuperf-json=PATH` or the `gpuperf` section
 of `pytest --benchmark-json=PATH`. The verdicts come from the same gate that pytest uses,
@@ -14,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from .baselines import BaselineError, baseline_path, load, metric_problem, parse_json, read_text
-from .gate import environment, failing, judge_result, metrics_of, missing
+from .gate import environment, failing, judge_result, judged_metrics, metrics_of, missing
 from .report import VERDICT_HEADER, plain, table, verdict_rows
 from .results import Result
+from .verdict import per_metric_confidence
 
 EXIT_CODES = """exit codes:
   0  no regression (also with --warn-only when there is one)
@@ -103,6 +106,7 @@ def compare_files(
     baseline: Path | None,
     tolerance: float | None = None,
     memory_tolerance: float | None = None,
+    false_alarm: float = 0.01,
 ) -> tuple[list[list[str]], bool, Path]:
     """Verdict rows, whether the run fails, and the baseline file used."""
     data = _load_results(results_path)
@@ -121,6 +125,9 @@ def compare_files(
             f"{results_path} was measured as profile {expected!r} "
             f"({data.get('describe') or 'unknown device'}): pass the baseline of its profile"
         )
+    confidence = per_metric_confidence(
+        false_alarm, judged_metrics(base.entries, [r.key for r in results])
+    )
     for r in results:
         r.verdicts = judge_result(
             r,
@@ -128,9 +135,16 @@ def compare_files(
             environment(data["device"], r.emulated),
             tolerance=tolerance,
             memory_tolerance=memory_tolerance,
+            confidence=confidence,
         )
     gone = missing(base.entries, (r.key for r in results), None)
     return verdict_rows(results, gone), any(failing(r) for r in results), path
+
+
+def ab_doc() -> str:
+    from . import ab
+
+    return (ab.__doc__ or "").strip()
 
 
 def _fraction(text: str) -> float:
@@ -174,11 +188,39 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="memory tolerance for every benchmark (default: each benchmark's own)",
     )
+    c.add_argument(
+        "--false-alarm",
+        type=_fraction,
+        default=0.01,
+        help="the run's false-alarm rate, shared by its judged metrics (default 0.01)",
+    )
     c.add_argument("--warn-only", action="store_true", help="report without failing")
+    ab = sub.add_parser(
+        "ab",
+        help="A/B: the base commit and the current tree, interleaved on this GPU",
+        description=ab_doc(),
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ab.add_argument("--base", required=True, help="git ref of the base (e.g. origin/main)")
+    ab.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    ab.add_argument("--tolerance", type=_fraction, default=0.03, help="default 0.03")
+    ab.add_argument("--false-alarm", type=_fraction, default=0.01, help="default 0.01")
+    ab.add_argument("--setup", default=None, help="shell command run once in the base tree")
+    ab.add_argument("--json", default=None, help="write the report as JSON here")
+    ab.add_argument("--markdown", default=None, help="write the report as markdown here")
+    ab.add_argument("--warn-only", action="store_true", help="report without failing")
+    ab.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then pytest arguments")
     args = parser.parse_args(argv)
+    if args.command == "ab":
+        from .ab import main as ab_main
+
+        if args.pytest_args[:1] == ["--"]:
+            args.pytest_args = args.pytest_args[1:]
+        return ab_main(args)
     try:
         rows, regressed, used = compare_files(
-            args.results, args.baseline, args.tolerance, args.memory_tolerance
+            args.results, args.baseline, args.tolerance, args.memory_tolerance, args.false_alarm
         )
     except InputError as exc:
         print(f"gpuperf compare: {plain(exc)}", file=sys.stderr)

@@ -103,9 +103,24 @@ def metric_problem(m: Any) -> str | None:
             f"interval [{m['ci_low']!r}, {m['ci_high']!r}] does not contain the median "
             f"{m['median']!r}"
         )
+    why = session_problem(m)
+    if why:
+        return why
     n = m.get("n")
     if "n" in m and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         return f"n must be a whole number >= 1, got {n!r}"
+    return None
+
+
+def session_problem(m: dict[str, Any]) -> str | None:
+    """The optional session facts of a metric or history item: flags and SM clock."""
+    flags = m.get("flags", [])
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        return f"flags must be a list of strings, got {flags!r}"
+    if "clock_mhz" in m:
+        why = number_problem(m["clock_mhz"])
+        if why:
+            return f"clock_mhz {why}"
     return None
 
 
@@ -177,6 +192,9 @@ def validate(path: Path, data: Any) -> BaselineFile:
                     raise _fail(path, f"{mw} history[{i}] median {why}")
                 if not (_text_or_none(h.get("date")) and _text_or_none(h.get("commit"))):
                     raise _fail(path, f"{mw} history[{i}]: date and commit must be strings")
+                why = session_problem(h)
+                if why:
+                    raise _fail(path, f"{mw} history[{i}]: {why}")
     extra = {k: v for k, v in data.items() if k not in KNOWN_TOP}
     return BaselineFile(path, profile, entries, data.get("updated"), extra)
 
@@ -321,9 +339,11 @@ def merge(
             prev = old_metrics.get(mname, {})
             same_kind = prev.get("unit") == m["unit"] and prev.get("direction") == m["direction"]
             history = list(prev.get("history", [])) if same_kind else []
-            history.append(
-                {"median": m["median"], "date": new.get("date"), "commit": new.get("commit")}
-            )
+            session = {"median": m["median"], "date": new.get("date"), "commit": new.get("commit")}
+            for extra in ("flags", "clock_mhz"):  # why the session is suspect; its SM clock
+                if m.get(extra):
+                    session[extra] = m[extra]
+            history.append(session)
             merged_metrics[mname] = {**m, "history": history[-HISTORY:]}
         entries[key] = {
             **old,

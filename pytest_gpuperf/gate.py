@@ -7,12 +7,14 @@ No pytest and no I/O here (baselines.py reads and writes files).
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
 from .results import Result
 from .verdict import (
+    CONFIDENCE,
     FAILED,
     INCOMPARABLE,
     NEW,
@@ -21,6 +23,7 @@ from .verdict import (
     Current,
     Reference,
     Verdict,
+    combine_clocked,
     judge,
     relative_change_text,
     what_would_settle,
@@ -30,6 +33,7 @@ ENV_PACKAGES = ("torch", "transformers", "peft", "bitsandbytes")
 DEFAULT_TOLERANCE = 0.03
 DEFAULT_MEMORY_TOLERANCE = 0.05
 FAILING = (REGRESSED, FAILED)  # verdicts that fail a test (and the compare command)
+PER_CLOCK = "throughput_per_clock"  # judged with the throughput of compute-bound work
 
 
 def environment(device: dict[str, Any], emulated: str | None) -> dict[str, Any]:
@@ -93,6 +97,10 @@ def metrics_of(result: Result) -> dict[str, dict[str, Any]]:
         return out
     if result.time is None:
         return out
+    session: dict[str, Any] = {"flags": result.session_flags} if result.session_flags else {}
+    clock = result.clock_mhz
+    if clock is not None:
+        session["clock_mhz"] = clock
     out["throughput"] = {
         "unit": t.unit,
         "direction": "higher",
@@ -100,7 +108,20 @@ def metrics_of(result: Result) -> dict[str, dict[str, Any]]:
         "ci_low": t.ci_low,
         "ci_high": t.ci_high,
         "n": result.time.n,
+        **session,
     }
+    if result.bound == "compute" and clock is not None:
+        # clock-normalised: work per SM clock cycle, in the unit per GHz
+        ghz = clock / 1000
+        out[PER_CLOCK] = {
+            "unit": f"{t.unit} per GHz",
+            "direction": "higher",
+            "median": t.median / ghz,
+            "ci_low": t.ci_low / ghz,
+            "ci_high": t.ci_high / ghz,
+            "n": result.time.n,
+            **session,
+        }
     if result.peak_reserved is not None:
         v = float(result.peak_reserved)
         out["peak_reserved"] = {
@@ -114,6 +135,18 @@ def metrics_of(result: Result) -> dict[str, dict[str, Any]]:
     return out
 
 
+def reference_of(base_m: dict[str, Any]) -> Reference:
+    hist = base_m["history"]
+    return Reference(
+        tuple(h["median"] for h in hist), tuple(bool(h.get("flags")) for h in hist)
+    )
+
+
+def _base_clock(base_m: dict[str, Any]) -> float | None:
+    clocks = [h["clock_mhz"] for h in base_m["history"] if h.get("clock_mhz")]
+    return statistics.median(clocks) if clocks else None
+
+
 def compare(
     metrics: dict[str, dict[str, Any]],
     env: dict[str, Any],
@@ -122,28 +155,48 @@ def compare(
     tolerance: float,
     memory_tolerance: float,
     allow_cross_gpu: bool = False,
+    confidence: float = CONFIDENCE,
 ) -> dict[str, Verdict]:
-    """Verdict per metric of one benchmark against its baseline entry (None: new)."""
+    """Verdict per metric of one benchmark against its baseline entry (None: new).
+
+    Compute-bound work (with a throughput per clock metric) is judged in time AND per SM
+    clock cycle: see verdict.combine_clocked. The per-clock metric has no verdict of its own.
+    """
     out: dict[str, Verdict] = {}
+    shown = [m for m in metrics if m != PER_CLOCK]
     if base_entry is None:
-        return {m: Verdict(NEW, None, None, None, tolerance, "no baseline") for m in metrics}
+        return {m: Verdict(NEW, None, None, None, tolerance, "no baseline") for m in shown}
     reason = incomparable_reason(base_entry.get("environment", {}), env)
     if reason and not (allow_cross_gpu and reason.startswith("gpu differs")):
-        return {m: Verdict(INCOMPARABLE, None, None, None, tolerance, reason) for m in metrics}
-    for name, m in metrics.items():
-        base_m = base_entry["metrics"].get(name)
-        tol = memory_tolerance if name == "peak_reserved" else tolerance
+        return {m: Verdict(INCOMPARABLE, None, None, None, tolerance, reason) for m in shown}
+
+    def one(name: str, m: dict[str, Any], base_m: dict[str, Any] | None, tol: float) -> Verdict:
         if base_m is None or base_m.get("unit") != m["unit"]:
             why = (
                 "no baseline for this metric"
                 if base_m is None
                 else (f"unit changed: baseline {base_m.get('unit')}, now {m['unit']}")
             )
-            out[name] = Verdict(NEW if base_m is None else INCOMPARABLE, None, None, None, tol, why)
-            continue
-        ref = Reference(tuple(h["median"] for h in base_m["history"]))
+            return Verdict(NEW if base_m is None else INCOMPARABLE, None, None, None, tol, why)
         cur = Current(m["median"], m.get("ci_low", m["median"]), m.get("ci_high", m["median"]))
-        out[name] = judge(cur, ref, higher_is_better=m["direction"] == "higher", tolerance=tol)
+        return judge(
+            cur,
+            reference_of(base_m),
+            higher_is_better=m["direction"] == "higher",
+            tolerance=tol,
+            confidence=confidence,
+        )
+
+    for name in shown:
+        m = metrics[name]
+        base_m = base_entry["metrics"].get(name)
+        tol = memory_tolerance if name == "peak_reserved" else tolerance
+        v = one(name, m, base_m, tol)
+        per_clock, base_pc = metrics.get(PER_CLOCK), base_entry["metrics"].get(PER_CLOCK)
+        if name == "throughput" and per_clock and base_pc and base_m and v.worse is not None:
+            cycles = one(PER_CLOCK, per_clock, base_pc, tol)
+            v = combine_clocked(v, cycles, _base_clock(base_m), m.get("clock_mhz"))
+        out[name] = v
     return out
 
 
@@ -173,6 +226,7 @@ def judge_result(
     allow_cross_gpu: bool = False,
     tolerance: float | None = None,
     memory_tolerance: float | None = None,
+    confidence: float = CONFIDENCE,
 ) -> dict[str, dict[str, Any]]:
     """Verdict dicts per metric of one result against the baseline's entries.
 
@@ -198,6 +252,7 @@ def judge_result(
             tolerance=tol,
             memory_tolerance=mem_tol,
             allow_cross_gpu=allow_cross_gpu,
+            confidence=confidence,
         )
     out = {}
     for name, v in verdicts.items():
@@ -246,7 +301,7 @@ def failure_lines(
                 continue
             v = _verdict(vd)
             base_m = base_entry["metrics"][name]
-            ref = Reference(tuple(h["median"] for h in base_m["history"])).value
+            ref = reference_of(base_m).value
             unit = metrics[name]["unit"]
             lines.append(
                 f"PERFORMANCE REGRESSION {r.key} {name}: {describe_value(ref, unit)} -> "
@@ -267,24 +322,37 @@ def _base_text(base_entry: dict[str, Any], metric: str, profile: str) -> str:
     )
 
 
+def selected(entries: Iterable[str], collected: Iterable[str]) -> list[str]:
+    """Baseline keys that belong to the collected tests (a key is a node id, or a node id
+    with '::metric')."""
+    chosen = set(collected)
+    out = []
+    for key in entries:
+        node = key.split("::")
+        if any("::".join(node[:cut]) in chosen for cut in range(len(node), 0, -1)):
+            out.append(key)
+    return out
+
+
 def missing(
     entries: Iterable[str], measured: Iterable[str], collected: Iterable[str] | None
 ) -> list[str]:
     """Baseline entries that produced no result in this run: of the collected tests only
     (None: every entry counts, as offline, where the run's selection is unknown)."""
     done = set(measured)
-    if collected is None:
-        return [k for k in entries if k not in done]
-    chosen = set(collected)
-    out = []
-    for key in entries:
-        node = key.split("::")
-        for cut in range(len(node), 0, -1):
-            if "::".join(node[:cut]) in chosen:
-                if key not in done:
-                    out.append(key)
-                break
-    return out
+    keys = list(entries) if collected is None else selected(entries, collected)
+    return [k for k in keys if k not in done]
+
+
+def judged_metrics(entries: dict[str, dict[str, Any]], keys: Iterable[str] | None) -> int:
+    """How many baseline metrics a run can judge (per-clock figures are part of their
+    throughput's verdict): the number the run-wide false-alarm budget is shared by."""
+    chosen = None if keys is None else set(keys)
+    return sum(
+        sum(1 for m in e.get("metrics", {}) if m != PER_CLOCK)
+        for k, e in entries.items()
+        if chosen is None or k in chosen
+    )
 
 
 def key_collisions(results: Iterable[Result]) -> list[str]:

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .session import AUTO, BASELINE_MODES, GpuPerfSession, Options
-from .settings import SETTINGS, Layer, SettingError, check_order, parse_layer, resolve
+from .settings import (
+    SETTINGS,
+    Layer,
+    SettingError,
+    check_order,
+    fraction,
+    parse_layer,
+    resolve,
+)
 
 if TYPE_CHECKING:
     from . import marks
@@ -125,6 +133,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="write results and verdicts as JSON to PATH",
     )
+    group.addoption(
+        "--gpuperf-false-alarm",
+        action="store",
+        default=None,
+        metavar="RATE",
+        help="the whole run's false-alarm rate (default 0.01): each of the m judged baseline "
+        "metrics is tested at confidence 1 - RATE/m (Bonferroni), at least 99%",
+    )
+    parser.addini("gpuperf_false_alarm", "default for --gpuperf-false-alarm", default="0.01")
     parser.addini("gpuperf_profile", "default for --gpu-profile", default=AUTO)
     parser.addini("gpuperf_baseline", "default for --gpuperf-baseline", default="auto")
     parser.addini("gpuperf_baseline_dir", "default for --gpuperf-baseline-dir", default="baselines")
@@ -207,6 +224,11 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
         except (ValueError, pytest.UsageError) as exc:
             return f"{config.inipath}: gpuperf_warn_only: {exc}; use true or false"
     opts.warn_only = bool(warn)
+    rate, rate_src = _option(config, "gpuperf_false_alarm", "gpuperf_false_alarm")
+    try:
+        opts.false_alarm = fraction(rate)
+    except ValueError as exc:
+        return f"{rate_src}={rate!r}: {exc}"
     if opts.json_path is not None and opts.json_path.is_dir():
         return f"--gpuperf-json={opts.json_path}: is a directory; give a file path"
     return None

@@ -66,7 +66,7 @@ def json_safe(obj: Any) -> Any:
 
 # ------------------------------------------------------------------------- verdicts
 
-VERDICT_HEADER = ["verdict", "benchmark", "metric", "now", "change (99% CI)", "tolerance", "flags"]
+VERDICT_HEADER = ["verdict", "benchmark", "metric", "now", "change (CI)", "detects (tol.)", "flags"]
 
 
 def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list[list[str]]:
@@ -87,6 +87,12 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
                 change = f"{v['change'] * 100:+.2f}%" + (
                     f" ±{unc * 100:.2f}%" if unc is not None else ""
                 )
+            tol = f"{v['tolerance'] * 100:.1f}%" if v.get("tolerance") else "-"
+            mde = v.get("mde")
+            detects = f"{mde * 100:.1f}% ({tol})" if mde is not None else f"- ({tol})"
+            notes = flags
+            if v["status"] in ("power-state", "failed"):  # the reason is the finding
+                notes = ", ".join(x for x in (flags, v.get("reason") or "") if x)
             rows.append(
                 (
                     SEVERITY.get(v["status"], 99),
@@ -96,8 +102,8 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
                         name,
                         describe_value(m["median"], m["unit"]),
                         change,
-                        f"{v['tolerance'] * 100:.1f}%" if v.get("tolerance") else "-",
-                        flags,
+                        detects,
+                        notes,
                     ],
                 )
             )

@@ -138,6 +138,28 @@ class Result:
     # figure obtained by other means, held as a throughput whose interval is the value itself
     kind: str = "measured"
     higher_is_better: bool = True  # direction of a recorded figure (measured: throughput)
+    bound: str | None = None  # "compute": judged in time and per SM clock cycle; "memory"
+
+    @property
+    def clock_mhz(self) -> float | None:
+        """Median SM clock while measuring (NVML telemetry), or None."""
+        v = (self.telemetry or {}).get("sm_clock_median_mhz")
+        if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+            return float(v)
+        return None
+
+    @property
+    def session_flags(self) -> list[str]:
+        """What made this session's figure less trustworthy than a clean one: recorded with
+        it in the baseline history, where it is left out of the reference."""
+        out = []
+        if self.kind == "measured" and self.stop_reason == "noise-limited":
+            out.append("noise-limited")
+        if self.launch_bound:
+            out.append("launch-bound")
+        if self.throttled and self.bound != "compute":  # clock-normalised when compute-bound
+            out.append("throttled")
+        return out
 
     @property
     def key(self) -> str:

@@ -51,6 +51,7 @@ class Options:
         self.json_path = json_path
         self.emulate = emulate
         self.profile_source = "--gpu-profile"  # where the profile was named, for errors
+        self.false_alarm = 0.01  # the whole run's false-alarm rate (Bonferroni over metrics)
 
 
 class GpuPerfSession:
@@ -255,7 +256,18 @@ class GpuPerfSession:
             self.entries,
             self.environment(self.options.emulate),
             allow_cross_gpu=self.options.allow_mismatch,
+            confidence=self.confidence,
         )
+
+    @property
+    def confidence(self) -> float:
+        """Each metric's confidence, from the run's false-alarm rate shared by the baseline
+        metrics of the collected tests (under xdist: of the whole baseline's selection)."""
+        from .gate import judged_metrics, selected
+        from .verdict import per_metric_confidence
+
+        keys = selected(self.entries, self.collected) if self.collected else None
+        return per_metric_confidence(self.options.false_alarm, judged_metrics(self.entries, keys))
 
     @property
     def entries(self) -> dict[str, dict[str, Any]]:

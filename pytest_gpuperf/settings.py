@@ -93,6 +93,17 @@ def non_negative_int(value: Any) -> int:
     return _whole(value, 0)
 
 
+BOUNDS = ("auto", "compute", "memory")
+
+
+def bound(value: Any) -> str:
+    """What limits the work: 'compute' (judged in time and per SM clock cycle), 'memory'
+    (judged in time), or 'auto' (compute for TFLOP/s work, else memory)."""
+    if isinstance(value, str) and value.strip().lower() in BOUNDS:
+        return value.strip().lower()
+    raise ValueError(f"use one of {', '.join(BOUNDS)}, got {value!r}")
+
+
 def boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -150,6 +161,15 @@ SETTINGS: tuple[Setting, ...] = (
         "memory_tolerance", fraction, 0.05, 0.05, "peak-memory growth tolerated before a regression"
     ),
     Setting(
+        "bound",
+        bound,
+        "auto",
+        "auto",
+        "compute (judged in time and per SM clock cycle), memory (in time), or auto "
+        "(compute for flop work)",
+        cli=False,
+    ),
+    Setting(
         "remeasure",
         non_negative_int,
         1,
@@ -177,6 +197,7 @@ class MeasureConfig:
     telemetry_interval: float
     tolerance: float
     memory_tolerance: float
+    bound: str
     remeasure: int
 
     def to_dict(self) -> dict[str, Any]:

@@ -241,6 +241,7 @@ def measure(
         raise BenchmarkError(str(exc)) from None
     result = Result(nodeid=nodeid, metric=metric, unit=unit, work_per_call=work)
     result.backend, result.device, result.config = backend, device, cfg.to_dict()
+    result.bound = cfg.bound if cfg.bound != "auto" else ("compute" if unit == "flop" else "memory")
     torch: Any = None
     if backend == "cuda":
         import torch

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 REGRESSED = "regressed"
 IMPROVED = "improved"
@@ -35,36 +35,39 @@ SEVERITY = {
     IMPROVED: 7,
 }
 
+INCONCLUSIVE_POWER = "power-state"  # a change in time that the SM clock explains
+
+SEVERITY[INCONCLUSIVE_POWER] = 2  # beside inconclusive: not a regression, worth reading
+
 Z_TWO_SIDED_95 = 1.959963984540054
-Z_TWO_SIDED_99 = 2.5758293035489004
-
-# Two-sided 99% quantiles of Student's t by degrees of freedom (standard tables): a spread
-# estimated from k baseline sessions is itself uncertain, the more so the fewer they are.
-T99 = {
-    1: 63.657,
-    2: 9.925,
-    3: 5.841,
-    4: 4.604,
-    5: 4.032,
-    6: 3.707,
-    7: 3.499,
-    8: 3.355,
-    9: 3.250,
-    10: 3.169,
-    12: 3.055,
-    15: 2.947,
-    20: 2.845,
-    30: 2.750,
-    60: 2.660,
-}
+CONFIDENCE = 0.99  # of one metric's verdict, before the run-wide false-alarm budget
 
 
-def t99(df: int) -> float:
-    """Two-sided 99% quantile of Student's t: the tabulated value at the largest tabulated
-    degrees of freedom not above `df` (conservative between entries)."""
+def z_quantile(confidence: float) -> float:
+    """Two-sided quantile of the standard normal at this confidence."""
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+
+
+def t_quantile(confidence: float, df: int) -> float:
+    """Two-sided quantile of Student's t with `df` degrees of freedom (scipy.special, loaded
+    only when a verdict needs it: about 0.25 s, where scipy.stats would cost 0.7 s)."""
     if df < 1:
         raise ValueError(f"degrees of freedom must be >= 1, got {df}")
-    return T99[max(d for d in T99 if d <= df)]
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, 1 - (1 - confidence) / 2))
+
+
+def per_metric_confidence(run_false_alarm: float, metrics: int) -> float:
+    """The confidence each of `metrics` verdicts needs so that the whole run raises a false
+    alarm with probability at most `run_false_alarm` (Bonferroni: valid whatever the
+    dependence between metrics, and decidable per test as pytest runs, unlike Holm's
+    step-down, which needs every p-value of the run first). Never below CONFIDENCE."""
+    if not 0 < run_false_alarm < 1:
+        raise ValueError(f"the run's false-alarm rate must be in (0, 1), got {run_false_alarm}")
+    return max(CONFIDENCE, 1 - run_false_alarm / max(1, metrics))
 
 
 @dataclass(frozen=True)
@@ -78,21 +81,45 @@ class Current:
 
 @dataclass(frozen=True)
 class Reference:
-    """The baseline of one metric: medians of the last sessions, oldest first."""
+    """The baseline of one metric: medians of the last sessions, oldest first, and which of
+    them were flagged when saved (noise-limited, launch-bound, throttled differently)."""
 
     history: tuple[float, ...]
+    flagged: tuple[bool, ...] = ()
+
+    @property
+    def usable(self) -> tuple[float, ...]:
+        """The sessions the reference is made of: the unflagged ones when at least two are,
+        so that one bad session saved into the history cannot blind the gate."""
+        clean = tuple(
+            h for i, h in enumerate(self.history) if not (i < len(self.flagged) and self.flagged[i])
+        )
+        return clean if len(clean) >= 2 else self.history
 
     @property
     def value(self) -> float:
-        return statistics.median(self.history)
+        return statistics.median(self.usable)
+
+    def spread(self) -> tuple[float, int] | None:
+        """Relative sd of the session medians and its degrees of freedom; None with fewer
+        than 2 sessions. With 5 or more, the session farthest from the median is left out
+        (one degree of freedom less), so one outlying session cannot blind the gate."""
+        hist = list(self.usable)
+        if len(hist) < 2:
+            return None
+        ref = statistics.median(hist)
+        if not ref:
+            return None
+        df = len(hist) - 1
+        if len(hist) >= 5:
+            hist.remove(max(hist, key=lambda h: abs(h - ref)))
+            df -= 1
+        return statistics.stdev(hist) / ref, df
 
     @property
     def between_rel_sd(self) -> float | None:
-        """Relative standard deviation of session medians; None with fewer than 2."""
-        if len(self.history) < 2:
-            return None
-        ref = self.value
-        return statistics.stdev(self.history) / ref if ref else None
+        s = self.spread()
+        return s[0] if s else None
 
 
 @dataclass(frozen=True)
@@ -103,10 +130,18 @@ class Verdict:
     uncertainty: float | None  # half-width of the change's confidence interval (relative)
     tolerance: float
     reason: str
+    mde: float | None = None  # smallest change in the bad direction this verdict can detect
+    sessions_needed: int | None = None  # more baseline sessions to bring it under tolerance
 
     @property
     def failed(self) -> bool:
         return self.status == REGRESSED
+
+
+def _half_width(
+    z: float, s_cur: float, t: float, s_bet: float, k: int
+) -> float:
+    return math.sqrt((z * s_cur) ** 2 + (t * s_bet) ** 2 * (1 + 1 / k))
 
 
 def judge(
@@ -115,16 +150,19 @@ def judge(
     *,
     higher_is_better: bool,
     tolerance: float,
+    confidence: float = CONFIDENCE,
     min_between_rel_sd: float = 0.0,
 ) -> Verdict:
-    """Verdict for one metric, at 99% confidence: a regression must be clear, not likely.
+    """Verdict for one metric at `confidence`: a regression must be clear, not likely.
 
     The change's uncertainty (relative half-width) is
     sqrt((z * s_cur)^2 + (t * s_bet)^2 * (1 + 1/k)): s_cur from the current interval,
     s_bet the relative sd of the k baseline session medians (a new session deviates from
     them by about s_bet, their median by about s_bet/sqrt(k)), z the normal and t Student's
-    99% quantile with k-1 degrees of freedom (a spread from 3 sessions is a rough one).
-    With fewer than 2 baseline sessions s_bet is unknown and `min_between_rel_sd` stands in.
+    quantile at `confidence` (a spread from 3 sessions is a rough one). With fewer than 2
+    baseline sessions s_bet is unknown and `min_between_rel_sd` stands in. The verdict
+    carries its minimum detectable effect (the larger of the tolerance and the
+    uncertainty) and, when inconclusive, how many more sessions would settle it.
     """
     if not (tolerance > 0 and math.isfinite(tolerance)):
         raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
@@ -138,27 +176,134 @@ def judge(
     worse = -change if higher_is_better else change
     half_ci = max(current.median - current.ci_low, current.ci_high - current.median)
     s_cur = half_ci / current.median / Z_TWO_SIDED_95 if current.median > 0 else 0.0
-    s_bet = reference.between_rel_sd
-    k = len(reference.history)
-    t = t99(k - 1) if s_bet is not None else Z_TWO_SIDED_99
-    if s_bet is None:
-        s_bet, k = min_between_rel_sd, 1
-    half = math.sqrt((Z_TWO_SIDED_99 * s_cur) ** 2 + (t * s_bet) ** 2 * (1 + 1 / k))
+    z = z_quantile(confidence)
+    spread = reference.spread()
+    k = len(reference.usable)
+    if spread is None:
+        s_bet, df, k = min_between_rel_sd, 0, 1
+        t = z
+    else:
+        s_bet, df = spread
+        t = t_quantile(confidence, df)
+    half = _half_width(z, s_cur, t, s_bet, k)
+    mde = max(tolerance, half)
     if worse > tolerance and worse > half:
         return Verdict(
-            REGRESSED, change, worse, half, tolerance, "beyond tolerance and significant"
+            REGRESSED, change, worse, half, tolerance, "beyond tolerance and significant", mde
         )
     if -worse > tolerance and -worse > half:
-        return Verdict(IMPROVED, change, worse, half, tolerance, "beyond tolerance and significant")
+        return Verdict(
+            IMPROVED, change, worse, half, tolerance, "beyond tolerance and significant", mde
+        )
     if half > tolerance or abs(worse) > tolerance:
+        needed = _sessions_needed(z, s_cur, s_bet, k, df, tolerance, confidence)
         why = (
             f"the change's uncertainty ±{half * 100:.1f}% is wider than the tolerance "
             f"{tolerance * 100:.1f}%"
             if half > tolerance
             else f"the change is beyond the tolerance but within its uncertainty ±{half * 100:.1f}%"
         )
-        return Verdict(INCONCLUSIVE, change, worse, half, tolerance, why)
-    return Verdict(UNCHANGED, change, worse, half, tolerance, "within tolerance")
+        return Verdict(INCONCLUSIVE, change, worse, half, tolerance, why, mde, needed)
+    return Verdict(UNCHANGED, change, worse, half, tolerance, "within tolerance", mde)
+
+
+def _sessions_needed(
+    z: float, s_cur: float, s_bet: float, k: int, df: int, tol: float, confidence: float
+) -> int | None:
+    """How many more baseline sessions (with the spread seen so far) would bring the
+    uncertainty under the tolerance; None if more sessions cannot (the current run's own
+    interval is too wide, or the sessions disagree too much even with 50 more)."""
+    if z * s_cur >= tol or s_bet <= 0:
+        return None
+    for extra in range(1, 51):
+        kk, dd = k + extra, df + extra
+        if _half_width(z, s_cur, t_quantile(confidence, max(1, dd)), s_bet, kk) <= tol:
+            return extra
+    return None
+
+
+def combine_clocked(
+    time_v: Verdict, cycle_v: Verdict, base_clock: float | None, cur_clock: float | None
+) -> Verdict:
+    """The verdict of compute-bound work: a regression must hold in time AND in cycles
+    (time x SM clock), as nvbench's compare script asks. The uncertainty is the cycle
+    verdict's: its between-session spread is the code's, not the card's power state.
+    A change in time that the clock explains is reported as such, never as a regression."""
+    tol = time_v.tolerance
+    clocks = (
+        f"SM clock median {cur_clock:.0f} vs {base_clock:.0f} MHz"
+        if base_clock and cur_clock
+        else "SM clock unknown"
+    )
+    per_cycle = relative_change_text(cycle_v)
+    if time_v.worse is None or cycle_v.worse is None:
+        return cycle_v if time_v.worse is None else time_v
+    slower_in_time = time_v.worse > tol
+    base = Verdict(
+        UNCHANGED,
+        time_v.change,
+        time_v.worse,
+        cycle_v.uncertainty,
+        tol,
+        "",
+        cycle_v.mde,
+        cycle_v.sessions_needed,
+    )
+    if cycle_v.status == REGRESSED and slower_in_time:
+        why = f"slower in time and per clock cycle ({per_cycle}); {clocks}"
+        return replace(base, status=REGRESSED, reason=why)
+    if slower_in_time and cycle_v.status in (UNCHANGED, IMPROVED):
+        why = f"power state differs: {clocks}; per clock cycle {per_cycle}, {cycle_v.status}"
+        return replace(base, status=INCONCLUSIVE_POWER, reason=why)
+    if cycle_v.status == REGRESSED:
+        why = f"slower per clock cycle ({per_cycle}) but not in time: {clocks}"
+        return replace(base, status=INCONCLUSIVE, reason=why)
+    if cycle_v.status == IMPROVED and -time_v.worse > tol:
+        why = f"faster in time and per clock cycle; {clocks}"
+        return replace(base, status=IMPROVED, reason=why)
+    status = cycle_v.status if cycle_v.status in (UNCHANGED, INCONCLUSIVE) else UNCHANGED
+    why = f"{cycle_v.reason} (judged per clock cycle; {clocks})"
+    return replace(base, status=status, reason=why)
+
+
+def paired(
+    base: Sequence[float],
+    head: Sequence[float],
+    *,
+    higher_is_better: bool,
+    tolerance: float,
+    confidence: float = CONFIDENCE,
+) -> Verdict:
+    """A/B verdict from rounds run back to back on one GPU: round i measured `base[i]` and
+    `head[i]`. The statistic is the mean log ratio over rounds with Student's t interval:
+    swapping base and head mirrors the verdict, and scaling every figure changes nothing."""
+    if len(base) != len(head):
+        raise ValueError(f"paired rounds differ in number: {len(base)} base, {len(head)} head")
+    if not (tolerance > 0 and math.isfinite(tolerance)):
+        raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
+    if any(not (math.isfinite(x) and x > 0) for x in (*base, *head)):
+        return Verdict(INCONCLUSIVE, None, None, None, tolerance, "not a finite positive value")
+    n = len(base)
+    if n < 2:
+        return Verdict(INCONCLUSIVE, None, None, None, tolerance, f"{n} round(s): 2 needed")
+    d = [math.log(h / b) for b, h in zip(base, head, strict=True)]
+    mean = statistics.fmean(d)
+    half_log = t_quantile(confidence, n - 1) * statistics.stdev(d) / math.sqrt(n)
+    worse_log = -mean if higher_is_better else mean
+    tol_log = math.log1p(tolerance)
+    change = math.expm1(mean)
+    worse = -change if higher_is_better else change
+    half = math.expm1(half_log)
+    mde = max(tolerance, half)
+    if worse_log > tol_log and worse_log > half_log:
+        status, why = REGRESSED, f"beyond tolerance and significant over {n} paired rounds"
+    elif -worse_log > tol_log and -worse_log > half_log:
+        status, why = IMPROVED, f"beyond tolerance and significant over {n} paired rounds"
+    elif half_log > tol_log or abs(worse_log) > tol_log:
+        status, why = INCONCLUSIVE, f"uncertainty ±{half * 100:.1f}% over {n} paired rounds"
+    else:
+        status, why = UNCHANGED, f"within tolerance over {n} paired rounds"
+    return Verdict(status, change, worse, half, tolerance, why, mde)
 
 
 def what_would_settle(v: Verdict, history_len: int) -> str:
@@ -166,7 +311,12 @@ def what_would_settle(v: Verdict, history_len: int) -> str:
     if v.status != INCONCLUSIVE:
         return ""
     tips = []
-    if history_len < 3:
+    if v.sessions_needed is not None:
+        tips.append(
+            f"save {v.sessions_needed} more baseline session(s) ({history_len} so far), or "
+            f"run it A/B against the base commit (gpuperf ab)"
+        )
+    elif history_len < 3:
         tips.append(f"save more baseline sessions ({history_len} so far; 3 or more)")
     tips.append(
         "measure longer (--gpuperf-max-time) or more stably (a larger batch, a "

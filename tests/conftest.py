@@ -5,6 +5,8 @@ import contextlib
 # Importing it once here keeps it out of those snapshots.
 with contextlib.suppress(ImportError):
     import torch  # noqa: F401
+with contextlib.suppress(ImportError):  # the same holds for scipy's extensions (verdicts)
+    import scipy.special  # noqa: F401
 
 # Hypothesis: CI must be deterministic, so by default the examples are derived from each
 # test's source (derandomize) and no per-example deadline applies (a loaded 2-core runner

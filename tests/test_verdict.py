@@ -98,14 +98,14 @@ def test_severity_orders_regressions_first():
     assert min(SEVERITY, key=SEVERITY.get) == REGRESSED
 
 
-def test_t_quantiles_are_conservative():
-    from pytest_gpuperf.verdict import t99
+def test_t_quantiles_match_the_tables():
+    from pytest_gpuperf.verdict import t_quantile, z_quantile
 
-    assert t99(1) == 63.657 and t99(2) == 9.925 and t99(9) == 3.25
-    assert t99(11) == 3.169  # df 10's value: wider than df 11's 3.106
-    assert t99(1000) == 2.66 > 2.576
+    assert round(t_quantile(0.99, 1), 3) == 63.657 and round(t_quantile(0.99, 2), 3) == 9.925
+    assert round(t_quantile(0.99, 9), 2) == 3.25 and round(t_quantile(0.95, 10), 3) == 2.228
+    assert round(z_quantile(0.99), 3) == 2.576 < t_quantile(0.99, 1000)
     with pytest.raises(ValueError):
-        t99(0)
+        t_quantile(0.99, 0)
 
 
 def test_few_baseline_sessions_widen_the_uncertainty():
@@ -115,3 +115,141 @@ def test_few_baseline_sessions_widen_the_uncertainty():
     b = judge(cur(96.0, 0.001), many, higher_is_better=True, tolerance=0.03)
     assert a.uncertainty > b.uncertainty
     assert a.status == INCONCLUSIVE and b.status == REGRESSED
+
+
+# ------------------------------------------------------ power state, A/B, false alarms
+
+from pytest_gpuperf.gate import PER_CLOCK, compare, metrics_of  # noqa: E402
+from pytest_gpuperf.results import Result, Throughput  # noqa: E402
+from pytest_gpuperf.stats import summarize  # noqa: E402
+from pytest_gpuperf.verdict import (  # noqa: E402
+    INCONCLUSIVE_POWER,
+    combine_clocked,
+    paired,
+    per_metric_confidence,
+)
+
+rounds = st.lists(st.floats(min_value=0.5, max_value=2.0), min_size=2, max_size=8)
+
+
+@given(rounds, rounds, st.booleans(), st.floats(min_value=1e-3, max_value=1e6))
+def test_paired_is_symmetric_and_scale_invariant(a, b, higher, scale):
+    n = min(len(a), len(b))
+    a, b = a[:n], b[:n]
+    v = paired(a, b, higher_is_better=higher, tolerance=0.03)
+    mirrored = paired(b, a, higher_is_better=higher, tolerance=0.03)
+    flip = {REGRESSED: IMPROVED, IMPROVED: REGRESSED, UNCHANGED: UNCHANGED, INCONCLUSIVE: INCONCLUSIVE}
+    assert mirrored.status == flip[v.status]
+    scaled = paired([x * scale for x in a], [x * scale for x in b], higher_is_better=higher, tolerance=0.03)
+    assert scaled.status == v.status
+    assert scaled.change == pytest.approx(v.change, rel=1e-9, abs=1e-12)
+
+
+def test_paired_sees_five_percent_in_five_rounds():
+    base = [100.0, 100.4, 99.8, 100.1, 99.9]
+    head = [x * 0.95 * (1 + e) for x, e in zip(base, [0.001, -0.002, 0.0, 0.002, -0.001], strict=True)]
+    v = paired(base, head, higher_is_better=True, tolerance=0.03)
+    assert v.status == REGRESSED and v.change == pytest.approx(-0.05, abs=0.002)
+    assert paired(base, base, higher_is_better=True, tolerance=0.03).status == UNCHANGED
+    assert paired(base[:1], head[:1], higher_is_better=True, tolerance=0.03).status == INCONCLUSIVE
+
+
+@given(st.floats(min_value=1e-4, max_value=0.5), st.integers(1, 500), st.integers(1, 500))
+def test_the_run_wide_budget_is_monotone(alpha, m1, m2):
+    lo, hi = sorted((m1, m2))
+    assert per_metric_confidence(alpha, hi) >= per_metric_confidence(alpha, lo) >= 0.99
+    assert per_metric_confidence(alpha / 2, lo) >= per_metric_confidence(alpha, lo)
+    # Bonferroni: the per-metric false-alarm rates add up to at most the run's (or 1% each)
+    assert (1 - per_metric_confidence(alpha, hi)) * hi <= max(alpha, 0.01 * hi) + 1e-12
+
+
+def measured(tflops, clock_mhz, unit="flop", bound=None):
+    t = 1.0 / tflops
+    r = Result(nodeid="t.py::mlp", metric=None, unit=unit, work_per_call=1e12)
+    r.time = summarize([t * (1 + e) for e in (-1e-4, 0, 1e-4, -2e-4, 2e-4, 0, 1e-4, -1e-4)], 0.95)
+    r.throughput = Throughput("TFLOP/s", tflops, tflops * 0.999, tflops * 1.001)
+    r.telemetry = {"sm_clock_median_mhz": clock_mhz}
+    r.stop_reason = "converged"
+    r.bound = bound or ("compute" if unit == "flop" else "memory")
+    return r
+
+
+@given(st.floats(min_value=1.0, max_value=1000.0), st.floats(min_value=500, max_value=2000), st.floats(min_value=0.5, max_value=2.0))
+def test_clock_normalisation_divides_out_the_clock(tflops, clock, factor):
+    a = metrics_of(measured(tflops, clock))[PER_CLOCK]
+    b = metrics_of(measured(tflops * factor, clock * factor))[PER_CLOCK]
+    assert a["unit"] == "TFLOP/s per GHz" and a["median"] == pytest.approx(tflops / (clock / 1000))
+    assert b["median"] == pytest.approx(a["median"], rel=1e-9)
+    assert PER_CLOCK not in metrics_of(measured(tflops, clock, unit="bytes"))  # memory-bound: time only
+
+
+def entry_of(results):
+    """A baseline entry from saved sessions, as baselines.merge writes it."""
+    metrics = {}
+    for r in results:
+        for name, m in metrics_of(r).items():
+            prev = metrics.get(name, {"history": []})
+            item = {"median": m["median"], **({"clock_mhz": m["clock_mhz"]} if "clock_mhz" in m else {})}
+            metrics[name] = {**m, "history": [*prev["history"], item]}
+    return {"environment": {"gpu": "G"}, "metrics": metrics}
+
+
+def test_a_power_state_change_is_not_a_regression():
+    # three saved sessions in different power states: time spread 2%, per clock 0.1%
+    base = entry_of([measured(694.5, 1545), measured(680.0, 1513), measured(687.0, 1529)])
+    slow_clock = measured(651.6, 1450)  # 5.2% slower in time, the same per cycle
+    v = compare(metrics_of(slow_clock), {"gpu": "G"}, base, tolerance=0.03, memory_tolerance=0.05)
+    assert v["throughput"].status == INCONCLUSIVE_POWER
+    assert "power state differs: SM clock median 1450 vs 1529 MHz" in v["throughput"].reason
+    assert PER_CLOCK not in v  # part of the throughput verdict, never its own
+    # time alone would have been blind (the three sessions' spread in time is 2%)
+    time_only = compare({"throughput": metrics_of(slow_clock)["throughput"]}, {"gpu": "G"}, base, tolerance=0.03, memory_tolerance=0.05)
+    assert time_only["throughput"].status == INCONCLUSIVE and time_only["throughput"].uncertainty > 0.05
+    # a real 5% slowdown at the same clock is seen per cycle, with a tight interval
+    code = measured(687.0 * 0.95, 1529)
+    v = compare(metrics_of(code), {"gpu": "G"}, base, tolerance=0.03, memory_tolerance=0.05)
+    assert v["throughput"].status == REGRESSED and v["throughput"].uncertainty < 0.02
+    assert v["throughput"].mde < 0.03 + 1e-9 or v["throughput"].mde == pytest.approx(0.03)
+
+
+def test_combine_needs_both_time_and_cycles():
+    from pytest_gpuperf.verdict import Verdict
+
+    slower = Verdict(REGRESSED, -0.06, 0.06, 0.01, 0.03, "", 0.03)
+    same = Verdict(UNCHANGED, 0.0, 0.0, 0.005, 0.03, "", 0.03)
+    assert combine_clocked(slower, slower, 1500, 1500).status == REGRESSED
+    assert combine_clocked(slower, same, 1545, 1485).status == INCONCLUSIVE_POWER
+    assert combine_clocked(same, slower, 1485, 1545).status == INCONCLUSIVE  # faster clock hid it
+    assert not combine_clocked(same, slower, 1485, 1545).failed
+
+
+def test_one_bad_session_cannot_blind_the_gate():
+    clean = (100.0, 100.2, 99.9, 100.1, 100.0, 99.8, 100.1, 100.0, 99.9)
+    polluted = Reference((*clean, 60.0))  # a noise-limited session saved by mistake
+    v = judge(cur(94.0, 0.001), polluted, higher_is_better=True, tolerance=0.03)
+    assert v.status == REGRESSED and v.uncertainty < 0.01
+    flagged = Reference((100.0, 100.1, 60.0), (False, False, True))  # marked when saved
+    assert flagged.value == pytest.approx(100.05)
+    assert judge(cur(94.0, 0.001), flagged, higher_is_better=True, tolerance=0.03).status == REGRESSED
+
+
+@given(pos, rel, history, st.booleans())
+def test_every_verdict_states_what_it_can_detect(value, hw, hist, higher):
+    ref = Reference(tuple(value * h for h in hist))
+    v = judge(cur(ref.value * 0.97, hw), ref, higher_is_better=higher, tolerance=0.03)
+    assume(v.status not in (NEW,))
+    assert v.mde is not None and v.mde >= 0.03
+    if v.status == INCONCLUSIVE and v.sessions_needed is not None:
+        assert 1 <= v.sessions_needed <= 50
+
+
+def test_inconclusive_says_how_many_more_sessions():
+    ref = Reference((100.0, 101.0, 99.0))  # 1% between sessions: t(2 df) makes it ±11.5%
+    v = judge(cur(99.0, 0.0005), ref, higher_is_better=True, tolerance=0.03)
+    assert v.status == INCONCLUSIVE and v.uncertainty == pytest.approx(0.1146, abs=1e-3)
+    assert v.sessions_needed == 15
+    assert "save 15 more baseline session(s) (3 so far)" in what_would_settle(v, 3)
+    tighter = judge(cur(99.0, 0.0005), Reference((100.0, 100.5, 99.5)), higher_is_better=True, tolerance=0.03)
+    assert tighter.status == INCONCLUSIVE and tighter.sessions_needed < v.sessions_needed
+    wide = judge(cur(99.0, 0.05), ref, higher_is_better=True, tolerance=0.03)
+    assert wide.sessions_needed is None  # the run's own interval is wider than the tolerance
