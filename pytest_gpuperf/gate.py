@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
-from .results import Result
+from .results import UNITS, Result
 from .verdict import (
     CONFIDENCE,
     FAILED,
@@ -111,14 +111,21 @@ def metrics_of(result: Result) -> dict[str, dict[str, Any]]:
         **session,
     }
     if result.bound == "compute" and clock is not None:
-        # clock-normalised: work per SM clock cycle, in the unit per GHz
-        ghz = clock / 1000
+        # clock-normalised: work per SM clock cycle, in the unit per GHz. From the cycles of
+        # each sample where the engine measured them; else from the session's median clock.
+        c = result.cycles
+        if c is not None and c.median > 0 and c.ci_low > 0:
+            per = result.work_per_call / UNITS[result.unit][1]
+            low, mid, high = per / c.ci_high, per / c.median, per / c.ci_low
+        else:
+            ghz = clock / 1000
+            low, mid, high = t.ci_low / ghz, t.median / ghz, t.ci_high / ghz
         out[PER_CLOCK] = {
             "unit": f"{t.unit} per GHz",
             "direction": "higher",
-            "median": t.median / ghz,
-            "ci_low": t.ci_low / ghz,
-            "ci_high": t.ci_high / ghz,
+            "median": mid,
+            "ci_low": low,
+            "ci_high": high,
             "n": result.time.n,
             **session,
         }

@@ -139,6 +139,7 @@ class Result:
     kind: str = "measured"
     higher_is_better: bool = True  # direction of a recorded figure (measured: throughput)
     bound: str | None = None  # "compute": judged in time and per SM clock cycle; "memory"
+    cycles: Summary | None = None  # giga SM cycles per call (time x clock, per sample)
 
     @property
     def clock_mhz(self) -> float | None:
@@ -221,6 +222,9 @@ class Result:
             if d.get("throughput") is not None:
                 _check_fields(Throughput, d["throughput"], f"{where} throughput")
                 d["throughput"] = Throughput(**d["throughput"])
+            if d.get("cycles") is not None:
+                _check_fields(Summary, d["cycles"], f"{where} cycles")
+                d["cycles"] = Summary(**d["cycles"])
             _check_fields(cls, d, where)
             r = cls(**d)
         except TypeError as exc:

@@ -68,6 +68,9 @@ class CpuClock:
         fn()
         return time.perf_counter() - t0
 
+    def __init__(self) -> None:
+        self.windows: list[tuple[float, float]] = []  # host time span of each sample
+
     def chunk(
         self, fn: Callable[[], Any], k: int, n: int, between: Callable[[], Any] | None
     ) -> list[float]:
@@ -78,7 +81,9 @@ class CpuClock:
             t0 = time.perf_counter()
             for _ in range(k):
                 fn()
-            out.append((time.perf_counter() - t0) / k)
+            t1 = time.perf_counter()
+            self.windows.append((t0, t1))
+            out.append((t1 - t0) / k)
         return out
 
 
@@ -89,6 +94,7 @@ class CudaClock:
         self.torch = torch
         self.graph = graph
         self.name = "cuda-graph" if graph is not None else "cuda-event"
+        self.windows: list[tuple[float, float]] = []  # host time span of each sample
 
     def _event(self) -> Any:
         return self.torch.cuda.Event(enable_timing=True)
@@ -118,6 +124,13 @@ class CudaClock:
                     fn()
             ends[i].record()
         ends[-1].synchronize()  # the one synchronisation of this chunk
+        done = time.perf_counter()
+        # each sample's span on the host clock: its events' offsets back from the chunk's
+        # last event, which completed just before the synchronisation returned
+        last = ends[-1]
+        for st, en in zip(starts, ends, strict=True):
+            begin = done - float(st.elapsed_time(last)) / 1e3
+            self.windows.append((begin, done - float(en.elapsed_time(last)) / 1e3))
         return [float(s.elapsed_time(e)) / 1e3 / k for s, e in zip(starts, ends, strict=True)]
 
 
@@ -264,6 +277,23 @@ def measure(
     return result
 
 
+def clocks_over(telemetry: list[Any], windows: list[tuple[float, float]]) -> list[float] | None:
+    """The SM clock (MHz) each timed sample ran at: the mean of the NVML readings taken
+    within its span on the host clock, or the nearest reading when none fell inside."""
+    readings = [(s.t, float(s.sm_clock_mhz)) for s in telemetry if s.sm_clock_mhz]
+    if not readings or not windows:
+        return None
+    out = []
+    for a, b in windows:
+        inside = [c for t, c in readings if a <= t < b]  # a reading at b is the next one's
+        if inside:
+            out.append(sum(inside) / len(inside))
+        else:
+            mid = (a + b) / 2
+            out.append(min(readings, key=lambda r: abs(r[0] - mid))[1])
+    return out
+
+
 def _measure_into(
     result: Result,
     fn: Callable[[], Any],
@@ -355,6 +385,12 @@ def _measure_into(
     if sampler is not None:
         summ = sampler.summary()
         result.telemetry = summ.to_dict()
+        clocks = clocks_over(sampler.samples, clock.windows)
+        if clocks is not None and len(clocks) == len(samples):
+            # giga-cycles per call: each sample's time at the SM clock it ran at, so a
+            # power-capped clock that moves within the session is divided out per sample
+            cycles = [t * c / 1e3 for t, c in zip(samples, clocks, strict=True)]
+            result.cycles = summarize(cycles, cfg.confidence)
         result.throttled = summ.throttled
         if summ.throttled:
             result.notes.append(

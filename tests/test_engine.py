@@ -203,3 +203,49 @@ def test_a_clock_that_does_not_move_between_samples_is_not_a_crash(monkeypatch):
     r = measure(work, work=1, unit="calls", cfg=resolve("cpu", FAST), backend="cpu")
     assert r.calls_per_sample == 1000 and r.samples[:6] == [0.0] * 6
     assert r.outcome == "ok" and r.time.n > 6
+
+
+def test_cycles_divide_out_a_clock_that_moves_within_the_session(monkeypatch):
+    """Compute-bound work under a power cap: the SM clock swings between 1230 and 1545 MHz,
+    so the time per call swings by 25%, while the cycles per call stay put. The engine
+    takes each sample's clock from the telemetry readings within its span."""
+    from pytest_gpuperf.gate import PER_CLOCK, metrics_of
+    from pytest_gpuperf.telemetry import Sample as Reading
+    from pytest_gpuperf.telemetry import summarize_samples
+    from pytest_gpuperf.timing import clocks_over
+
+    clock = vclock.install(monkeypatch, seed=5)
+    state = {"mhz": 1545.0, "calls": 0}
+    readings = []
+
+    class FakeSampler:
+        samples = readings
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def summary(self):
+            return summarize_samples(readings, None, None, 1.0)
+
+    def work():
+        state["calls"] += 1
+        if state["calls"] % 7 == 0:  # the power controller moves the clock now and then
+            state["mhz"] = 1230.0 if state["mhz"] == 1545.0 else 1545.0
+        readings.append(Reading(clock.now, int(state["mhz"]), 0x4, 690.0, 60, 100))
+        clock.spin(0.01 * 1545.0 / state["mhz"])  # 10 ms at full clock: time x clock is fixed
+
+    cfg = resolve("cpu", parse_layer({"min_samples": 20, "min_time": 0.3, "max_time": 2, "warmup_time": 0, "min_sample_time": 0.001}, "t"))
+    r = measure(work, work=1e12, unit="flop", cfg=cfg, backend="cpu", telemetry=lambda interval: FakeSampler())
+    assert r.bound == "compute"
+    assert r.time.max / r.time.min > 1.2  # the time moved with the clock ...
+    assert r.cycles is not None and r.cycles.max / r.cycles.min < 1.001  # ... the cycles did not
+    assert r.cycles.median == pytest.approx(0.01 * 1545.0 / 1e3, rel=1e-3)  # giga-cycles per call
+    per_clock = metrics_of(r)[PER_CLOCK]
+    assert per_clock["unit"] == "TFLOP/s per GHz"
+    assert per_clock["median"] == pytest.approx(1 / (0.01 * 1.545), rel=1e-3)
+    assert (per_clock["ci_high"] - per_clock["ci_low"]) / per_clock["median"] < 0.002
+    # a sample whose span holds no reading takes the nearest one
+    assert clocks_over([Reading(1.0, 1500, 0, None, None, None), Reading(5.0, 1200, 0, None, None, None)], [(1.5, 2.0), (4.0, 4.5)]) == [1500.0, 1200.0]

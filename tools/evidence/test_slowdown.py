@@ -2,7 +2,7 @@
 fraction of it when GPUPERF_SLOWDOWN is set (0.05 = 5% more identical work per call).
 
 - test_slowdown_cast: an fp32->bf16 cast, memory-bound: judged in time.
-- test_slowdown_mlp: a bf16 Llama-7B MLP block (4096 tokens, 4096 -> 11008 -> 4096),
+- test_slowdown_mlp: a bf16 Llama-7B MLP block (2048 tokens, 4096 -> 11008 -> 4096),
   compute-bound: judged in time and per SM clock cycle. The slowdown repeats the block
   (100 blocks per call, 105 for 5%): the same kernels, unlike a scaled matrix dimension,
   which changed the kernel choice and made the block 64% slower rather than 5%.
@@ -45,7 +45,7 @@ def test_slowdown_mlp(gpu_benchmark):
 
     gpu = torch.cuda.is_available()
     device, dtype = ("cuda", torch.bfloat16) if gpu else ("cpu", torch.float32)
-    tokens, hidden, inner = (4096, 4096, 11008) if gpu else (64, 64, 172)
+    tokens, hidden, inner = (2048, 4096, 11008) if gpu else (64, 64, 172)
     g = torch.Generator(device=device).manual_seed(0)
 
     def rand(*shape):
