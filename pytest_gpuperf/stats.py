@@ -180,6 +180,9 @@ class StopRule:
             raise ValueError("; ".join(problems))
 
 
+NOISE_MIN_SAMPLES = 30
+
+
 @dataclass(frozen=True)
 class Decision:
     stop: bool
@@ -204,7 +207,10 @@ def decide(samples: Sequence[float], elapsed: float, rule: StopRule) -> Decision
     overrun = n >= rule.min_samples and elapsed * (n + 1) / n > rule.max_time
     if elapsed >= rule.max_time or overrun:
         return Decision(True, "budget", rel)  # spent, or the next sample would overrun it
-    if enough and math.isfinite(rel) and rel > 0:
+    # giving up on the target needs a noise estimate worth trusting: not from fewer than
+    # NOISE_MIN_SAMPLES samples (10 samples of an H200 under power capping stopped with a
+    # +-6% interval of the median, where 30 would have narrowed it several-fold)
+    if enough and n >= NOISE_MIN_SAMPLES and math.isfinite(rel) and rel > 0:
         needed_n = n * (rel / rule.target) ** 2
         projected = elapsed / n * needed_n
         if projected > rule.max_time * rule.hopeless_factor:

@@ -80,9 +80,11 @@ def test_rule_waits_for_minimums():
 
 def test_rule_gives_up_when_the_target_is_hopeless():
     rule = StopRule(min_samples=10, min_time=0.1, max_time=10.0, target=0.001)
-    noisy = [1.0, 2.0] * 10  # CI spans 50% of the median: a 0.1% target needs ~10^6 samples
+    noisy = [1.0, 2.0] * 15  # CI spans 50% of the median: a 0.1% target needs ~10^6 samples
     d = decide(noisy, 0.2, rule)
     assert d.stop and d.reason == "noise-limited"
+    # ... but not from a noise estimate of fewer than 30 samples
+    assert not decide(noisy[:20], 0.2, rule).stop
 
 
 @given(samples)
