@@ -174,9 +174,8 @@ def _option(config: pytest.Config, dest: str, ini: str) -> tuple[Any, str]:
 def _make_session(config: pytest.Config) -> GpuPerfSession:
     profile, profile_src = _option(config, "gpu_profile", "gpuperf_profile")
     mode = config.getoption("gpuperf_baseline") or config.getini("gpuperf_baseline") or "auto"
-    directory = Path(
-        config.getoption("gpuperf_baseline_dir") or config.getini("gpuperf_baseline_dir")
-    )
+    explicit_dir = config.getoption("gpuperf_baseline_dir")
+    directory = Path(explicit_dir or config.getini("gpuperf_baseline_dir"))
     json_path = config.getoption("gpuperf_json")
     opts = Options(
         profile=str(profile).strip(),
@@ -187,6 +186,7 @@ def _make_session(config: pytest.Config) -> GpuPerfSession:
         emulate=(config.getoption("gpu_emulate") or "").strip() or None,
     )
     opts.profile_source = profile_src
+    opts.explicit_dir = bool(explicit_dir) or directory != Path("baselines")
     pyproject = Path(config.rootpath, "pyproject.toml")
     sess = GpuPerfSession(opts, pyproject if pyproject.is_file() else None)
     sess.layer_error = _option_problem(config, opts)
@@ -224,6 +224,13 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
         except (ValueError, pytest.UsageError) as exc:
             return f"{config.inipath}: gpuperf_warn_only: {exc}; use true or false"
     opts.warn_only = bool(warn)
+    named = opts.explicit_dir and opts.baseline_mode in ("auto", "compare")
+    if named and not opts.baseline_dir.is_dir():  # a typo must not pass as "no baseline yet"
+        return (
+            f"--gpuperf-baseline-dir: {opts.baseline_dir} is not a directory (relative paths "
+            f"are resolved against the rootdir {config.rootpath}); create it, or save a "
+            "baseline there with --gpuperf-baseline=save"
+        )
     rate, rate_src = _option(config, "gpuperf_false_alarm", "gpuperf_false_alarm")
     try:
         opts.false_alarm = fraction(rate)
@@ -287,6 +294,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     sess.collected = {item.nodeid for item in session.items}
     if any("gpu_benchmark" in getattr(item, "fixturenames", ()) for item in session.items):
         sess.prepare_baseline()
+        line = sess.baseline_line()
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        if line and tr is not None and not hasattr(session.config, "workerinput"):
+            tr.write_line(f"gpuperf: {line}")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

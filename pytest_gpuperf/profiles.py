@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -290,13 +290,43 @@ class Registry:
     def names(self) -> list[str]:
         return list(self.profiles)
 
-    def get(self, name: str) -> Profile:
-        try:
+    def get(self, name: str, snapshot: Callable[[], DeviceSnapshot] | None = None) -> Profile:
+        """The profile `name` names, case-insensitive. A family name (`a100`, `h100`) names
+        its one variant, or, where there are several (`a100-40gb`, `a100-80gb`), the one
+        the detected GPU matches; `snapshot` detects it, only when needed."""
+        if name in self.profiles:
             return self.profiles[name]
-        except KeyError:
+        lowered = {n.lower(): p for n, p in self.profiles.items()}
+        key = name.strip().lower()
+        if key in lowered:
+            return lowered[key]
+        family = [p for n, p in lowered.items() if n.startswith(key + "-")]
+        if len(family) == 1:
+            return family[0]
+        if family:
+            variants = ", ".join(p.name for p in family)
+            snap = snapshot() if snapshot is not None else None
+            gpu = snap.primary if snap is not None else None
+            chosen = [p for p in family if gpu is not None and p.matches_gpu(gpu)]
+            if len(chosen) == 1:
+                return chosen[0]
+            seen = (
+                f" and this machine ({snap.describe()}) matches none of them"
+                if snap is not None
+                else ""
+            )
             raise ProfileError(
-                f"unknown GPU profile {name!r}; known profiles: {', '.join(self.names())}"
-            ) from None
+                f"{name!r} is a family of GPU profiles ({variants}){seen}: name the "
+                f"variant, e.g. {family[0].name}"
+            )
+        import difflib
+
+        close = difflib.get_close_matches(key, list(lowered), n=3, cutoff=0.5)
+        names = " or ".join(repr(lowered[c].name) for c in close)
+        hint = f"; did you mean {names}?" if close else ""
+        raise ProfileError(
+            f"unknown GPU profile {name!r}{hint} (known profiles: {', '.join(self.names())})"
+        )
 
     def add_user_profiles(self, table: Mapping[str, Any], source: str) -> None:
         for name, raw in table.items():

@@ -222,8 +222,12 @@ class RunSummary:
             out.append(f"baseline: {plain(self.baseline_note)}")
         if self.comparing:
             rows = self.verdict_rows()
-            where = self.baseline_path if self.baseline_found else "none yet"
-            out.append(f"--- gpuperf verdicts against baseline {where}")
+            where = (
+                f"against baseline {self.baseline_path}"
+                if self.baseline_found
+                else f"(no baseline at {self.baseline_path})"
+            )
+            out.append(f"--- gpuperf verdicts {where}")
             out += table(VERDICT_HEADER, rows)
             for r in self.results:
                 for name, v in r.verdicts.items():

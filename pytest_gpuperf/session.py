@@ -52,6 +52,7 @@ class Options:
         self.emulate = emulate
         self.profile_source = "--gpu-profile"  # where the profile was named, for errors
         self.false_alarm = 0.01  # the whole run's false-alarm rate (Bonferroni over metrics)
+        self.explicit_dir = False  # the baseline directory was named, not the default
 
 
 class GpuPerfSession:
@@ -113,7 +114,7 @@ class GpuPerfSession:
         """The profile results belong to: the one asked for, or the detected one."""
         if self.options.profile == AUTO:
             return self.detected_profile()
-        return self.registry.get(self.options.profile)
+        return self.registry.get(self.options.profile, self.snapshot)
 
     def check_profile(self) -> None:
         """Validate --gpu-profile: known name, and matching the device unless allowed."""
@@ -122,7 +123,7 @@ class GpuPerfSession:
         from .profiles import ProfileError
 
         try:
-            wanted = self.registry.get(self.options.profile)
+            wanted = self.registry.get(self.options.profile, self.snapshot)
         except ProfileError as exc:
             raise pytest.UsageError(f"{self.options.profile_source}: {exc}") from None
         if self.options.allow_mismatch:
@@ -238,6 +239,20 @@ class GpuPerfSession:
                 f"{self.baseline.profile!r}, not {name!r}"
             )
         self.baseline_ready = True
+
+    def baseline_line(self) -> str | None:
+        """Which baseline file this run compares with, saves to, or looked for."""
+        if self.options.baseline_mode == "off":
+            return "baselines off"
+        if self.baseline_path is None:
+            return self.baseline_note
+        prof = self.baseline_profile
+        if self.options.baseline_mode == "save":
+            return f"saving to baseline {self.baseline_path} (profile {prof})"
+        if self.baseline is None:
+            return f"no baseline at {self.baseline_path} (profile {prof}): results are new"
+        n = len(self.baseline.entries)
+        return f"comparing with baseline {self.baseline_path} (profile {prof}, {n} entries)"
 
     def environment(self, emulated: str | None = None) -> dict[str, Any]:
         from .gate import environment

@@ -14,6 +14,8 @@ from tests.fakes import gpu, snapshot
 DEVICES = {{
     "h200": snapshot(gpu()),
     "t4": snapshot(gpu("Tesla T4", 15360, (7, 5))),
+    "a100-40": snapshot(gpu("NVIDIA A100-SXM4-40GB", 40960, (8, 0))),
+    "a100-80": snapshot(gpu("NVIDIA A100 80GB PCIe", 81920, (8, 0))),
     "a100-mig": snapshot(gpu("NVIDIA A100-SXM4-40GB MIG 1g.5gb", 4864, (8, 0),
                              mig_profile="1g.5gb", parent_name="NVIDIA A100-SXM4-40GB",
                              parent_memory_total=40960 * 1024**2)),
@@ -247,14 +249,31 @@ def test_gpu_info_prints_the_snapshot(pytester):
     result.stdout.fnmatch_lines(["device: *", "*torch: *", "*profile: *"])
 
 
-def test_unknown_profile_name_lists_known_ones(on):
+def test_unknown_profile_name_says_what_it_may_have_meant(on):
+    p = on("h200")
+    result = p.runpytest("--gpu-profile=h2000")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--gpu-profile: unknown GPU profile 'h2000'; did you mean 'h200'* (known profiles: a100-40gb, a100-80gb, h100, h200*"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("device", "name", "profile"),
+    [("a100-40", "a100", "a100-40gb"), ("a100-80", "A100", "a100-80gb"), ("h200", "H200", "h200"), ("t4", "T4", "t4")],
+)
+def test_a_family_name_resolves_to_the_detected_variant(on, device, name, profile):
+    p = on(device)
+    p.makepyfile(test_f=f"def test_f(gpu_profile):\n    assert gpu_profile.name == {profile!r}\n")
+    p.runpytest(f"--gpu-profile={name}").assert_outcomes(passed=1)
+
+
+def test_a_family_name_on_another_card_lists_the_variants(on):
     p = on("h200")
     result = p.runpytest("--gpu-profile=a100")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        [
-            "*--gpu-profile: unknown GPU profile 'a100'; known profiles: a100-40gb, a100-80gb, h100, h200*"
-        ]
+        ["*'a100' is a family of GPU profiles (a100-40gb, a100-80gb) and this machine (NVIDIA H200*) matches none of them: name the variant, e.g. a100-40gb*"]
     )
 
 
@@ -328,7 +347,8 @@ def test_emulation_caps_vram_decisions(on):
 @pytest.mark.parametrize(
     ("device", "arg", "fragment"),
     [
-        ("h200", "a100", "--gpu-emulate: unknown GPU profile 'a100'"),
+        ("h200", "a100", "--gpu-emulate: 'a100' is a family of GPU profiles (a100-40gb, a100-80gb): name the variant, e.g. a100-40gb"),
+        ("h200", "a10O", "--gpu-emulate: unknown GPU profile 'a10O'; did you mean"),
         ("cpu", "a100-40gb", "--gpu-emulate=a100-40gb caps GPU memory, and this run has no GPU"),
         ("t4", "a100-40gb", "--gpu-emulate=a100-40gb (40 GiB) is larger than this GPU (Tesla T4"),
         ("h200", "cpu", "--gpu-emulate=cpu: the profile has no memory size to emulate"),

@@ -62,9 +62,18 @@ def test_mig_slice_table_a100_40gb_seven_slices_expose_35_gb():
 
 def test_unknown_profile_lists_the_known_ones():
     with pytest.raises(ProfileError) as info:
-        Registry.builtin().get("a100")
-    assert "unknown GPU profile 'a100'" in str(info.value)
+        Registry.builtin().get("b200")
+    assert "unknown GPU profile 'b200'; did you mean 'h200'" in str(info.value)
     assert "a100-40gb" in str(info.value) and "h200" in str(info.value)
+
+
+def test_names_are_case_insensitive_and_families_resolve():
+    reg = Registry.builtin()
+    assert reg.get("H200").name == "h200" and reg.get("RTX-6000-ADA").name == "rtx-6000-ada"
+    assert reg.get("a100", lambda: snapshot(gpu("NVIDIA A100-SXM4-80GB", 81920, (8, 0)))).name == "a100-80gb"
+    assert reg.get("A100", lambda: snapshot(gpu("NVIDIA A100-PCIE-40GB", 40960, (8, 0)))).name == "a100-40gb"
+    with pytest.raises(ProfileError, match=r"'a100' is a family of GPU profiles \(a100-40gb, a100-80gb\): name the variant"):
+        reg.get("a100")  # no device to decide by
 
 
 def test_user_profiles_add_and_override(tmp_path):

@@ -1,0 +1,76 @@
+"""What a new user, and a pytest-benchmark user, meets in the first hour (CPU, pytester)."""
+
+import json
+
+import pytest
+
+from . import vclock
+from .test_plugin_gate import BENCH, FAST, saved
+
+
+@pytest.fixture
+def project(pytester, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("SLOW", raising=False)
+    vclock.add_to(pytester)
+    pytester.makepyfile(test_b=BENCH)
+    return pytester
+
+
+LATENCY = """
+import os
+
+def test_latency(gpu_benchmark):
+    gpu_benchmark.record("ttft", float(os.environ.get("TTFT", "100")), "ms")
+"""
+
+
+def test_a_longer_latency_is_a_regression(project, monkeypatch):
+    project.makepyfile(test_l=LATENCY)
+    project.runpytest(*FAST, "test_l.py", "--gpuperf-baseline=save").assert_outcomes(passed=1)
+    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    assert data["entries"]["test_l.py::test_latency::ttft"]["metrics"]["value"]["direction"] == "lower"
+    monkeypatch.setenv("TTFT", "200")
+    result = project.runpytest(*FAST, "test_l.py")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["PERFORMANCE REGRESSION test_l.py::test_latency::ttft value: 100 ms -> 200 ms (+100.00%*", "REGRESSED *test_l.py::test_latency::ttft*"]
+    )
+    monkeypatch.setenv("TTFT", "50")
+    project.runpytest(*FAST, "test_l.py").stdout.fnmatch_lines(["IMPROVED *test_l.py::test_latency::ttft*"])
+
+
+def test_the_run_says_which_baseline_it_uses(project):
+    result = project.runpytest(*FAST)
+    result.stdout.fnmatch_lines(
+        [f"gpuperf: no baseline at {project.path}/baselines/cpu.json (profile cpu): results are new", "*gpuperf verdicts (no baseline at *cpu.json)*"]
+    )
+    saved(project, times=1)
+    result = project.runpytest(*FAST)
+    result.stdout.fnmatch_lines(
+        [f"gpuperf: comparing with baseline {project.path}/baselines/cpu.json (profile cpu, 2 entries)"]
+    )
+    project.runpytest(*FAST, "--gpuperf-baseline=save").stdout.fnmatch_lines(
+        [f"gpuperf: saving to baseline {project.path}/baselines/cpu.json (profile cpu)"]
+    )
+
+
+def test_the_baseline_directory_is_the_rootdirs_wherever_pytest_starts(project, monkeypatch):
+    project.makeini("[pytest]\n")
+    saved(project, times=1)
+    sub = project.path / "sub"
+    sub.mkdir()
+    monkeypatch.chdir(sub)
+    result = project.runpytest(*FAST, str(project.path / "test_b.py"))
+    result.stdout.fnmatch_lines([f"gpuperf: comparing with baseline {project.path}/baselines/cpu.json*", "UNCHANGED *test_b.py::test_spin*"])
+
+
+def test_a_mistyped_baseline_directory_is_an_error(project):
+    saved(project, times=1)
+    result = project.runpytest(*FAST, "--gpuperf-baseline-dir=baseline")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*--gpuperf-baseline-dir: {project.path}/baseline is not a directory (relative paths are resolved against the rootdir {project.path})*"]
+    )
+    # saving into a new directory is how one starts: not an error
+    project.runpytest(*FAST, "--gpuperf-baseline-dir=perf", "--gpuperf-baseline=save").assert_outcomes(passed=2)
