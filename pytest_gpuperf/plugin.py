@@ -583,27 +583,30 @@ def _default_benchmark_timer(config: pytest.Config) -> None:
     """
     if not config.pluginmanager.hasplugin("benchmark"):
         return
-    args = list(config.invocation_params.args) + str(config.getini("addopts") or "").split()
-    if any(str(a).startswith("--benchmark-timer") for a in args):
+    import os
+    import shlex
+
+    # every place pytest reads options from: the command line, the ini file's addopts and
+    # PYTEST_ADDOPTS (str(list).split() on addopts missed a list-valued ini)
+    addopts = config.getini("addopts")
+    args = [
+        *map(str, config.invocation_params.args),
+        *(addopts if isinstance(addopts, list) else shlex.split(str(addopts or ""))),
+        *shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+    ]
+    if any(a.startswith("--benchmark-timer") for a in args):
         return
     config.option.benchmark_timer = "pytest_gpuperf.clock.synchronized_perf_counter"
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
-    sess = get_session(config)
-    snap = sess.snapshot()
-    machine_info["gpuperf"] = {"device": snap.to_dict(), "describe": snap.describe()}
-    prof = sess.profile()
-    machine_info["gpuperf"]["profile"] = prof.name if prof else None
-
-
-@pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_json: dict) -> None:
+    from .benchjson import benchmark_entries
     from .report import json_safe
 
-    sess = get_session(config)
-    output_json["gpuperf"] = json_safe(sess.summary().payload())
+    summary = get_session(config).summary()
+    output_json["gpuperf"] = json_safe(summary.payload())  # device and profile live here
+    output_json.setdefault("benchmarks", []).extend(benchmark_entries(summary))
 
 
 @pytest.fixture

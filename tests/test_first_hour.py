@@ -74,3 +74,50 @@ def test_a_mistyped_baseline_directory_is_an_error(project):
     )
     # saving into a new directory is how one starts: not an error
     project.runpytest(*FAST, "--gpuperf-baseline-dir=perf", "--gpuperf-baseline=save").assert_outcomes(passed=2)
+
+
+# ------------------------------------------------------------------- pytest-benchmark users
+
+PB = "def test_pb(benchmark):\n    benchmark(sum, range(10))\n"
+
+
+@pytest.mark.parametrize("where", ["ini", "pyproject", "env"])
+def test_a_timer_chosen_in_addopts_or_the_environment_is_kept(pytester, monkeypatch, where):
+    pytester.makepyfile(test_pb=PB)
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    if where == "ini":
+        pytester.makeini("[pytest]\naddopts = --benchmark-timer=time.process_time\n")
+    elif where == "pyproject":
+        pytester.makepyprojecttoml('[tool.pytest.ini_options]\naddopts = ["--benchmark-timer=time.process_time"]\n')
+    else:
+        monkeypatch.setenv("PYTEST_ADDOPTS", "--benchmark-timer=time.process_time")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*timer=time.process_time*"])
+    assert "synchronized_perf_counter" not in result.stdout.str()
+
+
+def test_compare_with_runs_saved_without_the_plugin_gives_no_warning(pytester):
+    pytester.makepyfile(test_pb=PB)
+    store = f"file://{pytester.path}/store"
+    first = pytester.runpytest_subprocess("-p", "no:gpuperf", "--benchmark-autosave", f"--benchmark-storage={store}")
+    first.assert_outcomes(passed=1)
+    again = pytester.runpytest_subprocess(
+        "--benchmark-compare", f"--benchmark-storage={store}", "-W", "error", "-p", "no:cacheprovider"
+    )
+    again.assert_outcomes(passed=1)
+    assert "machine_info is different" not in again.stdout.str() + again.stderr.str()
+
+
+def test_pytest_benchmark_compare_lists_gpu_benchmark_results(project):
+    import subprocess
+    import sys
+
+    project.runpytest(*FAST, "--benchmark-json=run.json").assert_outcomes(passed=2)
+    data = json.loads((project.path / "run.json").read_text())
+    assert {b["fullname"] for b in data["benchmarks"]} == {"test_b.py::test_spin", "test_b.py::test_other"}
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest_benchmark", "compare", str(project.path / "run.json")],
+        capture_output=True, text=True, cwd=project.path,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert "test_spin" in listed.stdout and "test_other" in listed.stdout

@@ -41,7 +41,12 @@ def test_results_in_summary_json_and_junit(pytester):
         ]
     )
     data = json.loads((pytester.path / "out.json").read_text())
-    assert data["machine_info"]["gpuperf"]["profile"] == "cpu"
+    assert "gpuperf" not in data["machine_info"]  # runs saved without the plugin compare cleanly
+    assert data["gpuperf"]["profile"] == "cpu"
+    (entry,) = data["benchmarks"]  # the measured result, as a pytest-benchmark entry
+    assert entry["fullname"] == "test_b.py::test_spin" and entry["group"] == "gpuperf"
+    assert entry["stats"]["rounds"] == len(entry["stats"]["data"]) >= 6
+    assert entry["extra_info"]["throughput_unit"] == "tokens/s"
     res, rec = data["gpuperf"]["results"]  # one result type, measured and recorded
     assert res["key"] == "test_b.py::test_spin" and res["unit"] == "tokens"
     assert res["kind"] == "measured"
@@ -59,7 +64,7 @@ def test_results_join_pytest_benchmarks_own_json(pytester):
     result = pytester.runpytest(*FAST, "--benchmark-json=out.json")
     result.assert_outcomes(passed=2)
     data = json.loads((pytester.path / "out.json").read_text())
-    assert [b["name"] for b in data["benchmarks"]] == ["test_pb"]
+    assert [b["name"] for b in data["benchmarks"]] == ["test_pb", "test_spin"]
     assert data["gpuperf"]["results"][0]["key"] == "test_b.py::test_spin"
 
 

@@ -174,6 +174,7 @@ def test_cast_audit_sees_peft_float32_adapters():
     assert counts[True] > counts[False] > 0
 
 
+@pytest.mark.filterwarnings("error:.*past_key_values.*:FutureWarning")
 def test_static_greedy_decoder_matches_hf_generate():
     from pytest_gpuperf.workloads.generation import StaticGreedyDecoder
 
@@ -199,3 +200,21 @@ def test_padded_step_masks_the_padding():
     garbage = ids.masked_fill(mask == 0, 7)  # what sits in the padding must not matter
     tr2 = make_trainer("tiny", device="cpu", quantization="nf4", seq_len=32)
     assert torch.allclose(tr2.step_padded(garbage, mask), loss)
+
+
+def test_importing_bitsandbytes_and_peft_prints_no_deprecation_warning():
+    """The shipped suite's output stays free of torch's own torch.jit.script_method warning,
+    which importing bitsandbytes (and so peft) triggers: checked in a fresh interpreter,
+    where the import really happens."""
+    import subprocess
+    import sys
+
+    code = (
+        "from pytest_gpuperf.workloads import import_bitsandbytes\n"
+        "import_bitsandbytes()\n"
+        "import peft\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "error::DeprecationWarning", "-c", code], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

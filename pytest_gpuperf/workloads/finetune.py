@@ -4,6 +4,7 @@ that treat running out of memory as a result, and a search for the largest batch
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,6 +108,11 @@ def make_trainer(
     adapted projection casts its input to float32 and back (hidden casts); False keeps the
     adapters in the model's dtype."""
     import torch
+
+    from . import import_bitsandbytes
+
+    with contextlib.suppress(ImportError):
+        import_bitsandbytes()  # before peft, which imports it
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
     lora = lora or LoraSettings()

@@ -83,10 +83,16 @@ class StaticGreedyDecoder:
         self.graph: Any = None
         self.graph_error: str | None = None
         self._want_graph = use_graph and self.device.type == "cuda"
+        # transformers 5.2x renamed forward's past_key_values to cache (the old name warns);
+        # 5.17, on our GPU runner, knows only the old one
+        import inspect
+
+        params = inspect.signature(type(model).forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
 
     def _forward(self, ids: Any, positions: Any) -> Any:
         out = self.model(
-            input_ids=ids, past_key_values=self.cache, cache_position=positions, use_cache=True
+            input_ids=ids, **{self._cache_kw: self.cache}, cache_position=positions, use_cache=True
         )
         return out.logits[:, -1].argmax(-1, keepdim=True)
 

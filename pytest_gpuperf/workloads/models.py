@@ -119,7 +119,9 @@ def _init_params(module: Any, torch: Any, generator: Any) -> None:
 
 
 def _quantize_linears(layer: Any, torch: Any, compute_dtype: Any, device: Any) -> None:
-    import bitsandbytes as bnb
+    from . import import_bitsandbytes
+
+    bnb = import_bitsandbytes()
 
     for parent in list(layer.modules()):
         for child_name, child in list(parent.named_children()):
@@ -136,7 +138,7 @@ def _quantize_linears(layer: Any, torch: Any, compute_dtype: Any, device: Any) -
             )
             q.weight = bnb.nn.Params4bit(
                 child.weight.data, requires_grad=False, quant_type="nf4"
-            ).to(device)  # type: ignore[misc]  # moving a Params4bit quantizes it
+            ).to(device)  # moving a Params4bit quantizes it
             if child.bias is not None:
                 q.bias = torch.nn.Parameter(child.bias.data, requires_grad=False)
             setattr(parent, child_name, q)
@@ -168,7 +170,9 @@ def build_model(
     device = torch.device(device)
     if quantization == "nf4":
         try:
-            import bitsandbytes  # noqa: F401
+            from . import import_bitsandbytes
+
+            import_bitsandbytes()
         except ImportError as exc:
             raise WorkloadError(f"nf4 needs bitsandbytes, which is not importable: {exc}") from None
     t0 = time.perf_counter()
