@@ -18,3 +18,14 @@ with contextlib.suppress(ImportError):
     settings.register_profile("deterministic", derandomize=True, deadline=None, database=None)
     settings.register_profile("explore", deadline=None, max_examples=1000)
     settings.load_profile("deterministic")
+
+
+import pytest
+
+
+@pytest.fixture
+def project(pytester, monkeypatch):
+    """A pytester project with two virtual-clock benchmarks (tests/gateproject.py)."""
+    from .gateproject import make_project
+
+    return make_project(pytester, monkeypatch)

@@ -4,18 +4,7 @@ import json
 
 import pytest
 
-from . import vclock
-from .test_plugin_gate import BENCH, FAST, saved
-
-
-@pytest.fixture
-def project(pytester, monkeypatch):
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    monkeypatch.delenv("SLOW", raising=False)
-    vclock.add_to(pytester)
-    pytester.makepyfile(test_b=BENCH)
-    return pytester
-
+from .gateproject import FAST, saved
 
 LATENCY = """
 import os

@@ -16,17 +16,7 @@ from pytest_gpuperf.gate import key_collisions
 from pytest_gpuperf.report import markdown_table, md_cell, plain, table
 from pytest_gpuperf.results import Result
 
-from . import vclock
-from .test_plugin_gate import BENCH, FAST, saved
-
-
-@pytest.fixture
-def project(pytester, monkeypatch):
-    monkeypatch.delenv("SLOW", raising=False)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    vclock.add_to(pytester)
-    pytester.makepyfile(test_b=BENCH)
-    return pytester
+from .gateproject import BENCH, FAST, saved
 
 
 def entry(gpu="G", median=100.0):
