@@ -91,13 +91,14 @@ class DeviceSnapshot:
         """The GPU a test gets by default: the first visible one."""
         return self.gpus[0] if self.gpus else None
 
-    def describe(self) -> str:
-        """One line for headers and reports."""
+    def describe(self, short: bool = False) -> str:
+        """One line for headers and reports (`short`: without why no GPU is visible)."""
         gpu = self.primary
         if gpu is None:
+            why = "" if short else f" (no GPU: {self.note or 'none visible'})"
             return (
                 f"cpu: {self.cpu_model or 'unknown CPU'}, {self.cpu_cores or '?'} cores, "
-                f"{format_size(self.host_memory)} RAM (no GPU: {self.note or 'none visible'})"
+                f"{format_size(self.host_memory)} RAM{why}"
             )
         mig = f" MIG {gpu.mig_profile} of {gpu.parent_name}" if gpu.is_mig_instance else ""
         count = f"{self.gpu_count}x " if self.gpu_count > 1 else ""
@@ -124,7 +125,8 @@ class DeviceSnapshot:
 
     def lines(self) -> list[str]:
         """A multi-line description for `pytest --gpu-info`."""
-        out = [f"device: {self.kind} (answered by {self.source})"]
+        by = f" (detected by {self.source})" if self.source != self.kind else ""
+        out = [f"device: {self.kind}{by}"]
         for g in self.gpus:
             out.append(f"  gpu {g.index}: {g.name}")
             if g.is_mig_instance:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -29,8 +30,7 @@ def result_rows(results: Iterable[Result]) -> list[list[str]]:
             [
                 r.key,
                 f"{_fmt(r.throughput.median)} {r.throughput.unit}",
-                f"±{r.throughput.rel_ci_halfwidth * 100:.2f}%"
-                + ("" if r.time.ci_exact else " (range)"),
+                interval_text(r),
                 f"{r.time.median * 1e3:.4g} ms",
                 str(r.time.n),
                 format_size(r.peak_reserved) if r.peak_reserved is not None else "-",
@@ -38,6 +38,17 @@ def result_rows(results: Iterable[Result]) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def interval_text(r: Result) -> str:
+    """The throughput's 95% interval as a relative half-width, or why there is none."""
+    assert r.time is not None and r.throughput is not None
+    if not r.time.ci_exact:
+        return f"none (n={r.time.n})"  # too few samples for an interval of the median
+    half = r.throughput.rel_ci_halfwidth
+    if not math.isfinite(half) or half > 1:
+        return "unusable noise"
+    return f"±{half * 100:.2f}%"
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -201,40 +212,53 @@ class RunSummary:
         }
 
     def terminal_lines(self, verbosity: int = 0) -> list[str]:
-        """Lines for the terminal; a line starting with '--- ' is a section separator."""
-        out = [f"device: {plain(self.describe)}; profile: {self.profile or 'unknown'}"]
+        """Lines for the terminal; a line starting with '--- ' is a section separator.
+
+        One table by default: the verdicts when a baseline was found, else the results;
+        notes only for results with a flag. With -v: both tables, every note and the advice
+        for inconclusive verdicts. With -q: the table alone."""
+        describe = self.describe
+        if verbosity <= 0:
+            from .device import DeviceSnapshot
+
+            with contextlib.suppress(TypeError, ValueError):  # a device dict of another version
+                describe = DeviceSnapshot.from_dict(self.device).describe(short=True)
+        out = [f"device: {plain(describe)}; profile: {self.profile or 'unknown'}"]
         if self.emulated is not None:
             name, gib = self.emulated
             out.append(
                 f"EMULATING {name}: GPU memory capped to {gib:g} GiB; memory fits and batch "
                 "limits are the emulated card's, speed figures this GPU's"
             )
+        verdicts = self.comparing and self.baseline_found
         measured = [r for r in self.results if r.kind == "measured"]
-        out += table(RESULT_HEADER, result_rows(measured))
-        for r in self.results:
-            if r.kind == "recorded" and r.value is not None:
-                note = f" ({'; '.join(r.notes)})" if r.notes else ""
-                out.append(plain(f"{r.key}: {r.value:g} {r.unit}{note}"))
-        for r in measured:
-            for note in r.notes:
-                out.append(f"  {plain(r.key)}: {plain(note)}")
+        if verbosity > 0 or not verdicts:
+            out += table(RESULT_HEADER, result_rows(measured))
+            for r in self.results:
+                if r.kind == "recorded" and r.value is not None:
+                    note = f" ({'; '.join(r.notes)})" if r.notes else ""
+                    out.append(plain(f"{r.key}: {r.value:g} {r.unit}{note}"))
+        if verbosity >= 0:
+            for r in measured:
+                if verbosity > 0 or r.flags() or r.stop_reason == "noise-limited":
+                    for note in r.notes:
+                        out.append(f"  {plain(r.key)}: {plain(note)}")
         if self.baseline_note:
             out.append(f"baseline: {plain(self.baseline_note)}")
         if self.comparing:
             rows = self.verdict_rows()
-            where = (
-                f"against baseline {self.baseline_path}"
-                if self.baseline_found
-                else f"(no baseline at {self.baseline_path})"
-            )
-            out.append(f"--- gpuperf verdicts {where}")
-            out += table(VERDICT_HEADER, rows)
-            for r in self.results:
-                for name, v in r.verdicts.items():
-                    if v.get("advice"):
-                        out.append(
-                            f"  {plain(r.key)} {name}: inconclusive; to settle: {v['advice']}"
-                        )
+            if verdicts:
+                out.append(f"--- gpuperf verdicts against baseline {self.baseline_path}")
+                out += table(VERDICT_HEADER, rows)
+            else:
+                out.append(f"no baseline at {self.baseline_path}: every result is new")
+            if verbosity > 0:
+                for r in self.results:
+                    for name, v in r.verdicts.items():
+                        if v.get("advice"):
+                            out.append(
+                                f"  {plain(r.key)} {name}: inconclusive; to settle: {v['advice']}"
+                            )
             if self.warn_only and any(row[0] == "REGRESSED" for row in rows):
                 out.append("regressions reported only (--gpuperf-warn-only): not failing")
         return out

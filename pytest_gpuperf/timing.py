@@ -371,8 +371,9 @@ def _measure_into(
         known = (
             f"median known to ±{decision.rel_ci * 100:.2f}%"
             if math.isfinite(decision.rel_ci)
-            else f"only {len(samples)} samples, too few for a {cfg.confidence:.0%} interval "
-            "of the median (6 needed), so the interval shown is their range"
+            else f"only {len(samples)} sample{'s' if len(samples) != 1 else ''}, too few for "
+            f"a {cfg.confidence:.0%} interval "
+            "of the median (6 needed)"
         )
         result.notes.append(
             f"stopped on {decision.reason}: {known} (target ±{cfg.target * 100:.2f}%)"

@@ -32,7 +32,7 @@ def test_a_longer_latency_is_a_regression(project, monkeypatch):
 def test_the_run_says_which_baseline_it_uses(project):
     result = project.runpytest(*FAST)
     result.stdout.fnmatch_lines(
-        [f"gpuperf: no baseline at {project.path}/baselines/cpu.json (profile cpu): results are new", "*gpuperf verdicts (no baseline at *cpu.json)*"]
+        [f"gpuperf: no baseline at {project.path}/baselines/cpu.json (profile cpu): results are new", f"no baseline at {project.path}/baselines/cpu.json: every result is new"]
     )
     saved(project, times=1)
     result = project.runpytest(*FAST)
@@ -110,3 +110,41 @@ def test_pytest_benchmark_compare_lists_gpu_benchmark_results(project):
     )  # fmt: skip
     assert listed.returncode == 0, listed.stderr
     assert "test_spin" in listed.stdout and "test_other" in listed.stdout
+
+
+# ------------------------------------------------------------------------------- output
+
+
+def test_one_compact_table_by_default_details_with_v(project):
+    saved(project, times=2)
+    default = project.runpytest(*FAST).stdout.str()
+    assert "verdict    benchmark" in default and "median/call" not in default  # one table
+    assert "to settle" not in default
+    verbose = project.runpytest(*FAST, "-v").stdout.str()
+    assert "verdict    benchmark" in verbose and "median/call" in verbose  # both tables
+    quiet = project.runpytest(*FAST, "-q").stdout.str()
+    assert "verdict    benchmark" in quiet
+    widths = [len(line) for line in quiet.splitlines() if str(project.path) not in line]
+    assert max(widths) <= 120, quiet  # no 190-character lines (file paths aside)
+
+
+def test_intervals_say_when_there_is_none_or_it_is_noise():
+    from pytest_gpuperf.report import interval_text
+    from pytest_gpuperf.results import Result, Throughput
+    from pytest_gpuperf.stats import summarize
+
+    r = Result(nodeid="t", metric=None, unit="tokens", work_per_call=1)
+    r.time = summarize([0.01], 0.95)
+    r.throughput = Throughput("tokens/s", 100.0, 100.0, 100.0)
+    assert interval_text(r) == "none (n=1)"  # not "±0.00% (range)"
+    r.time = summarize([0.01 * (1 + i % 7) for i in range(30)], 0.95)
+    r.throughput = Throughput("tokens/s", 100.0, 10.0, 678.0)
+    assert interval_text(r) == "unusable noise"  # not "±578%"
+    r.throughput = Throughput("tokens/s", 100.0, 99.0, 101.0)
+    assert interval_text(r) == "±1.00%"
+
+
+def test_gpu_info_does_not_repeat_the_device_kind():
+    from tests.fakes import snapshot
+
+    assert snapshot().lines()[0] == "device: cpu"
