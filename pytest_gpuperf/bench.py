@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ class GpuBenchmark:
         telemetry: Callable[[float], Any] | None,
         emulated: str | None = None,
         judge: Callable[[Result], dict[str, Any]] | None = None,
+        progress: Callable[[str, bool], None] | None = None,
     ) -> None:
         self.nodeid = nodeid
         self.snapshot = snapshot
@@ -38,6 +40,8 @@ class GpuBenchmark:
         self._telemetry = telemetry
         self.emulated = emulated
         self._judge = judge
+        self._progress = progress  # (line, verbose only) -> shown on the terminal
+        self._started = time.monotonic()
         self.results: list[Result] = []  # measured and recorded, in call order
 
     @property
@@ -123,7 +127,26 @@ class GpuBenchmark:
                 "not the emulated card's"
             )
         self.results.append(result)
+        self._report(result)
         return result
+
+    PROGRESS_AFTER_S = 3.0  # a test running longer than this shows each measurement
+
+    def _report(self, result: Result) -> None:
+        """One line per measurement while the test runs (a sweep point: "batch20: 6,570
+        tokens/s, peak 34.5 GiB"), with -v, or without it once the test has run for a few
+        seconds; never under -q (the callback decides)."""
+        if self._progress is None:
+            return
+        from .units import format_size
+
+        if result.outcome != "ok" or result.throughput is None:
+            line = f"{result.key}: {result.outcome.upper()}"
+        else:
+            mem = f", peak {format_size(result.peak_reserved)}" if result.peak_reserved else ""
+            line = f"{result.key}: {result.throughput.format()}{mem}"
+        long_running = time.monotonic() - self._started > self.PROGRESS_AFTER_S
+        self._progress(line, not long_running)
 
     def _check_new_key(self, metric: str | None, how: str) -> None:
         key = f"{self.nodeid}::{metric}" if metric else self.nodeid

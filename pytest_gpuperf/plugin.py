@@ -528,10 +528,39 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
     if snap.kind == "cuda":
         sess.apply_emulation()
     bench = GpuBenchmark(
-        item.nodeid, snap, layers, telemetry, emulated=sess.options.emulate, judge=sess.judge
+        item.nodeid,
+        snap,
+        layers,
+        telemetry,
+        emulated=sess.options.emulate,
+        judge=sess.judge,
+        progress=_progress_writer(request.config),
     )
     item.stash[BENCH_KEY] = bench
     return bench
+
+
+def _progress_writer(config: pytest.Config) -> Any:
+    """Write a progress line to the terminal while a test runs (output capture suspended),
+    unless -q; lines meant for -v only wait for -v. None under pytest-xdist workers."""
+    verbosity = config.get_verbosity()
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    if verbosity < 0 or tr is None or hasattr(config, "workerinput"):
+        return None
+
+    def write(line: str, verbose_only: bool) -> None:
+        if verbose_only and verbosity < 1:
+            return
+        from .report import plain
+
+        if capman is not None:
+            with capman.global_and_fixture_disabled():
+                tr.write_line(f"  gpuperf: {plain(line)}")
+        else:
+            tr.write_line(f"  gpuperf: {plain(line)}")
+
+    return write
 
 
 @pytest.hookimpl(wrapper=True)

@@ -148,3 +148,29 @@ def test_gpu_info_does_not_repeat_the_device_kind():
     from tests.fakes import snapshot
 
     assert snapshot().lines()[0] == "device: cpu"
+
+
+SWEEP = """
+from vclock import spin
+
+def test_sweep(gpu_benchmark):
+    for batch in (1, 2, 4):
+        gpu_benchmark(lambda: spin(0.001 * batch), work=batch * 64, unit="tokens", metric=f"batch{batch}")
+"""
+
+
+def test_progress_lines_for_each_measurement(project, monkeypatch):
+    import pytest_gpuperf.bench as bench
+
+    project.makepyfile(test_s=SWEEP)
+    verbose = project.runpytest(*FAST, "test_s.py", "-v")
+    verbose.stdout.fnmatch_lines(
+        ["*gpuperf: test_s.py::test_sweep::batch1: 64,0* tokens/s (95% CI*", "*gpuperf: test_s.py::test_sweep::batch4: *tokens/s*"]
+    )
+    plain = project.runpytest(*FAST, "test_s.py").stdout.str()
+    assert "gpuperf: test_s.py::test_sweep::batch1:" not in plain  # a short test: no lines
+    monkeypatch.setattr(bench.GpuBenchmark, "PROGRESS_AFTER_S", -1.0)  # as if it ran long
+    long = project.runpytest(*FAST, "test_s.py")
+    long.stdout.fnmatch_lines(["*gpuperf: test_s.py::test_sweep::batch2: *tokens/s*"])
+    quiet = project.runpytest(*FAST, "test_s.py", "-q").stdout.str()
+    assert "gpuperf: test_s.py::test_sweep::batch" not in quiet  # nothing extra under -q
