@@ -19,7 +19,7 @@ from .baselines import BaselineError, baseline_path, load, metric_problem, parse
 from .gate import environment, failing, judge_result, judged_metrics, metrics_of, missing
 from .report import VERDICT_HEADER, plain, table, verdict_rows
 from .results import Result
-from .verdict import per_metric_confidence
+from .verdict import CONFIDENCE, per_metric_confidence
 
 EXIT_CODES = """exit codes:
   0  no regression (also with --warn-only when there is one)
@@ -106,7 +106,7 @@ def compare_files(
     baseline: Path | None,
     tolerance: float | None = None,
     memory_tolerance: float | None = None,
-    false_alarm: float = 0.01,
+    false_alarm: float | None = None,
 ) -> tuple[list[list[str]], bool, Path]:
     """Verdict rows, whether the run fails, and the baseline file used."""
     data = _load_results(results_path)
@@ -125,9 +125,12 @@ def compare_files(
             f"{results_path} was measured as profile {expected!r} "
             f"({data.get('describe') or 'unknown device'}): pass the baseline of its profile"
         )
-    confidence = per_metric_confidence(
-        false_alarm, judged_metrics(base.entries, [r.key for r in results])
-    )
+    recorded = data.get("confidence")
+    if false_alarm is None and isinstance(recorded, float) and CONFIDENCE <= recorded < 1:
+        confidence = recorded  # the run's own: the same verdicts as in pytest
+    else:
+        m = judged_metrics(base.entries, [r.key for r in results])
+        confidence = per_metric_confidence(false_alarm or 0.01, m)
     for r in results:
         r.verdicts = judge_result(
             r,
@@ -191,8 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument(
         "--false-alarm",
         type=_fraction,
-        default=0.01,
-        help="the run's false-alarm rate, shared by its judged metrics (default 0.01)",
+        default=None,
+        help="the run's false-alarm rate, shared by its judged metrics (default: the "
+        "confidence the run used, else 0.01)",
     )
     c.add_argument("--warn-only", action="store_true", help="report without failing")
     ab = sub.add_parser(

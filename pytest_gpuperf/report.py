@@ -182,6 +182,7 @@ class RunSummary:
         emulated: tuple[str, float | None] | None,
         results: list[Result],
         missing: list[str],
+        confidence: float | None = None,
     ) -> None:
         self.device = device
         self.describe = describe
@@ -195,6 +196,7 @@ class RunSummary:
         self.emulated = emulated
         self.results = results
         self.missing = missing
+        self.confidence = confidence  # of each metric's verdict (the run's false-alarm budget)
 
     def verdict_rows(self) -> list[list[str]]:
         return verdict_rows(self.results, self.missing) if self.comparing else []
@@ -207,6 +209,7 @@ class RunSummary:
             "profile": self.profile,
             "baseline": self.baseline_path,
             "baseline_mode": self.baseline_mode,
+            "confidence": self.confidence,
             "results": [r.to_dict() for r in self.results],
             "missing": list(self.missing),
         }

@@ -78,6 +78,7 @@ class GpuPerfSession:
         self.collected: set[str] = set()
         self.emulation_applied = False
         self.finish_notes: list[str] = []
+        self._confidence: float | None = None
         self._registry: Registry | None = None
         self._snapshot: DeviceSnapshot | None = None
 
@@ -277,12 +278,16 @@ class GpuPerfSession:
     @property
     def confidence(self) -> float:
         """Each metric's confidence, from the run's false-alarm rate shared by the baseline
-        metrics of the collected tests (under xdist: of the whole baseline's selection)."""
-        from .gate import judged_metrics, selected
-        from .verdict import per_metric_confidence
+        metrics of the collected tests; computed once, at the first verdict (every test is
+        collected by then, in each pytest-xdist worker too)."""
+        if self._confidence is None:
+            from .gate import judged_metrics, selected
+            from .verdict import per_metric_confidence
 
-        keys = selected(self.entries, self.collected) if self.collected else None
-        return per_metric_confidence(self.options.false_alarm, judged_metrics(self.entries, keys))
+            keys = selected(self.entries, self.collected) if self.collected else None
+            m = judged_metrics(self.entries, keys)
+            self._confidence = per_metric_confidence(self.options.false_alarm, m)
+        return self._confidence
 
     @property
     def entries(self) -> dict[str, dict[str, Any]]:
@@ -403,6 +408,7 @@ class GpuPerfSession:
             emulated=(emu.name, emu.memory_gib) if emu is not None else None,
             results=list(self.results),
             missing=self.missing(),
+            confidence=self._confidence,
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -199,6 +199,7 @@ def test_pytest_and_compare_give_the_same_verdicts(project, monkeypatch):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["PERFORMANCE REGRESSION test_b.py::test_other throughput: no result now*"])
     data = json.loads((project.path / "now.json").read_text())
+    assert 0.99 <= data["confidence"] < 1  # compare reuses the run's confidence
     in_pytest = {r["key"]: {m: v["status"] for m, v in r["verdicts"].items()} for r in data["results"]}
     assert in_pytest == {
         "test_b.py::test_spin": {"throughput": "unchanged"},
