@@ -1,11 +1,41 @@
 """The shipped benchmark suite. Its size follows the device: on the CPU (the embedded
 default) every benchmark runs with the tiny Llama and small shapes, so the whole suite runs
-in about a minute on 2 cores; on a GPU the real presets and shapes run, each gated by the
-VRAM it needs."""
+in about 20 s on 2 cores; on a GPU the real presets and shapes run, each gated by the
+VRAM it needs.
+
+Tiers: `pytest benchmarks -m smoke` runs one benchmark per family, GPU-bound ones first
+(for pull requests); `pytest benchmarks` runs the full suite (nightly)."""
 
 from __future__ import annotations
 
 import pytest
+
+# The smoke tier, by test id within benchmarks/: one benchmark per family, GPU-bound ones
+# (stable to well under 1% between sessions on the H200) first; the tiny variants are the
+# same benchmarks on the CPU. tests/test_suite_tiers.py checks that each id exists.
+SMOKE = (
+    "test_dtype.py::test_matmul[bf16]",
+    "test_dtype.py::test_cast_bandwidth[fp32-to-bf16]",
+    "test_finetune.py::test_lora_step[llama-1b-b32]",
+    "test_finetune.py::test_lora_step[tiny-b4]",
+    "test_finetune.py::test_qlora_step[llama2-7b]",
+    "test_finetune.py::test_qlora_step[tiny]",
+    "test_generate.py::test_generate_static[llama-1b-b1-256tok]",
+    "test_generate.py::test_generate_static[tiny-b1-32tok]",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "smoke: the pull-request tier of the shipped suite (pytest benchmarks -m smoke)"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.split("benchmarks/", 1)[-1] in SMOKE:
+            item.add_marker(pytest.mark.smoke)
 
 
 def on_gpu(config: pytest.Config) -> bool:
