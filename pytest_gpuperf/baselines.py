@@ -176,6 +176,10 @@ def validate(path: Path, data: Any) -> BaselineFile:
                 raise _fail(path, f"{where}: {name!r} must be a string or null")
         if not isinstance(entry.get("flags", {}), dict):
             raise _fail(path, f"{where}: 'flags' must be an object")
+        if "duration_s" in entry:
+            why = number_problem(entry["duration_s"])
+            if why:
+                raise _fail(path, f"{where}: duration_s {why}")
         for mname, m in entry["metrics"].items():
             mw = f"{where} metric {mname!r}"
             why = metric_problem(m)

@@ -382,7 +382,12 @@ def key_collisions(results: Iterable[Result]) -> list[str]:
 
 
 def entries_to_save(
-    results: Iterable[Result], env: dict[str, Any], *, date: str, commit: str | None
+    results: Iterable[Result],
+    env: dict[str, Any],
+    *,
+    date: str,
+    commit: str | None,
+    durations: dict[str, float] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Baseline entries for this run's results that have figures (one environment: a run
     has one device and one emulation)."""
@@ -399,7 +404,27 @@ def entries_to_save(
             "flags": flags,
             "metrics": metrics,
         }
+        if durations and r.nodeid in durations:  # the whole test's, for --gpuperf-plan
+            updates[r.key]["duration_s"] = round(durations[r.nodeid], 3)
     return updates
+
+
+def expected_durations(
+    entries: dict[str, dict[str, Any]], nodeids: Iterable[str]
+) -> dict[str, float]:
+    """Seconds each test took when its baseline entries were saved (tests without one are
+    left out)."""
+    out: dict[str, float] = {}
+    for key, e in entries.items():
+        d = e.get("duration_s")
+        if isinstance(d, int | float) and not isinstance(d, bool):
+            out[key] = float(d)
+    found = {}
+    for n in nodeids:
+        times = [d for k, d in out.items() if k == n or k.startswith(n + "::")]
+        if times:
+            found[n] = max(times)
+    return found
 
 
 def worst(statuses: list[str]) -> str:

@@ -134,6 +134,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write results and verdicts as JSON to PATH",
     )
     group.addoption(
+        "--gpuperf-plan",
+        action="store_true",
+        default=False,
+        help="list the selected benchmarks with their expected time (the test durations the "
+        "baseline recorded; 'unknown' where none) and the total, then exit without running",
+    )
+    group.addoption(
         "--gpuperf-false-alarm",
         action="store",
         default=None,
@@ -292,10 +299,16 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     sess = get_session(session.config)
     sess.collected = {item.nodeid for item in session.items}
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if session.config.getoption("gpuperf_plan"):
+        sess.prepare_baseline()
+        if tr is not None:
+            for text in sess.plan_lines([item.nodeid for item in session.items]):
+                tr.write_line(text)
+        pytest.exit("gpuperf: plan shown, nothing run (--gpuperf-plan)", returncode=0)
     if any("gpu_benchmark" in getattr(item, "fixturenames", ()) for item in session.items):
         sess.prepare_baseline()
         line = sess.baseline_line()
-        tr = session.config.pluginmanager.get_plugin("terminalreporter")
         if line and tr is not None and not hasattr(session.config, "workerinput"):
             tr.write_line(f"gpuperf: {line}")
 

@@ -66,6 +66,7 @@ class GpuPerfSession:
         self.layer_error: str | None = None
         self.results: list[Result] = []  # measured and recorded, from reports of all workers
         self.failed_tests: set[str] = set()  # their results are reported, never saved
+        self.durations: dict[str, float] = {}  # seconds per test (setup + call + teardown)
         self.interrupted = False
         self.started = time.time()
         self.save_failed = False  # a requested baseline save that did not happen
@@ -241,6 +242,23 @@ class GpuPerfSession:
             )
         self.baseline_ready = True
 
+    def plan_lines(self, nodeids: list[str]) -> list[str]:
+        """The selected tests with the time each took when the baseline was saved."""
+        from .gate import expected_durations
+        from .report import table
+
+        known = expected_durations(self.entries, nodeids)
+        rows = [[n, f"{known[n]:.1f} s" if n in known else "unknown"] for n in nodeids]
+        total = sum(known.values())
+        unknown = len(nodeids) - len(known)
+        where = self.baseline_path if self.baseline is not None else "no baseline"
+        return [
+            f"gpuperf plan: {len(nodeids)} test(s), durations from {where}",
+            *table(["test", "expected"], rows),
+            f"total: {total:.0f} s"
+            + (f" + {unknown} test(s) of unknown duration" if unknown else ""),
+        ]
+
     def baseline_line(self) -> str | None:
         """Which baseline file this run compares with, saves to, or looked for."""
         if self.options.baseline_mode == "off":
@@ -341,6 +359,7 @@ class GpuPerfSession:
             self.environment(self.options.emulate),  # one run, one device, one emulation
             date=now,
             commit=_git_commit(self.baseline_path.parent),
+            durations=self.durations,
         )
         skipped = sorted({r.nodeid for r in self.results if r.nodeid in self.failed_tests})
         note = (
@@ -371,6 +390,10 @@ class GpuPerfSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" and report.failed:
             self.failed_tests.add(report.nodeid)
+        if report.when in ("setup", "call", "teardown"):  # a model built in setup counts
+            self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + float(
+                report.duration
+            )
         if report.when != "call" or not getattr(report, "gpuperf", None):
             return
         from .results import Result

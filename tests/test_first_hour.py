@@ -174,3 +174,22 @@ def test_progress_lines_for_each_measurement(project, monkeypatch):
     long.stdout.fnmatch_lines(["*gpuperf: test_s.py::test_sweep::batch2: *tokens/s*"])
     quiet = project.runpytest(*FAST, "test_s.py", "-q").stdout.str()
     assert "gpuperf: test_s.py::test_sweep::batch" not in quiet  # nothing extra under -q
+
+
+def test_a_plan_before_spending(project):
+    saved(project, times=1)
+    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    assert all(e["duration_s"] >= 0 for e in data["entries"].values())  # recorded when saved
+    project.makepyfile(test_c="def test_new(gpu_benchmark):\n    pass\n")
+    result = project.runpytest(*FAST, "--gpuperf-plan")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "gpuperf plan: 3 test(s), durations from *cpu.json",
+            "test_b.py::test_spin * s",
+            "test_b.py::test_other * s",
+            "test_c.py::test_new *unknown",
+            "total: * s + 1 test(s) of unknown duration",
+        ]
+    )
+    assert "passed" not in result.stdout.str()  # nothing ran
