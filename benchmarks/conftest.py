@@ -29,13 +29,21 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "smoke: the pull-request tier of the shipped suite (pytest benchmarks -m smoke)"
     )
+    # pytest-xdist registers it when installed; --strict-markers must not fail without it
+    config.addinivalue_line("markers", "xdist_group(name): tests run by one xdist worker")
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker, and before xdist groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.split("benchmarks/", 1)[-1] in SMOKE:
             item.add_marker(pytest.mark.smoke)
+        # `pytest -n <GPUs> --dist loadgroup`: a preset's tests stay on one worker (one GPU),
+        # so its model is built once
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        preset = params.get("preset") or params.get("qlora")
+        if isinstance(preset, str):
+            item.add_marker(pytest.mark.xdist_group(preset))
 
 
 def on_gpu(config: pytest.Config) -> bool:

@@ -296,14 +296,25 @@ def pytest_configure(config: pytest.Config) -> None:
     _default_benchmark_timer(config)
 
 
+def node_id(item: pytest.Item) -> str:
+    """The test's id as baselines know it: without the '@group' that pytest-xdist's
+    --dist loadgroup appends to tests marked xdist_group."""
+    nodeid = item.nodeid
+    mark = item.get_closest_marker("xdist_group")
+    if mark is not None:
+        name = mark.kwargs.get("name", mark.args[0] if mark.args else "default")
+        nodeid = nodeid.removesuffix(f"@{name}")
+    return nodeid
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     sess = get_session(session.config)
-    sess.collected = {item.nodeid for item in session.items}
+    sess.collected = {node_id(item) for item in session.items}
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if session.config.getoption("gpuperf_plan"):
         sess.prepare_baseline()
         if tr is not None:
-            for text in sess.plan_lines([item.nodeid for item in session.items]):
+            for text in sess.plan_lines([node_id(item) for item in session.items]):
                 tr.write_line(text)
         pytest.exit("gpuperf: plan shown, nothing run (--gpuperf-plan)", returncode=0)
     if any("gpu_benchmark" in getattr(item, "fixturenames", ()) for item in session.items):
@@ -316,6 +327,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     # after every plugin's and conftest's pytest_configure, so they can set up detection
     sess = get_session(session.config)
+    workerinput = getattr(session.config, "workerinput", None)
+    if workerinput is not None:  # pytest-xdist worker: one GPU each, before CUDA starts
+        sess.assign_worker_gpu(workerinput["workerid"], int(workerinput["workercount"]))
+    else:
+        workers = getattr(session.config.option, "numprocesses", None)
+        if isinstance(workers, int) and workers > 0:  # the controller of `pytest -n N`
+            sess.check_workers(workers)
     sess.check_profile()
     sess.check_emulation()
     if sess.ini_layer or sess.cli_layer:  # contradictions between them and the defaults
@@ -541,7 +559,7 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
     if snap.kind == "cuda":
         sess.apply_emulation()
     bench = GpuBenchmark(
-        item.nodeid,
+        node_id(item),
         snap,
         layers,
         telemetry,

@@ -6,8 +6,10 @@ needs to know the device, so a run with no GPU tests pays nothing for the plugin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -139,6 +141,36 @@ class GpuPerfSession:
                 f"{snap.describe()} (profile: {got}). Run on a {wanted.description}, use "
                 f"--gpu-profile=auto, or pass --gpu-allow-mismatch to compare anyway."
             )
+
+    # ------------------------------------------------------------ pytest-xdist workers
+
+    def check_workers(self, workers: int) -> None:
+        """On the controller: `pytest -n N` needs N GPUs, one per worker."""
+        snap = self.snapshot()
+        if snap.kind == "cuda" and workers > snap.gpu_count:
+            raise pytest.UsageError(
+                f"gpuperf: pytest -n {workers} on {snap.gpu_count} visible GPU(s): each worker "
+                f"needs a GPU of its own (two benchmarks on one GPU measure each other); use "
+                f"-n {snap.gpu_count}"
+            )
+
+    def assign_worker_gpu(self, workerid: str, workers: int) -> None:
+        """In a pytest-xdist worker, before anything initialises CUDA: worker gwN gets the
+        N-th visible GPU alone, through CUDA_VISIBLE_DEVICES."""
+        snap = self.snapshot()
+        if snap.kind != "cuda":
+            return
+        self.check_workers(workers)
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_initialized():
+            raise pytest.UsageError(
+                f"gpuperf: worker {workerid}: CUDA was initialised before the plugin could give "
+                "this worker its own GPU (a conftest or plugin touched CUDA at import)"
+            )
+        index = int(workerid.removeprefix("gw"))
+        gpu = snap.gpus[index]
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu.uuid or str(gpu.index)
+        self._snapshot = dataclasses.replace(snap, gpus=(gpu,))
 
     # --------------------------------------------------------------------- emulation
 

@@ -35,10 +35,10 @@ RECORDED = [
 def gpu(
     name: str = "NVIDIA H200", mib: int = 143771, cc: tuple[int, int] = (9, 0), **kw: Any
 ) -> GPUInfo:
+    kw.setdefault("uuid", "GPU-fake")
     return GPUInfo(
         index=0,
         name=name,
-        uuid="GPU-fake",
         memory_total=mib * MIB,
         compute_capability=cc,
         mig_mode=False,

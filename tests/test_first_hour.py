@@ -193,3 +193,17 @@ def test_a_plan_before_spending(project):
         ]
     )
     assert "passed" not in result.stdout.str()  # nothing ran
+
+
+def test_xdist_loadgroup_keeps_baseline_keys_stable(project):
+    pytest.importorskip("xdist")
+    project.makepyfile(
+        test_g="import pytest\nfrom vclock import spin\n\n"
+        "@pytest.mark.xdist_group('preset-a')\n"
+        "def test_g(gpu_benchmark):\n    gpu_benchmark(lambda: spin(0.001))\n"
+    )
+    result = project.runpytest(*FAST, "-n", "2", "--dist", "loadgroup", "--gpuperf-baseline=save")
+    result.assert_outcomes(passed=3)
+    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    assert "test_g.py::test_g" in data["entries"]  # not test_g.py::test_g@preset-a
+    assert not any("@" in k for k in data["entries"])

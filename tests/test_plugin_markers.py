@@ -367,3 +367,36 @@ def test_marker_name_lists_agree():
 
     assert set(plugin.REQUIREMENT_MARKERS) == set(marks.PARSERS)
     assert set(plugin.REQUIREMENT_MARKERS) | {"gpuperf", "dtype"} == set(plugin.MARKERS)
+
+
+# ------------------------------------------------------------- one GPU per xdist worker
+
+
+def test_each_xdist_worker_gets_its_own_gpu(monkeypatch):
+    from pytest_gpuperf.session import GpuPerfSession, Options
+    from tests.fakes import gpu, snapshot
+
+    two = snapshot(gpu(uuid="GPU-aaa"), gpu(uuid="GPU-bbb"))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    for worker, uuid in (("gw0", "GPU-aaa"), ("gw1", "GPU-bbb")):
+        sess = GpuPerfSession(Options(), None)
+        sess.set_snapshot(two)
+        sess.assign_worker_gpu(worker, 2)
+        assert __import__("os").environ["CUDA_VISIBLE_DEVICES"] == uuid
+        assert sess.snapshot().gpu_count == 1 and sess.snapshot().primary.uuid == uuid
+    sess = GpuPerfSession(Options(), None)
+    sess.set_snapshot(two)
+    with pytest.raises(pytest.UsageError, match=r"pytest -n 3 on 2 visible GPU\(s\): each worker needs a GPU of its own"):
+        sess.assign_worker_gpu("gw2", 3)
+    cpu = GpuPerfSession(Options(), None)
+    cpu.set_snapshot(snapshot())
+    cpu.assign_worker_gpu("gw5", 8)  # the CPU suite may use any number of workers
+
+
+def test_more_workers_than_gpus_is_a_usage_error(on):
+    pytest.importorskip("xdist")
+    p = on("h200")  # one GPU
+    p.makepyfile(test_ok="def test_ok():\n    pass\n")
+    result = p.runpytest("-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*pytest -n 2 on 1 visible GPU(s): each worker needs a GPU of its own*use -n 1*"])
