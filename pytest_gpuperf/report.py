@@ -83,7 +83,7 @@ VERDICT_HEADER = ["verdict", "benchmark", "metric", "now", "change (CI)", "detec
 def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list[list[str]]:
     """Rows of the session's verdict table, worst first."""
     from .gate import describe_value, metrics_of
-    from .verdict import SEVERITY
+    from .verdict import FAILED, INCONCLUSIVE_POWER, SEVERITY
 
     rows: list[tuple[int, list[str]]] = []
 
@@ -102,7 +102,7 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
             mde = v.get("mde")
             detects = f"{mde * 100:.1f}% ({tol})" if mde is not None else f"- ({tol})"
             notes = flags
-            if v["status"] in ("power-state", "failed"):  # the reason is the finding
+            if v["status"] in (INCONCLUSIVE_POWER, FAILED):  # the reason is the finding
                 notes = ", ".join(x for x in (flags, v.get("reason") or "") if x)
             rows.append(
                 (
