@@ -1,6 +1,6 @@
 """The shipped benchmark suite. Its size follows the device: on the CPU (the embedded
 default) every benchmark runs with the tiny Llama and small shapes, so the whole suite runs
-in about 20 s on 2 cores; on a GPU the real presets and shapes run, each gated by the
+in about 30 s on 2 cores; on a GPU the real presets and shapes run, each gated by the
 VRAM it needs.
 
 Tiers: `pytest benchmarks -m smoke` runs one benchmark per family, GPU-bound ones first

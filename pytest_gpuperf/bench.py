@@ -130,6 +130,51 @@ class GpuBenchmark:
         self._report(result)
         return result
 
+    def from_samples(
+        self,
+        samples: list[float],
+        *,
+        work: float,
+        unit: str,
+        metric: str | None = None,
+        timer: str = "external",
+    ) -> Result:
+        """A measurement timed elsewhere (e.g. in the ranks of a multi-GPU benchmark, which
+        time their own collectives): `samples` are seconds per call. It becomes a Result
+        like any other, judged against the baseline the same way."""
+        import math
+
+        from .results import check_work, resolve_unit, throughput_of
+        from .stats import summarize
+
+        if metric is not None:
+            check_metric_name(metric)
+        self._check_new_key(metric, "measured")
+        if not samples or any(
+            isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x) or x <= 0
+            for x in samples
+        ):
+            raise ValueError(f"samples must be positive finite seconds per call, got {samples!r}")
+        cfg = self.config()
+        unit_key = resolve_unit(unit)
+        result = Result(
+            nodeid=self.nodeid, metric=metric, unit=unit_key, work_per_call=check_work(work)
+        )
+        result.backend, result.device, result.timer = self.backend, self.snapshot.describe(), timer
+        result.config = cfg.to_dict()
+        result.samples = [float(x) for x in samples]
+        result.calls_total = len(samples)
+        result.time = summarize(result.samples, cfg.confidence)
+        result.throughput = throughput_of(result.time, result.work_per_call, unit_key)
+        result.stop_reason = "external"
+        result.bound = cfg.bound if cfg.bound != "auto" else "memory"
+        result.emulated = self.emulated
+        self._check_figures(result)
+        self._verdicts(result)
+        self.results.append(result)
+        self._report(result)
+        return result
+
     PROGRESS_AFTER_S = 3.0  # a test running longer than this shows each measurement
 
     def _report(self, result: Result) -> None:

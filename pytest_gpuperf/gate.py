@@ -49,6 +49,7 @@ def environment(device: dict[str, Any], emulated: str | None) -> dict[str, Any]:
         "cuda": device.get("cuda_driver_version"),
         "python": device.get("python"),
         "emulated": emulated,
+        "gpus": len(gpus),  # a 2-GPU figure is never compared with a 1-GPU one
         **{name: pk.get(name) for name in ENV_PACKAGES},
     }
 
@@ -69,6 +70,9 @@ def incomparable_reason(base: dict[str, Any], cur: dict[str, Any]) -> str | None
     for key in ("gpu", "mig_profile", "emulated"):
         if base.get(key) != cur.get(key):
             return f"{key} differs: baseline {base.get(key)!r}, now {cur.get(key)!r}"
+    b, c = base.get("gpus"), cur.get("gpus")  # unknown in files saved before it was recorded
+    if b is not None and c is not None and b != c:
+        return f"GPU count differs: baseline {b}, now {c}"
     for key in ("driver", "cuda", "torch", "transformers"):
         b, c = _major(base.get(key)), _major(cur.get(key))
         if b and c and b != c:

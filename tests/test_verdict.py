@@ -253,3 +253,10 @@ def test_inconclusive_says_how_many_more_sessions():
     assert tighter.status == INCONCLUSIVE and tighter.sessions_needed < v.sessions_needed
     wide = judge(cur(99.0, 0.05), ref, higher_is_better=True, tolerance=0.03)
     assert wide.sessions_needed is None  # the run's own interval is wider than the tolerance
+
+
+def test_a_baseline_of_another_gpu_count_is_incomparable():
+    from pytest_gpuperf.gate import incomparable_reason
+
+    assert incomparable_reason({"gpu": "G", "gpus": 2}, {"gpu": "G", "gpus": 1}) == "GPU count differs: baseline 2, now 1"
+    assert incomparable_reason({"gpu": "G"}, {"gpu": "G", "gpus": 1}) is None  # older files: unknown

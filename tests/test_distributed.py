@@ -1,0 +1,71 @@
+"""The rank launcher on the CPU (gloo, 2 processes): launch, gather, a failing rank, a hung
+rank, and no process left behind."""
+
+import multiprocessing
+import time
+from functools import partial
+
+import pytest
+
+from pytest_gpuperf.distributed import (
+    RankError,
+    RankTimeout,
+    bus_factor,
+    run_ranks,
+    time_collective,
+)
+
+
+def rank_sum(ctx):
+    import torch
+    import torch.distributed as dist
+
+    t = torch.tensor([float(ctx.rank + 1)])
+    dist.all_reduce(t)
+    return {"world": ctx.world_size, "sum": float(t), "backend": ctx.backend}
+
+
+def fail_on_rank_1(ctx):
+    if ctx.rank == 1:
+        raise ValueError("rank one broke on purpose")
+    ctx.barrier()
+
+
+def hang_on_rank_1(ctx):
+    if ctx.rank == 1:
+        time.sleep(60)
+
+
+def no_children_left():
+    return [p for p in multiprocessing.active_children() if p.is_alive()] == []
+
+
+def test_ranks_start_gather_and_return_rank_0s_value():
+    assert run_ranks(rank_sum, 2, backend="gloo", timeout_s=60) == {"world": 2, "sum": 3.0, "backend": "gloo"}
+    assert no_children_left()
+
+
+def test_a_failing_rank_fails_with_its_traceback():
+    with pytest.raises(RankError, match=r"rank 1 of 2 failed \(gloo\):[\s\S]*ValueError: rank one broke on purpose"):
+        run_ranks(fail_on_rank_1, 2, backend="gloo", timeout_s=60)
+    assert no_children_left()
+
+
+def test_a_hung_rank_is_stopped_at_the_timeout():
+    t0 = time.monotonic()
+    with pytest.raises(RankTimeout, match=r"rank\(s\) \[1\] of 2 did not finish within 8 s \(gloo\)"):
+        run_ranks(hang_on_rank_1, 2, backend="gloo", timeout_s=8)
+    assert time.monotonic() - t0 < 30
+    assert no_children_left()
+
+
+def test_collective_timing_gathers_the_slowest_rank():
+    samples = run_ranks(partial(time_collective, op="all_gather", nbytes=4096, samples=4, calls=2), 2, backend="gloo", timeout_s=60)
+    assert len(samples) == 4 and all(s > 0 for s in samples)
+
+
+def test_bus_factors_follow_nccl_tests():
+    assert bus_factor("all_reduce", 2) == 1.0 and bus_factor("all_reduce", 8) == 1.75
+    assert bus_factor("all_gather", 2) == 0.5 and bus_factor("all_gather", 8) == 0.875
+    with pytest.raises(ValueError):
+        bus_factor("broadcast", 2)
