@@ -69,3 +69,26 @@ def test_bus_factors_follow_nccl_tests():
     assert bus_factor("all_gather", 2) == 0.5 and bus_factor("all_gather", 8) == 0.875
     with pytest.raises(ValueError):
         bus_factor("broadcast", 2)
+
+
+def test_externally_timed_samples_become_a_result(pytester):
+    pytester.makepyfile(
+        test_x="""
+        import pytest
+
+        def test_x(gpu_benchmark):
+            r = gpu_benchmark.from_samples([0.01, 0.011, 0.0105, 0.0102, 0.0101, 0.0103], work=1e9, unit="bytes")
+            assert r.kind == "measured" and r.timer == "external" and r.throughput.unit == "GB/s"
+            assert 90 < r.throughput.median < 100
+            with pytest.raises(ValueError, match="samples must be positive finite seconds per call"):
+                gpu_benchmark.from_samples([0.01, -1.0], work=1, unit="bytes", metric="bad")
+            with pytest.raises(ValueError, match="samples must be positive finite seconds per call"):
+                gpu_benchmark.from_samples([], work=1, unit="bytes", metric="empty")
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gpuperf-baseline=save")
+    result.assert_outcomes(passed=1)
+    import json
+
+    data = json.loads((pytester.path / "baselines" / "cpu.json").read_text())
+    assert data["entries"]["test_x.py::test_x"]["metrics"]["throughput"]["unit"] == "GB/s"
