@@ -207,3 +207,19 @@ def test_xdist_loadgroup_keeps_baseline_keys_stable(project):
     data = json.loads((project.path / "baselines" / "cpu.json").read_text())
     assert "test_g.py::test_g" in data["entries"]  # not test_g.py::test_g@preset-a
     assert not any("@" in k for k in data["entries"])
+
+
+def test_a_bad_false_alarm_rate_is_a_usage_error(project):
+    result = project.runpytest("--gpuperf-false-alarm=5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gpuperf-false-alarm='5': must be a fraction between 0 and 1*"])
+    project.makeini("[pytest]\ngpuperf_false_alarm = often\n")
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*tox.ini: gpuperf_false_alarm='often': expected a number*"])
+
+
+def test_a_bad_bound_in_a_marker_is_a_collection_error(project):
+    project.makepyfile(test_m="import pytest\n@pytest.mark.gpuperf(bound='gpu')\ndef test_m(gpu_benchmark):\n    pass\n")
+    result = project.runpytest("test_m.py")
+    result.stdout.fnmatch_lines(["*test_m.py::test_m: @pytest.mark.gpuperf: marker: bound='gpu': use one of auto, compute, memory*"])
