@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .session import AUTO, BASELINE_MODES, GpuPerfSession, Options
+from .session import AUTO, BASELINE_MODES, GpuPerfSession, Options, strip_group
 from .settings import (
     SETTINGS,
     Layer,
@@ -299,12 +299,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def node_id(item: pytest.Item) -> str:
     """The test's id as baselines know it: without the '@group' that pytest-xdist's
     --dist loadgroup appends to tests marked xdist_group."""
-    nodeid = item.nodeid
-    mark = item.get_closest_marker("xdist_group")
-    if mark is not None:
-        name = mark.kwargs.get("name", mark.args[0] if mark.args else "default")
-        nodeid = nodeid.removesuffix(f"@{name}")
-    return nodeid
+    marked = item.get_closest_marker("xdist_group") is not None
+    return strip_group(item.nodeid) if marked else item.nodeid
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -597,6 +593,9 @@ def _progress_writer(config: pytest.Config) -> Any:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    plain_id = node_id(item)
+    if plain_id != item.nodeid:  # renamed by --dist loadgroup: say which test it is
+        report.gpuperf_nodeid = plain_id
     bench = item.stash.get(BENCH_KEY, None)
     if bench is not None and report.when == "call":
         # Plain data on the report travels to the controller under pytest-xdist too.

@@ -420,12 +420,11 @@ class GpuPerfSession:
     # ------------------------------------------------------------ hooks (registered plugin)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        nodeid = getattr(report, "gpuperf_nodeid", report.nodeid)  # as baselines know it
         if report.when == "call" and report.failed:
-            self.failed_tests.add(report.nodeid)
+            self.failed_tests.add(nodeid)
         if report.when in ("setup", "call", "teardown"):  # a model built in setup counts
-            self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + float(
-                report.duration
-            )
+            self.durations[nodeid] = self.durations.get(nodeid, 0.0) + float(report.duration)
         if report.when != "call" or not getattr(report, "gpuperf", None):
             return
         from .results import Result
@@ -440,7 +439,11 @@ class GpuPerfSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        self.collected.update(ids)  # the controller's view of what was selected
+        """The controller's view of what was selected, without the '@group' that
+        --dist loadgroup appends (a last '@' followed by no ']', '::' or '/')."""
+        if getattr(node.config.option, "dist", None) == "loadgroup":
+            ids = [strip_group(i) for i in ids]
+        self.collected.update(ids)
 
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
         self.interrupted = True
@@ -525,6 +528,13 @@ class GpuPerfSession:
             self.finish_notes.append(f"gpuperf: NOT WRITTEN: --benchmark-json: {exc}")
         if (self.save_failed or self.output_failed) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # an output asked for must not pass
+
+
+def strip_group(nodeid: str) -> str:
+    head, at, tail = nodeid.rpartition("@")
+    if at and not any(part in tail for part in ("]", "::", "/")):
+        return head
+    return nodeid
 
 
 def _git_commit(where: Path) -> str | None:
