@@ -126,6 +126,13 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("min_samples", sample_count, 10, 5, "minimum number of samples"),
+    Setting(
+        "max_samples",
+        sample_count,
+        MAX_SAMPLES,
+        MAX_SAMPLES,
+        "at most this many timed samples (a sweep point needs a few, not a tight interval)",
+    ),
     Setting("min_time", non_negative, 0.5, 0.1, "minimum seconds of sampling"),
     Setting("max_time", positive, 10.0, 2.0, "hard budget: seconds of sampling per benchmark"),
     Setting(
@@ -183,6 +190,7 @@ BY_NAME = {s.name: s for s in SETTINGS}
 @dataclass(frozen=True)
 class MeasureConfig:
     min_samples: int
+    max_samples: int
     min_time: float
     max_time: float
     target: float
@@ -227,6 +235,7 @@ def parse_layer(raw: Mapping[str, Any], source: str) -> Layer:
 
 # (lower, upper, what goes wrong): pairs of settings whose values must keep this order
 ORDERED = (
+    ("min_samples", "max_samples", "the minimum number of samples is above the maximum"),
     ("min_time", "max_time", "the minimum sampling time is above the hard budget"),
     ("warmup_time", "warmup_max_time", "the minimum warm-up is above its budget"),
     ("min_sample_time", "max_time", "one sample would last longer than the whole budget"),

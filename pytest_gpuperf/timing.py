@@ -137,20 +137,25 @@ class CudaClock:
 # ----------------------------------------------------------------------------- measure
 
 
+LONG_CALL_S = 1.0  # a call this long is a multi-second step: two agreeing calls warm it
+
+
 def warm_up(
     clock: CpuClock | CudaClock, fn: Callable[[], Any], cfg: MeasureConfig
 ) -> tuple[list[float], float]:
-    """Call until first-call effects are gone: at least `warmup_time` seconds and 2 calls,
-    and the last three calls within 10% of each other; at most `warmup_max_time`."""
+    """Call until first-call effects are gone: at least `warmup_time` seconds, and the last
+    three calls within 10% of each other (the last two for calls of a second or more, where
+    each extra call costs seconds); at most `warmup_max_time`, and at least one call."""
     times: list[float] = []
     t0 = time.perf_counter()
     while True:
         times.append(clock.one_call(fn))
         elapsed = time.perf_counter() - t0
-        if elapsed >= cfg.warmup_max_time and len(times) >= 2:
+        if elapsed >= cfg.warmup_max_time:
             break
-        if len(times) >= 3 and elapsed >= cfg.warmup_time:
-            last = times[-3:]
+        need = 2 if times[-1] >= LONG_CALL_S else 3
+        if len(times) >= need and elapsed >= cfg.warmup_time:
+            last = times[-need:]
             if max(last) <= 1.10 * min(last):
                 break
     return times, time.perf_counter() - t0
@@ -331,6 +336,7 @@ def _measure_into(
 
     rule = StopRule(
         min_samples=cfg.min_samples,
+        max_samples=cfg.max_samples,
         min_time=cfg.min_time,
         max_time=cfg.max_time,
         target=cfg.target,
@@ -339,6 +345,7 @@ def _measure_into(
     samples: list[float] = []
     sample_s = per_call * k
     n = max(1, min(cfg.min_samples, math.ceil(0.05 / sample_s) if sample_s > 0 else 10))
+    n = min(n, cfg.max_samples)
     sampler = telemetry(cfg.telemetry_interval) if telemetry is not None else None
     if sampler is not None:
         sampler.__enter__()
@@ -351,13 +358,14 @@ def _measure_into(
             if decision.stop:
                 break
             if elapsed <= 0:  # a coarse clock that has not moved yet: grow the chunk
-                n = min(2 * n, rule.max_samples - len(samples))
+                n = max(1, min(2 * n, rule.max_samples - len(samples)))
                 continue
             # next chunk: about a tenth of the time so far (>= 50 ms), within the budget
             per_sample = elapsed / len(samples)
             want = max(0.05, 0.1 * elapsed)
             left = max(per_sample, cfg.max_time - elapsed)
             n = max(1, int(min(want, left) / per_sample))
+            n = min(n, rule.max_samples - len(samples))
     finally:
         if sampler is not None:
             sampler.__exit__(None, None, None)
@@ -411,14 +419,19 @@ def _measure_into(
         # a window of about 50 ms of work (at least one call), from the measured time
         per = result.time.median
         graph = getattr(clock, "graph", None)
-        if graph is not None:
+        nvml_util = (result.telemetry or {}).get("utilization_mean")
+        busy: float | None = None
+        if per >= LONG_CALL_S and nvml_util is not None:
+            # multi-second steps: NVML's utilisation over the sampled seconds answers the
+            # same question without the profiler's two more calls (seconds each)
+            pass
+        elif graph is not None:
             replays = max(1, min(1000, math.ceil(0.05 / (per * k)))) if per > 0 else 1
             busy = busy_fraction_profiler(torch, graph.replay, replays, warm_calls=1)
         else:
             calls = max(1, min(5000, math.ceil(0.05 / per))) if per > 0 else 1
             busy = busy_fraction_profiler(torch, fn, calls, warm_calls=min(calls, 2))
         source = "profiler"
-        nvml_util = (result.telemetry or {}).get("utilization_mean")
         if busy is None and nvml_util is not None:
             busy, source = nvml_util, "nvml-utilization"
         if busy is not None:

@@ -149,9 +149,17 @@ def test_settings_layers_and_errors():
         SettingError, match=r"min_time=3 \(command line\) is above max_time=2 \(the CPU default\)"
     ):
         resolve("cpu", parse_layer({"min_time": 3}, "command line"))
-    with pytest.raises(SettingError, match=r"min_sample_time=30 \(cli\) is above max_time=0.05 \(ini\)"):
-        resolve("cpu", parse_layer({"max_time": 0.05, "min_time": 0}, "ini"), parse_layer({"min_sample_time": 30}, "cli"))
-    with pytest.raises(SettingError, match="command line: min_samples='100000000': must be at most 100,000 samples"):
+    with pytest.raises(
+        SettingError, match=r"min_sample_time=30 \(cli\) is above max_time=0.05 \(ini\)"
+    ):
+        resolve(
+            "cpu",
+            parse_layer({"max_time": 0.05, "min_time": 0}, "ini"),
+            parse_layer({"min_sample_time": 30}, "cli"),
+        )
+    with pytest.raises(
+        SettingError, match="command line: min_samples='100000000': must be at most 100,000 samples"
+    ):
         parse_layer({"min_samples": "100000000"}, "command line")
 
 
@@ -159,7 +167,19 @@ def test_max_time_is_a_hard_budget_for_slow_calls(monkeypatch):
     """Calls batched per sample never push sampling past max_time: one call takes 20 ms and
     min_sample_time asks for 1 s samples, so 5 samples would take 5 s against a 1.5 s budget;
     the engine batches fewer calls instead."""
-    cfg = resolve("cpu", parse_layer({"min_sample_time": 1.0, "max_time": 1.5, "min_time": 0, "min_samples": 5, "warmup_time": 0}, "t"))
+    cfg = resolve(
+        "cpu",
+        parse_layer(
+            {
+                "min_sample_time": 1.0,
+                "max_time": 1.5,
+                "min_time": 0,
+                "min_samples": 5,
+                "warmup_time": 0,
+            },
+            "t",
+        ),
+    )
     vclock.install(monkeypatch, seed=4)
     r = measure(lambda: vclock.spin(0.02), work=1, unit="calls", cfg=cfg, backend="cpu")
     assert r.measure_s <= 1.5
@@ -237,8 +257,27 @@ def test_cycles_divide_out_a_clock_that_moves_within_the_session(monkeypatch):
         readings.append(Reading(clock.now, int(state["mhz"]), 0x4, 690.0, 60, 100))
         clock.spin(0.01 * 1545.0 / state["mhz"])  # 10 ms at full clock: time x clock is fixed
 
-    cfg = resolve("cpu", parse_layer({"min_samples": 20, "min_time": 0.3, "max_time": 2, "warmup_time": 0, "min_sample_time": 0.001}, "t"))
-    r = measure(work, work=1e12, unit="flop", cfg=cfg, backend="cpu", telemetry=lambda interval: FakeSampler())
+    cfg = resolve(
+        "cpu",
+        parse_layer(
+            {
+                "min_samples": 20,
+                "min_time": 0.3,
+                "max_time": 2,
+                "warmup_time": 0,
+                "min_sample_time": 0.001,
+            },
+            "t",
+        ),
+    )
+    r = measure(
+        work,
+        work=1e12,
+        unit="flop",
+        cfg=cfg,
+        backend="cpu",
+        telemetry=lambda interval: FakeSampler(),
+    )
     assert r.bound == "compute"
     assert r.time.max / r.time.min > 1.2  # the time moved with the clock ...
     assert r.cycles is not None and r.cycles.max / r.cycles.min < 1.001  # ... the cycles did not
@@ -248,4 +287,74 @@ def test_cycles_divide_out_a_clock_that_moves_within_the_session(monkeypatch):
     assert per_clock["median"] == pytest.approx(1 / (0.01 * 1.545), rel=1e-3)
     assert (per_clock["ci_high"] - per_clock["ci_low"]) / per_clock["median"] < 0.002
     # a sample whose span holds no reading takes the nearest one
-    assert clocks_over([Reading(1.0, 1500, 0, None, None, None), Reading(5.0, 1200, 0, None, None, None)], [(1.5, 2.0), (4.0, 4.5)]) == [1500.0, 1200.0]
+    assert clocks_over(
+        [Reading(1.0, 1500, 0, None, None, None), Reading(5.0, 1200, 0, None, None, None)],
+        [(1.5, 2.0), (4.0, 4.5)],
+    ) == [1500.0, 1200.0]
+
+
+# ------------------------------------------------------------------- the time budget
+
+
+def _stepper(times):
+    """A benchmark whose successive calls take these virtual seconds (the last repeats)."""
+    it = iter(times)
+    last = [times[-1]]
+
+    def step():
+        last[0] = next(it, last[0])
+        vclock.spin(last[0])
+
+    return step
+
+
+def test_multi_second_steps_warm_up_after_two_agreeing_calls(monkeypatch):
+    vclock.install(monkeypatch, seed=2)
+    cfg = resolve("cpu", parse_layer({"warmup_max_time": 60}, "t"))
+    r = measure(_stepper([4.0, 2.0, 2.0]), work=1, unit="calls", cfg=cfg, backend="cpu")
+    # the slow first step, then two agreeing 2 s steps: not a third one
+    assert r.warmup_calls == 3
+
+
+def test_short_calls_still_need_three_agreeing_calls(monkeypatch):
+    vclock.install(monkeypatch, seed=3)
+    cfg = resolve("cpu", parse_layer({"warmup_max_time": 60, "warmup_time": 0}, "t"))
+    r = measure(
+        _stepper([0.004, 0.002, 0.002, 0.002]), work=1, unit="calls", cfg=cfg, backend="cpu"
+    )
+    assert r.warmup_calls == 4
+
+
+def test_a_sweep_point_is_one_warm_up_step_and_max_samples_timed_steps(monkeypatch):
+    vclock.install(monkeypatch, seed=4)
+    layer = parse_layer(
+        {
+            "min_samples": 3,
+            "max_samples": 3,
+            "min_time": 0,
+            "warmup_time": 0,
+            "warmup_max_time": 0.1,
+            "max_time": 30,
+        },
+        "sweep",
+    )
+    r = measure(
+        _stepper([3.0, 1.5]), work=1, unit="calls", cfg=resolve("cpu", layer), backend="cpu"
+    )
+    assert r.warmup_calls == 1
+    assert r.calls_total == 3 and len(r.samples) == 3
+    assert r.stop_reason == "max-samples"
+    # the budget adds up: one warm-up step and three timed ones
+    assert r.warmup_s + r.measure_s == pytest.approx(3.0 + 3 * 1.5, rel=1e-3)
+
+
+def test_max_samples_caps_sampling_of_fast_work(monkeypatch):
+    vclock.install(monkeypatch, seed=5)
+    cfg = resolve("cpu", FAST, parse_layer({"max_samples": 7, "target": 0.0001}, "t"))
+    r = measure(lambda: vclock.spin(0.001), work=1, unit="calls", cfg=cfg, backend="cpu")
+    assert len(r.samples) == 7 and r.stop_reason == "max-samples"
+
+
+def test_max_samples_below_min_samples_is_a_clear_error():
+    with pytest.raises(SettingError, match=r"min_samples=10 .*above max_samples=3"):
+        resolve("cpu", parse_layer({"min_samples": 10, "max_samples": 3}, "marker"))

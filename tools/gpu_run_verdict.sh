@@ -6,6 +6,8 @@
 #      gpuperf ab on it: identical head, then a 5% slower head, 5 rounds each
 #   3: as 2 without A/B, after a change of the engine's stop rule, then 2% and 10% slower
 #      sessions of both benchmarks
+#   4: what part 3 left for want of time: a new 3-session baseline, then 3 sessions each
+#      2% and 10% slower, of both benchmarks
 set -u
 export PYTHONUNBUFFERED=1
 part=$1; budget=$2
@@ -60,6 +62,13 @@ case $part in
   cp "$bl"/*.json "$o/" 2>/dev/null
   for i in $(seq 1 10); do run aa "$i" compare mlp GPUPERF_SLOWDOWN=0; done
   for i in $(seq 1 10); do run slow5 "$i" compare mlp GPUPERF_SLOWDOWN=0.05; done
+  for i in 1 2 3; do run slow2 "$i" compare "slowdown" GPUPERF_SLOWDOWN=0.02; done
+  for i in 1 2 3; do run slow10 "$i" compare "slowdown" GPUPERF_SLOWDOWN=0.10; done
+  ;;
+4)
+  rm -f "$bl"/*.json
+  for i in 1 2 3; do run save "$i" save "slowdown" GPUPERF_SLOWDOWN=0; done
+  cp "$bl"/*.json "$o/" 2>/dev/null
   for i in 1 2 3; do run slow2 "$i" compare "slowdown" GPUPERF_SLOWDOWN=0.02; done
   for i in 1 2 3; do run slow10 "$i" compare "slowdown" GPUPERF_SLOWDOWN=0.10; done
   ;;
