@@ -189,7 +189,9 @@ class GpuBenchmark:
             line = f"{result.key}: {result.outcome.upper()}"
         else:
             mem = f", peak {format_size(result.peak_reserved)}" if result.peak_reserved else ""
-            line = f"{result.key}: {result.throughput.format()}{mem}"
+            assert result.time is not None
+            shown = result.throughput.format(result.time.ci_exact, result.time.n)
+            line = f"{result.key}: {shown}{mem}"
         long_running = time.monotonic() - self._started > self.PROGRESS_AFTER_S
         self._progress(line, not long_running)
 

@@ -69,7 +69,16 @@ class Throughput:
             return math.inf
         return max(self.median - self.ci_low, self.ci_high - self.median) / self.median
 
-    def format(self) -> str:
+    def format(self, exact: bool = True, n: int | None = None) -> str:
+        """'6,570 tokens/s (95% CI 6,517-6,600, ±0.6%)'; with too few samples for an
+        interval of the median (`exact` False), the range of the `n` samples instead."""
+        if not exact:
+            if n == 1:
+                return f"{_fmt(self.median)} {self.unit} (1 sample)"
+            return (
+                f"{_fmt(self.median)} {self.unit} "
+                f"(range of {n} samples {_fmt(self.ci_low)}-{_fmt(self.ci_high)})"
+            )
         return (
             f"{_fmt(self.median)} {self.unit} "
             f"(95% CI {_fmt(self.ci_low)}-{_fmt(self.ci_high)}, "
@@ -192,7 +201,8 @@ class Result:
             return f"{self.key}: {self.outcome.upper()} {self.error or ''} on {self.device}"
         flags = [f.upper() for f in self.flags()]
         return (
-            f"{self.throughput.format()}; {self.time.median * 1e3:.4g} ms/call "
+            f"{self.throughput.format(self.time.ci_exact, self.time.n)}; "
+            f"{self.time.median * 1e3:.4g} ms/call "
             f"(IQR {self.time.iqr * 1e3:.3g} ms, n={self.time.n}, {self.stop_reason})"
             + (f" [{', '.join(flags)}]" if flags else "")
             + f" on {self.device}"

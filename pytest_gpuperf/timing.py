@@ -19,7 +19,7 @@ from typing import Any
 
 from .clock import synchronized_perf_counter  # noqa: F401  (re-exported)
 from .results import Result, check_work, resolve_unit, throughput_of
-from .settings import MeasureConfig
+from .settings import MAX_SAMPLES, MeasureConfig
 from .stats import StopRule, decide, median, summarize
 
 
@@ -375,7 +375,8 @@ def _measure_into(
     result.calls_total = len(samples) * k
     result.time = summarize(samples, cfg.confidence)
     result.throughput = throughput_of(result.time, result.work_per_call, result.unit)
-    if decision.reason != "converged":
+    asked_for = decision.reason == "max-samples" and cfg.max_samples < MAX_SAMPLES
+    if decision.reason != "converged" and not asked_for:  # a max_samples set is no news
         known = (
             f"median known to ±{decision.rel_ci * 100:.2f}%"
             if math.isfinite(decision.rel_ci)

@@ -344,6 +344,7 @@ def test_a_sweep_point_is_one_warm_up_step_and_max_samples_timed_steps(monkeypat
     assert r.warmup_calls == 1
     assert r.calls_total == 3 and len(r.samples) == 3
     assert r.stop_reason == "max-samples"
+    assert not any("max-samples" in n for n in r.notes)  # asked for: no note on every point
     # the budget adds up: one warm-up step and three timed ones
     assert r.warmup_s + r.measure_s == pytest.approx(3.0 + 3 * 1.5, rel=1e-3)
 

@@ -144,6 +144,15 @@ def test_intervals_say_when_there_is_none_or_it_is_noise():
     assert interval_text(r) == "±1.00%"
 
 
+def test_progress_shows_a_range_not_a_ci_for_a_few_samples():
+    from pytest_gpuperf.results import Throughput
+
+    t = Throughput("tokens/s", 2022.0, 1857.0, 2434.0)
+    assert t.format(False, 3) == "2,022 tokens/s (range of 3 samples 1,857-2,434)"
+    assert t.format(False, 1) == "2,022 tokens/s (1 sample)"
+    assert "95% CI" in t.format(True, 30)
+
+
 def test_gpu_info_does_not_repeat_the_device_kind():
     from tests.fakes import snapshot
 
