@@ -138,6 +138,7 @@ class GpuBenchmark:
         unit: str,
         metric: str | None = None,
         timer: str = "external",
+        note: str | None = None,
     ) -> Result:
         """A measurement timed elsewhere (e.g. in the ranks of a multi-GPU benchmark, which
         time their own collectives): `samples` are seconds per call. It becomes a Result
@@ -169,6 +170,8 @@ class GpuBenchmark:
         result.stop_reason = "external"
         result.bound = cfg.bound if cfg.bound != "auto" else "memory"
         result.emulated = self.emulated
+        if note:
+            result.notes.append(note)
         self._check_figures(result)
         self._verdicts(result)
         self.results.append(result)

@@ -30,6 +30,8 @@ TRACKED_PACKAGES = (
     "pytest-benchmark",
     "nvidia-ml-py",
     "pytest-gpuperf",
+    "nvidia-nccl-cu13",  # NCCL as torch's CUDA wheels ship it
+    "nvidia-nccl-cu12",
 )
 
 
@@ -81,6 +83,14 @@ class DeviceSnapshot:
     packages: dict[str, str] = field(default_factory=dict)
     source: str = "cpu"  # "nvml", "torch" or "cpu": who answered
     note: str | None = None  # why there is no GPU, when there is none
+    # how the first two visible GPUs are connected: "NVLink (18 links)", "PCIe (PHB)", ...;
+    # None with fewer than two GPUs or when NVML cannot say
+    interconnect: str | None = None
+
+    @property
+    def nccl(self) -> str | None:
+        """NCCL's version, from the wheel torch's CUDA builds install (no torch import)."""
+        return self.packages.get("nvidia-nccl-cu13") or self.packages.get("nvidia-nccl-cu12")
 
     @property
     def gpu_count(self) -> int:
@@ -141,6 +151,8 @@ class DeviceSnapshot:
             ]
         if self.kind == "cuda":
             out.append(f"  visible GPUs: {self.gpu_count}")
+            if self.gpu_count > 1:
+                out.append(f"  interconnect (GPU 0-1): {self.interconnect or 'n/a'}")
             out.append(f"  driver: {self.driver_version or 'n/a'}")
             out.append(f"  CUDA (driver): {self.cuda_driver_version or 'n/a'}")
         else:
@@ -304,6 +316,42 @@ def _detect_nvml(lib: NVML, visible: list[str] | None) -> list[GPUInfo] | None:
     return [dataclasses.replace(g, index=i) for i, g in enumerate(chosen)]
 
 
+# nvidia-smi topo's names for NVML's common-ancestor levels between two GPUs
+TOPOLOGY = {0: "same board", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+
+
+def interconnect(lib: NVML, gpus: list[GPUInfo]) -> str | None:
+    """How the first two visible GPUs talk: NVLink when NVML reports NVLink peer-to-peer
+    between them (directly or through NVSwitch), with the first GPU's active link count;
+    else PCIe with the topology level between them (PIX/PXB: a PCIe switch; PHB, NODE,
+    SYS: through the CPU), as `nvidia-smi topo -m` names it."""
+    whole = [g for g in gpus if not g.is_mig_instance and g.uuid]
+    if len(whole) < 2:
+        return None
+    h0 = lib.query("nvmlDeviceGetHandleByUUID", whole[0].uuid)
+    h1 = lib.query("nvmlDeviceGetHandleByUUID", whole[1].uuid)
+    if h0 is None or h1 is None:
+        return None
+    status = lib.query(
+        "nvmlDeviceGetP2PStatus", h0, h1, lib.constant("NVML_P2P_CAPS_INDEX_NVLINK", 2)
+    )
+    if status is not None and status == lib.constant("NVML_P2P_STATUS_OK", 0):
+        enabled = lib.constant("NVML_FEATURE_ENABLED", 1)
+        links = sum(
+            1
+            for link in range(lib.constant("NVML_NVLINK_MAX_LINKS", 18))
+            if lib.query("nvmlDeviceGetNvLinkState", h0, link) == enabled
+        )
+        return f"NVLink ({links} links)" if links else "NVLink"
+    level = lib.query("nvmlDeviceGetTopologyCommonAncestor", h0, h1)
+    gen = lib.query("nvmlDeviceGetCurrPcieLinkGeneration", h0)
+    width = lib.query("nvmlDeviceGetCurrPcieLinkWidth", h0)
+    link = f"gen{gen} x{width}, " if gen and width else ""
+    if level is None:
+        return f"PCIe ({link.rstrip(', ')})" if link else None
+    return f"PCIe ({link}{TOPOLOGY.get(int(level), f'level {level}')})"
+
+
 def _uuid_matches(uuid: str | None, item: str) -> bool:
     return uuid is not None and (uuid == item or uuid.startswith(item))  # CUDA takes prefixes
 
@@ -378,5 +426,6 @@ def detect(lib: NVML | None = None, use_torch: bool | None = None) -> DeviceSnap
         driver_version=driver,
         cuda_driver_version=cuda_str,
         source=source,
+        interconnect=interconnect(lib, gpus) if source == "nvml" else None,
         **host,
     )

@@ -15,6 +15,7 @@ overrode it would measure a transport the runner does not use (and, on some host
 from __future__ import annotations
 
 import os
+import re
 import socket
 import time
 import traceback
@@ -77,6 +78,9 @@ def _rank_main(
             device = torch.device("cuda", rank)
         else:
             device = torch.device("cpu")
+            # ranks on the CPU share its cores: without this each would start one thread per
+            # core and the ranks would fight over them
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
         dist.init_process_group(
             backend,
             rank=rank,
@@ -195,11 +199,45 @@ def bus_factor(op: str, world_size: int) -> float:
     raise ValueError(f"unknown collective {op!r}")
 
 
+def _sync(ctx: RankContext) -> None:
+    import torch
+
+    if ctx.device.type == "cuda":
+        torch.cuda.synchronize(ctx.device)
+
+
+def time_on_ranks(
+    ctx: RankContext, once: Callable[[], Any], samples: int, calls: int, warmup: int = 3
+) -> list[float] | None:
+    """Rank body's timing loop: `warmup` calls, then `samples` samples of `calls` calls,
+    every rank starting each sample together (a barrier). Returns on rank 0 the per-call
+    seconds of each sample: the slowest rank's, since the step ends when its last rank
+    does; None on the other ranks."""
+    import torch
+    import torch.distributed as dist
+
+    for _ in range(warmup):  # connections, buffers, kernel choices
+        once()
+    _sync(ctx)
+    times = []
+    for _ in range(samples):
+        dist.barrier()
+        _sync(ctx)
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            once()
+        _sync(ctx)
+        times.append((time.perf_counter() - t0) / calls)
+    mine = torch.tensor(times, dtype=torch.float64, device=ctx.device)  # NCCL: on the GPU
+    everyone = [torch.empty_like(mine) for _ in range(ctx.world_size)]
+    dist.all_gather(everyone, mine)
+    slowest = torch.stack(everyone).max(dim=0).values
+    return [float(x) for x in slowest.cpu()] if ctx.rank == 0 else None
+
+
 def time_collective(ctx: RankContext, op: str, nbytes: int, samples: int, calls: int) -> Any:
     """Rank body: time `calls` back-to-back collectives per sample on `nbytes` of float32
-    per rank (all_gather: each rank's part is nbytes / world_size, as nccl-tests counts).
-    Returns, on rank 0, the per-call seconds of each sample: the slowest rank's, since a
-    collective ends when its last rank does."""
+    per rank (all_gather: each rank's part is nbytes / world_size, as nccl-tests counts)."""
     import torch
     import torch.distributed as dist
 
@@ -218,24 +256,75 @@ def time_collective(ctx: RankContext, op: str, nbytes: int, samples: int, calls:
         def once() -> None:
             dist.all_gather_into_tensor(out, src)
 
-    def sync() -> None:
-        if ctx.device.type == "cuda":
-            torch.cuda.synchronize(ctx.device)
+    return time_on_ranks(ctx, once, samples, calls)
 
-    for _ in range(3):  # warm-up: connections, buffers
-        once()
-    sync()
-    times = []
-    for _ in range(samples):
-        dist.barrier()
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            once()
-        sync()
-        times.append((time.perf_counter() - t0) / calls)
-    mine = torch.tensor(times, dtype=torch.float64, device=ctx.device)  # NCCL: on the GPU
-    everyone = [torch.empty_like(mine) for _ in range(n)]
-    dist.all_gather(everyone, mine)
-    slowest = torch.stack(everyone).max(dim=0).values
-    return [float(x) for x in slowest.cpu()]
+
+def time_p2p(ctx: RankContext, src: int, dst: int, nbytes: int, samples: int, calls: int) -> Any:
+    """Rank body: `nbytes` sent from rank `src` to rank `dst` (NCCL's peer-to-peer transport
+    between GPUs: NVLink or PCIe, whichever NCCL picks; gloo on the CPU), `calls` transfers
+    per sample. Ranks other than the two wait at the barriers."""
+    import torch
+    import torch.distributed as dist
+
+    buf = torch.ones(max(1, nbytes // 4), device=ctx.device)
+
+    def once() -> None:
+        if ctx.rank == src:
+            dist.send(buf, dst)
+        elif ctx.rank == dst:
+            dist.recv(buf, src)
+
+    return time_on_ranks(ctx, once, samples, calls)
+
+
+def ddp_lora_step(
+    ctx: RankContext,
+    preset: str,
+    batch: int,
+    seq_len: int,
+    samples: int,
+    quantization: str | None = None,
+) -> Any:
+    """Rank body: one LoRA optimizer step per call on `batch` sequences per rank, the model
+    wrapped in DistributedDataParallel when there are several ranks (gradients of the
+    adapters all-reduced in buckets, overlapped with the backward pass). With one rank it is
+    the plain single-GPU step, the reference for scaling efficiency."""
+    from .workloads.data import fixed_batch
+    from .workloads.finetune import make_trainer
+
+    trainer = make_trainer(
+        preset,
+        device=ctx.device,
+        quantization=quantization,
+        seq_len=seq_len,
+        gradient_checkpointing=True,
+    )
+    if ctx.world_size > 1:
+        from torch.nn.parallel import DistributedDataParallel
+
+        ids = [ctx.device.index] if ctx.device.type == "cuda" else None
+        trainer.model = DistributedDataParallel(trainer.model, device_ids=ids)
+    batch_ids = fixed_batch(batch, seq_len, trainer.built.model.config.vocab_size, ctx.device)
+    return time_on_ranks(ctx, lambda: trainer.step(batch_ids), samples, calls=1, warmup=2)
+
+
+# nominal PCIe bandwidth per lane and direction after encoding, GB/s, by generation
+PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+
+
+def link_peak(interconnect: str | None, nvlink_gbps: float | None) -> tuple[float, str] | None:
+    """The nominal bandwidth per direction of the link between two GPUs (GB/s) and where the
+    figure comes from, or None when it is not known: NVLink from the GPU profile's data
+    sheet figure, PCIe from the link generation and width NVML reports."""
+    if not interconnect:
+        return None
+    if interconnect.startswith("NVLink"):
+        if not nvlink_gbps:
+            return None
+        return nvlink_gbps, f"NVLink, {nvlink_gbps:g} GB/s per direction (profile)"
+    m = re.search(r"gen(\d+) x(\d+)", interconnect)
+    if m is None or int(m.group(1)) not in PCIE_LANE_GBPS:
+        return None
+    gen, width = int(m.group(1)), int(m.group(2))
+    peak = PCIE_LANE_GBPS[gen] * width
+    return peak, f"PCIe gen{gen} x{width}, {peak:.1f} GB/s per direction (nominal)"

@@ -50,6 +50,9 @@ def environment(device: dict[str, Any], emulated: str | None) -> dict[str, Any]:
         "python": device.get("python"),
         "emulated": emulated,
         "gpus": len(gpus),  # a 2-GPU figure is never compared with a 1-GPU one
+        # nor NVLink with PCIe (recorded with two GPUs or more), and NCCL's version is kept
+        "interconnect": device.get("interconnect") if len(gpus) > 1 else None,
+        "nccl": pk.get("nvidia-nccl-cu13") or pk.get("nvidia-nccl-cu12"),
         **{name: pk.get(name) for name in ENV_PACKAGES},
     }
 
@@ -73,6 +76,9 @@ def incomparable_reason(base: dict[str, Any], cur: dict[str, Any]) -> str | None
     b, c = base.get("gpus"), cur.get("gpus")  # unknown in files saved before it was recorded
     if b is not None and c is not None and b != c:
         return f"GPU count differs: baseline {b}, now {c}"
+    b, c = base.get("interconnect"), cur.get("interconnect")
+    if b and c and b.split()[0] != c.split()[0]:  # NVLink vs PCIe; the link count may vary
+        return f"interconnect differs: baseline {b}, now {c}"
     for key in ("driver", "cuda", "torch", "transformers"):
         b, c = _major(base.get(key)), _major(cur.get(key))
         if b and c and b != c:

@@ -49,6 +49,9 @@ class Profile:
     tf32: bool | None = None
     fp8: bool | None = None
     nvlink: bool | None = None
+    # nominal NVLink bandwidth per direction between two GPUs of this kind, GB/s (data
+    # sheets: NVLink 3 on A100 SXM 600 GB/s both ways, NVLink 4 on H100/H200 900 GB/s)
+    nvlink_gbps: float | None = None
     mig: tuple[MigSlice, ...] = ()
     price_per_hour: float | None = None
     source: str = "built-in"
@@ -120,6 +123,7 @@ BUILTIN: tuple[Profile, ...] = (
         tf32=True,
         fp8=False,
         nvlink=None,
+        nvlink_gbps=300,
         mig=_mig(
             ("1g.5gb", 7, 5),
             ("2g.10gb", 3, 10),
@@ -140,6 +144,7 @@ BUILTIN: tuple[Profile, ...] = (
         tf32=True,
         fp8=False,
         nvlink=None,
+        nvlink_gbps=300,
         mig=_mig(
             ("1g.10gb", 7, 10),
             ("1g.20gb", 4, 20),
@@ -161,6 +166,7 @@ BUILTIN: tuple[Profile, ...] = (
         tf32=True,
         fp8=True,
         nvlink=None,
+        nvlink_gbps=450,
         mig=_mig(
             ("1g.10gb", 7, 10),
             ("1g.20gb", 4, 20),
@@ -182,6 +188,7 @@ BUILTIN: tuple[Profile, ...] = (
         tf32=True,
         fp8=True,
         nvlink=None,
+        nvlink_gbps=450,
         mig=_mig(
             ("1g.18gb", 7, 18),
             ("1g.35gb", 4, 35),
@@ -255,6 +262,7 @@ BUILTIN: tuple[Profile, ...] = (
         tf32=True,
         fp8=False,
         nvlink=True,
+        nvlink_gbps=56.25,
     ),
     Profile(
         "t4",
@@ -373,7 +381,7 @@ def parse_user_profile(name: str, raw: Any, source: str, base: Profile | None) -
             re.compile(values["match"])
         except re.error as exc:
             raise ProfileError(f"{where}: bad 'match' regex {values['match']!r}: {exc}") from None
-    for key in ("memory_gib", "min_memory_gib", "max_memory_gib", "price_per_hour"):
+    for key in ("memory_gib", "min_memory_gib", "max_memory_gib", "price_per_hour", "nvlink_gbps"):
         v = values.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v < 0):
             raise ProfileError(f"{where}: {key} must be a non-negative number, got {v!r}")

@@ -80,6 +80,8 @@ class FakeDev:
     uuid: str
     mig: bool = False
     instances: list[FakeDev] = field(default_factory=list)
+    nvlinks: int = 0  # active NVLinks; two GPUs that both have some reach each other by NVLink
+    pcie: tuple[int, int] = (5, 16)  # PCIe generation and width
 
 
 class FakePynvml:
@@ -135,6 +137,36 @@ class FakePynvml:
 
     def nvmlDeviceGetPciInfo(self, h: FakeDev) -> SimpleNamespace:
         return SimpleNamespace(busId=b"00000000:01:00.0")
+
+    NVML_P2P_CAPS_INDEX_NVLINK = 2
+    NVML_P2P_STATUS_OK = 0
+    NVML_FEATURE_ENABLED = 1
+    NVML_NVLINK_MAX_LINKS = 18
+    topology_level = 30  # PHB: the two GPUs meet at the CPU's host bridge
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> FakeDev:
+        for d in self.devices:
+            if d.uuid == uuid:
+                return d
+        raise NVMLError("Not Found")
+
+    def nvmlDeviceGetP2PStatus(self, a: FakeDev, b: FakeDev, index: int) -> int:
+        assert index == self.NVML_P2P_CAPS_INDEX_NVLINK
+        return 0 if a.nvlinks and b.nvlinks else 4  # 4: NVML_P2P_STATUS_NOT_SUPPORTED
+
+    def nvmlDeviceGetNvLinkState(self, h: FakeDev, link: int) -> int:
+        if link >= self.NVML_NVLINK_MAX_LINKS:
+            raise NVMLError("Invalid Argument")
+        return 1 if link < h.nvlinks else 0
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, a: FakeDev, b: FakeDev) -> int:
+        return self.topology_level
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, h: FakeDev) -> int:
+        return h.pcie[0]
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, h: FakeDev) -> int:
+        return h.pcie[1]
 
     def nvmlSystemGetDriverVersion(self) -> str:
         return "580.159.04"

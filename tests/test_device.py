@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -126,3 +127,48 @@ def test_importing_the_plugin_imports_no_torch_nor_nvml():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------- multi-GPU topology
+
+
+def test_two_gpus_over_nvlink(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    a = FakeDev("NVIDIA H200", 143771, (9, 0), "GPU-a", nvlinks=18)
+    b = FakeDev("NVIDIA H200", 143771, (9, 0), "GPU-b", nvlinks=18)
+    snap = detect(nvml_of(a, b), use_torch=False)
+    assert snap.interconnect == "NVLink (18 links)"
+    assert "interconnect (GPU 0-1): NVLink (18 links)" in "\n".join(snap.lines())
+    assert DeviceSnapshot.from_dict(snap.to_dict()) == snap
+
+
+def test_two_gpus_over_pcie_say_the_link_and_where_they_meet(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    a = FakeDev("NVIDIA L4", 23034, (8, 9), "GPU-a", pcie=(4, 16))
+    b = FakeDev("NVIDIA L4", 23034, (8, 9), "GPU-b", pcie=(4, 16))
+    assert detect(nvml_of(a, b), use_torch=False).interconnect == "PCIe (gen4 x16, PHB)"
+
+
+def test_one_gpu_or_a_mig_slice_has_no_interconnect(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert detect(nvml_of(H200), use_torch=False).interconnect is None
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-cccc")
+    assert detect(nvml_of(A100_MIG, H200), use_torch=False).interconnect is None
+
+
+def test_nvlink_and_pcie_baselines_are_not_compared():
+    from pytest_gpuperf.gate import environment, incomparable_reason
+
+    a = FakeDev("NVIDIA H200", 143771, (9, 0), "GPU-a", nvlinks=18)
+    b = FakeDev("NVIDIA H200", 143771, (9, 0), "GPU-b", nvlinks=18)
+    nv = detect(nvml_of(a, b), use_torch=False).to_dict()
+    pcie = detect(nvml_of(replace(a, nvlinks=0), replace(b, nvlinks=0)), use_torch=False)
+    base, now = environment(nv, None), environment(pcie.to_dict(), None)
+    assert base["interconnect"] == "NVLink (18 links)" and base["gpus"] == 2
+    assert incomparable_reason(base, now) == (
+        "interconnect differs: baseline NVLink (18 links), now PCIe (gen5 x16, PHB)"
+    )
+    fewer = dict(base, interconnect="NVLink (12 links)")  # the same kind of link: comparable
+    assert incomparable_reason(base, fewer) is None
+    one = environment(detect(nvml_of(a), use_torch=False).to_dict(), None)
+    assert incomparable_reason(base, one) == "GPU count differs: baseline 2, now 1"

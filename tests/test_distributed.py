@@ -11,8 +11,10 @@ from pytest_gpuperf.distributed import (
     RankError,
     RankTimeout,
     bus_factor,
+    link_peak,
     run_ranks,
     time_collective,
+    time_p2p,
 )
 
 
@@ -77,7 +79,8 @@ def test_externally_timed_samples_become_a_result(pytester):
         import pytest
 
         def test_x(gpu_benchmark):
-            r = gpu_benchmark.from_samples([0.01, 0.011, 0.0105, 0.0102, 0.0101, 0.0103], work=1e9, unit="bytes")
+            r = gpu_benchmark.from_samples([0.01, 0.011, 0.0105, 0.0102, 0.0101, 0.0103], work=1e9, unit="bytes", note="rank 0 -> rank 1")
+            assert r.notes == ["rank 0 -> rank 1"]
             assert r.kind == "measured" and r.timer == "external" and r.throughput.unit == "GB/s"
             assert 90 < r.throughput.median < 100
             with pytest.raises(ValueError, match="samples must be positive finite seconds per call"):
@@ -92,3 +95,28 @@ def test_externally_timed_samples_become_a_result(pytester):
 
     data = json.loads((pytester.path / "baselines" / "cpu.json").read_text())
     assert data["entries"]["test_x.py::test_x"]["metrics"]["throughput"]["unit"] == "GB/s"
+
+
+def test_p2p_transfers_between_two_gloo_ranks():
+    body = partial(time_p2p, src=1, dst=0, nbytes=64 << 10, samples=3, calls=2)
+    samples = run_ranks(body, 2, backend="gloo", timeout_s=60)
+    assert len(samples) == 3 and all(s > 0 for s in samples)
+
+
+@pytest.mark.parametrize(
+    ("interconnect", "nvlink_gbps", "expected"),
+    [
+        ("NVLink (18 links)", 450, (450, "NVLink, 450 GB/s per direction (profile)")),
+        ("NVLink (18 links)", None, None),  # no data-sheet figure for this card
+        ("PCIe (gen4 x16, PHB)", None, (31.504, "PCIe gen4 x16, 31.5 GB/s per direction (nominal)")),
+        ("PCIe (gen5 x8, SYS)", 450, (31.504, "PCIe gen5 x8, 31.5 GB/s per direction (nominal)")),
+        ("PCIe (PHB)", None, None),  # NVML did not say the generation
+        (None, 450, None),  # one GPU
+    ],
+)
+def test_link_peak(interconnect, nvlink_gbps, expected):
+    got = link_peak(interconnect, nvlink_gbps)
+    if expected is None:
+        assert got is None
+    else:
+        assert got[0] == pytest.approx(expected[0]) and got[1] == expected[1]
