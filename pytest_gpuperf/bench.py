@@ -100,7 +100,7 @@ class GpuBenchmark:
                 return oom
 
         result = run()
-        result.emulated = self.emulated
+        self._stamp(result)
         self._check_figures(result)
         self._verdicts(result)
         for attempt in range(cfg.remeasure):
@@ -112,7 +112,7 @@ class GpuBenchmark:
                 if v["status"] == "regressed"
             )
             again = run()
-            again.emulated = self.emulated
+            self._stamp(again)
             self._check_figures(again)
             self._verdicts(again)
             again.remeasured = attempt + 1
@@ -169,7 +169,7 @@ class GpuBenchmark:
         result.throughput = throughput_of(result.time, result.work_per_call, unit_key)
         result.stop_reason = "external"
         result.bound = cfg.bound if cfg.bound != "auto" else "memory"
-        result.emulated = self.emulated
+        self._stamp(result)
         if note:
             result.notes.append(note)
         self._check_figures(result)
@@ -177,6 +177,15 @@ class GpuBenchmark:
         self.results.append(result)
         self._report(result)
         return result
+
+    def _stamp(self, result: Result) -> None:
+        """What the result ran on beyond the device line: the emulated card, and which GPU
+        of the host (its index and PCI bus; one per pytest-xdist worker)."""
+        result.emulated = self.emulated
+        gpu = self.snapshot.primary
+        if gpu is not None:
+            where = gpu.pci_bus_id or gpu.uuid
+            result.gpu = f"GPU {gpu.index}" + (f" ({where})" if where else "")
 
     PROGRESS_AFTER_S = 3.0  # a test running longer than this shows each measurement
 
@@ -273,7 +282,7 @@ class GpuBenchmark:
         )
         result.throughput = Throughput(unit.strip(), v, v, v)
         result.backend, result.device = self.backend, self.snapshot.describe()
-        result.emulated = self.emulated
+        self._stamp(result)
         result.config = self.config().to_dict()
         result.stop_reason = "recorded"
         if note:

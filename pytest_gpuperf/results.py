@@ -137,6 +137,7 @@ class Result:
     launch_bound: bool | None = None
     throttled: bool | None = None
     emulated: str | None = None  # profile whose memory cap was emulated
+    gpu: str | None = None  # which GPU of the host: "GPU 1 (00000000:1B:00.0)"
     device: str = ""
     config: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

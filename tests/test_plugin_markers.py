@@ -4,7 +4,11 @@ A conftest in each inner session sets the device snapshot through the plugin's p
 session API, standing in for hardware; everything else is the real plugin.
 """
 
+from dataclasses import replace
+
 import pytest
+
+from pytest_gpuperf.results import Result
 
 FAKE_DEVICE = """
 import pytest
@@ -400,3 +404,23 @@ def test_more_workers_than_gpus_is_a_usage_error(on):
     result = p.runpytest("-n", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*pytest -n 2 on 1 visible GPU(s): each worker needs a GPU of its own*use -n 1*"])
+
+
+def test_each_result_names_the_gpu_of_the_host_it_ran_on(monkeypatch):
+    """Under -n 2 the results of the two workers say which GPU each ran on."""
+    from pytest_gpuperf.bench import GpuBenchmark
+    from pytest_gpuperf.session import GpuPerfSession, Options
+    from tests.fakes import gpu, snapshot
+
+    two = snapshot(
+        gpu(uuid="GPU-aaa", pci_bus_id="00000000:19:00.0"),
+        replace(gpu(uuid="GPU-bbb", pci_bus_id="00000000:3B:00.0"), index=1),
+    )
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    sess = GpuPerfSession(Options(), None)
+    sess.set_snapshot(two)
+    sess.assign_worker_gpu("gw1", 2)
+    bench = GpuBenchmark("t.py::test_x", sess.snapshot(), [], None)
+    r = bench.record("max_batch", 24, "samples")
+    assert r.gpu == "GPU 1 (00000000:3B:00.0)"
+    assert Result.from_dict(r.to_dict()).gpu == r.gpu
