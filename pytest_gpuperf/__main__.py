@@ -2,6 +2,8 @@
 baseline outside pytest and set the exit code, for gating in other CI steps.
 `gpuperf ab --base REF -- <pytest args>`: the base commit against the current tree on this
 GPU, interleaved (see ab.py).
+`gpuperf report RESULTS.json... -o report.html`: one HTML report of several runs (GPUs,
+emulated caps, dates), with charts.
 
 RESULTS.json is the file written by `pytest --gpuperf-json=PATH` or the `gpuperf` section
 of `pytest --benchmark-json=PATH`. The verdicts come from the same gate that pytest uses,
@@ -17,7 +19,7 @@ from typing import Any
 
 from .baselines import BaselineError, baseline_path, load, metric_problem, parse_json, read_text
 from .gate import environment, failing, judge_result, judged_metrics, metrics_of, missing
-from .report import VERDICT_HEADER, plain, table, verdict_rows
+from .outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from .results import Result
 from .verdict import CONFIDENCE, per_metric_confidence
 
@@ -215,7 +217,33 @@ def main(argv: list[str] | None = None) -> int:
     ab.add_argument("--markdown", default=None, help="write the report as markdown here")
     ab.add_argument("--warn-only", action="store_true", help="report without failing")
     ab.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then pytest arguments")
+    rep = sub.add_parser(
+        "report",
+        help="one HTML report of several runs (GPUs, emulated caps, dates)",
+        description="Merge the JSON results of several runs into one self-contained HTML "
+        "report. Inputs that cannot be read are named and left out; the report is written "
+        "for the others (exit 2 when any was left out, so CI notices).",
+    )
+    rep.add_argument(
+        "results", type=Path, nargs="+", help="--gpuperf-json or --benchmark-json files"
+    )
+    rep.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
+    rep.add_argument(
+        "--baseline-dir",
+        type=Path,
+        default=None,
+        help="baselines/<profile>.json here give each judged benchmark's history",
+    )
+    rep.add_argument(
+        "--pyproject",
+        type=Path,
+        default=None,
+        help="pyproject.toml with [tool.gpuperf.profiles] (prices); default: ./pyproject.toml",
+    )
+    rep.add_argument("--title", default="gpuperf report", help="the report's title")
     args = parser.parse_args(argv)
+    if args.command == "report":
+        return report_command(args)
     if args.command == "ab":
         from .ab import main as ab_main
 
@@ -236,6 +264,61 @@ def main(argv: list[str] | None = None) -> int:
         print("performance regression" + (" (--warn-only: not failing)" if args.warn_only else ""))
         return 0 if args.warn_only else 1
     return 0
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """`gpuperf report`: read each results file (a bad one is named and left out), the
+    baselines of their profiles for the history charts, the profiles for prices; write."""
+    from .baselines import load as load_baseline
+    from .outputs import RunSummary, SchemaError
+    from .outputs.html import build_html
+    from .profiles import ProfileError, load_registry
+
+    problems: list[str] = []
+    summaries = []
+    for path in args.results:
+        try:
+            data = _load_results(path)
+            summaries.append(RunSummary.from_payload(data, str(path)))
+        except (InputError, SchemaError) as exc:
+            problems.append(f"left out: {exc}")
+    pyproject = args.pyproject or Path("pyproject.toml")
+    try:
+        registry = load_registry(pyproject if pyproject.is_file() else None)
+    except ProfileError as exc:
+        print(f"gpuperf report: {plain(exc)}", file=sys.stderr)
+        return 2
+    baselines: dict[str, Any] = {}
+    if args.baseline_dir is not None:
+        if not args.baseline_dir.is_dir():
+            print(f"gpuperf report: --baseline-dir {args.baseline_dir}: not a directory",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        for profile in sorted({s.profile for s in summaries if s.profile}):
+            try:
+                found = load_baseline(baseline_path(args.baseline_dir, profile))
+            except BaselineError as exc:
+                problems.append(f"no history for profile {profile}: {exc}")
+                continue
+            if found is not None:
+                baselines[profile] = found
+    for line in problems:
+        print(f"gpuperf report: {plain(line)}", file=sys.stderr)
+    if not summaries:
+        print("gpuperf report: no readable results: nothing written", file=sys.stderr)
+        return 2
+    text = build_html(
+        summaries, profiles=registry.get, baselines=baselines, problems=problems, title=args.title
+    )
+    try:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"gpuperf report: {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    size = len(text.encode()) / 1024
+    print(f"wrote {args.output} ({size:,.0f} KiB) from {len(summaries)} run(s)")
+    return 2 if problems and any(p.startswith("left out") for p in problems) else 0
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .gate import PER_CLOCK, failing, metrics_of, verdict_dict
-from .report import VERDICT_HEADER, markdown_table, plain, table, verdict_rows
+from .outputs.text import VERDICT_HEADER, markdown_table, plain, table, verdict_rows
 from .results import Result
 from .verdict import paired, per_metric_confidence
 

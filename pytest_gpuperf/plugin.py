@@ -134,6 +134,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write results and verdicts as JSON to PATH",
     )
     group.addoption(
+        "--gpuperf-html",
+        action="store",
+        default=None,
+        metavar="PATH",
+        help="write a self-contained HTML report of the run (tables and charts) to PATH",
+    )
+    group.addoption(
         "--gpuperf-plan",
         action="store_true",
         default=False,
@@ -190,6 +197,7 @@ def _make_session(config: pytest.Config) -> GpuPerfSession:
         baseline_mode=str(mode).strip(),
         baseline_dir=directory if directory.is_absolute() else config.rootpath / directory,
         json_path=Path(json_path) if json_path else None,
+        html_path=Path(html) if (html := config.getoption("gpuperf_html")) else None,
         emulate=(config.getoption("gpu_emulate") or "").strip() or None,
     )
     opts.profile_source = profile_src
@@ -243,8 +251,9 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
         opts.false_alarm = fraction(rate)
     except ValueError as exc:
         return f"{rate_src}={rate!r}: {exc}"
-    if opts.json_path is not None and opts.json_path.is_dir():
-        return f"--gpuperf-json={opts.json_path}: is a directory; give a file path"
+    for flag, path in (("--gpuperf-json", opts.json_path), ("--gpuperf-html", opts.html_path)):
+        if path is not None and path.is_dir():
+            return f"{flag}={path}: is a directory; give a file path"
     return None
 
 
@@ -579,7 +588,7 @@ def _progress_writer(config: pytest.Config) -> Any:
     def write(line: str, verbose_only: bool) -> None:
         if verbose_only and verbosity < 1:
             return
-        from .report import plain
+        from .outputs.text import plain
 
         if capman is not None:
             with capman.global_and_fixture_disabled():
@@ -601,14 +610,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # Plain data on the report travels to the controller under pytest-xdist too.
         report.gpuperf = [r.to_dict() for r in bench.results]
         # item.user_properties reach the teardown report, which JUnit XML reads
-        for r in bench.results:
-            item.user_properties.append((f"gpuperf:{r.key}", r.headline()))
-            if r.throughput is not None:
-                item.user_properties.append(
-                    (f"gpuperf:{r.key}:{r.throughput.unit}", f"{r.throughput.median:.6g}")
-                )
-            for name, v in r.verdicts.items():
-                item.user_properties.append((f"gpuperf:{r.key}:{name}:verdict", v["status"]))
+        from .outputs.junit import junit_properties
+
+        item.user_properties.extend(junit_properties(bench.results))
         sess = get_session(item.config)
         lines = sess.failure_lines(bench.results)
         if lines and report.passed and not sess.options.warn_only:
@@ -660,8 +664,8 @@ def _default_benchmark_timer(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_json: dict) -> None:
-    from .benchjson import benchmark_entries
-    from .report import json_safe
+    from .outputs.benchjson import benchmark_entries
+    from .outputs.text import json_safe
 
     summary = get_session(config).summary()
     output_json["gpuperf"] = json_safe(summary.payload())  # device and profile live here

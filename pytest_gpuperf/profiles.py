@@ -3,7 +3,8 @@
 A profile says how to recognise a device (a regular expression on the name NVML reports,
 and a memory range to tell the 40 GB A100 from the 80 GB one) and what the card offers.
 Values come from NVIDIA's data sheets and MIG user guide; a value we could not source is
-left as None rather than invented (price per hour is left to users, who know their own).
+left as None rather than invented. Prices per hour are dated defaults for the cost figures
+of the HTML report (PRICE_SOURCE says where from); users set their own in pyproject.toml.
 
 Users add or override profiles in pyproject.toml:
 
@@ -27,6 +28,12 @@ from typing import Any
 from .device import DeviceSnapshot, GPUInfo
 
 GIB = 1024**3
+
+# The built-in prices: on-demand cloud rates of May 2026, the middle of the range listed for
+# "specialty" GPU clouds (A100 80GB $1.10-1.50, H100 SXM5 $2.50-3.50, H200 SXM5 $3.50-4.50 per
+# GPU-hour) by https://www.mercatus-ai.com/blog/cloud-gpu-pricing. Prices differ 2-3x between
+# providers: override them with your own (price_per_hour in pyproject.toml).
+PRICE_SOURCE = "cloud on-demand rate, May 2026 (mercatus-ai.com, specialty-cloud midpoint)"
 
 
 @dataclass(frozen=True)
@@ -144,6 +151,7 @@ BUILTIN: tuple[Profile, ...] = (
         tf32=True,
         fp8=False,
         nvlink=None,
+        price_per_hour=1.3,
         nvlink_gbps=300,
         mig=_mig(
             ("1g.10gb", 7, 10),
@@ -166,6 +174,7 @@ BUILTIN: tuple[Profile, ...] = (
         tf32=True,
         fp8=True,
         nvlink=None,
+        price_per_hour=3.0,
         nvlink_gbps=450,
         mig=_mig(
             ("1g.10gb", 7, 10),
@@ -188,6 +197,7 @@ BUILTIN: tuple[Profile, ...] = (
         tf32=True,
         fp8=True,
         nvlink=None,
+        price_per_hour=4.0,
         nvlink_gbps=450,
         mig=_mig(
             ("1g.18gb", 7, 18),

@@ -7,7 +7,6 @@ needs to know the device, so a run with no GPU tests pays nothing for the plugin
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -18,8 +17,8 @@ import pytest
 
 if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never loads them
     from .device import DeviceSnapshot
+    from .outputs import RunSummary
     from .profiles import Profile, Registry
-    from .report import RunSummary
     from .results import Result
 
 AUTO = "auto"
@@ -43,6 +42,7 @@ class Options:
         baseline_dir: Path = Path("baselines"),
         warn_only: bool = False,
         json_path: Path | None = None,
+        html_path: Path | None = None,
         emulate: str | None = None,  # profile whose memory capacity is emulated
     ) -> None:
         self.profile = profile
@@ -51,6 +51,7 @@ class Options:
         self.baseline_dir = baseline_dir
         self.warn_only = warn_only
         self.json_path = json_path
+        self.html_path = html_path
         self.emulate = emulate
         self.profile_source = "--gpu-profile"  # where the profile was named, for errors
         self.false_alarm = 0.01  # the whole run's false-alarm rate (Bonferroni over metrics)
@@ -277,7 +278,7 @@ class GpuPerfSession:
     def plan_lines(self, nodeids: list[str]) -> list[str]:
         """The selected tests with the time each took when the baseline was saved."""
         from .gate import expected_durations
-        from .report import table
+        from .outputs.text import table
 
         known = expected_durations(self.entries, nodeids)
         rows = [[n, f"{known[n]:.1f} s" if n in known else "unknown"] for n in nodeids]
@@ -449,7 +450,7 @@ class GpuPerfSession:
         self.interrupted = True
 
     def summary(self) -> RunSummary:
-        from .report import RunSummary
+        from .outputs import RunSummary
 
         prof = self.profile()
         emu = self.emulated_profile()
@@ -492,35 +493,20 @@ class GpuPerfSession:
         if not self.results:
             return
         summary = self.summary()
-        from .benchjson import write_benchmark_json
-        from .report import json_safe
+        from .outputs import write_files
+        from .outputs.benchjson import write_benchmark_json
 
-        outputs = []
-        if self.options.json_path is not None:
-            outputs.append(
-                (
-                    "--gpuperf-json",
-                    self.options.json_path,
-                    json.dumps(json_safe(summary.payload()), indent=2) + "\n",
-                    "w",
-                )
-            )
         step = os.environ.get("GITHUB_STEP_SUMMARY")
-        if step:
-            outputs.append(("GITHUB_STEP_SUMMARY", Path(step), summary.markdown() + "\n\n", "a"))
-        for what, path, text, mode in outputs:
-            try:
-                if mode == "w":
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                with open(path, mode, encoding="utf-8") as fh:
-                    fh.write(text)
-            except OSError as exc:
-                self.output_failed = True
-                why = exc.strerror or exc
-                self.finish_notes.append(f"gpuperf: NOT WRITTEN: {what} {path}: {why}")
-            else:
-                if what == "--gpuperf-json":
-                    self.finish_notes.append(f"gpuperf: wrote {path}")
+        notes, failed = write_files(
+            summary,
+            json_path=self.options.json_path,
+            html_path=self.options.html_path,
+            step_summary=Path(step) if step else None,
+            profiles=self.registry.get,
+            baselines={summary.profile or "": self.baseline} if self.baseline else None,
+        )
+        self.finish_notes += notes
+        self.output_failed = failed
         try:
             write_benchmark_json(session.config, summary, self.started)
         except OSError as exc:

@@ -129,7 +129,7 @@ def test_one_compact_table_by_default_details_with_v(project):
 
 
 def test_intervals_say_when_there_is_none_or_it_is_noise():
-    from pytest_gpuperf.report import interval_text
+    from pytest_gpuperf.outputs.text import interval_text
     from pytest_gpuperf.results import Result, Throughput
     from pytest_gpuperf.stats import summarize
 

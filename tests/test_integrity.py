@@ -13,7 +13,7 @@ import pytest
 from pytest_gpuperf.__main__ import main as gpuperf_main
 from pytest_gpuperf.baselines import BaselineError, load, merge, save
 from pytest_gpuperf.gate import key_collisions
-from pytest_gpuperf.report import markdown_table, md_cell, plain, table
+from pytest_gpuperf.outputs.text import markdown_table, md_cell, plain, table
 from pytest_gpuperf.results import Result
 
 from .gateproject import BENCH, FAST, saved

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from .report import RunSummary, json_safe
+from .summary import RunSummary
+from .text import json_safe
 
 
 def write_benchmark_json(config: pytest.Config, summary: RunSummary, started: float) -> None:

@@ -1,14 +1,14 @@
-"""Reports of results: terminal table lines and JSON. Pure formatting, no pytest."""
+"""Text building blocks of every output: table rows of results and verdicts, plain and
+markdown cells, JSON-safe values. Pure formatting, no pytest."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Iterable
 from typing import Any
 
-from .results import Result, _fmt
-from .units import format_size
+from ..results import Result, _fmt
+from ..units import format_size
 
 
 def result_rows(results: Iterable[Result]) -> list[list[str]]:
@@ -82,8 +82,8 @@ VERDICT_HEADER = ["verdict", "benchmark", "metric", "now", "change (CI)", "detec
 
 def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list[list[str]]:
     """Rows of the session's verdict table, worst first."""
-    from .gate import describe_value, metrics_of
-    from .verdict import FAILED, INCONCLUSIVE_POWER, SEVERITY
+    from ..gate import describe_value, metrics_of
+    from ..verdict import FAILED, INCONCLUSIVE_POWER, SEVERITY
 
     rows: list[tuple[int, list[str]]] = []
 
@@ -157,125 +157,3 @@ def md_cell(text: object) -> str:
     import html
 
     return html.escape(plain(text).translate(_MD_SPECIAL), quote=False)
-
-
-# ------------------------------------------------------------------------ run summary
-
-
-class RunSummary:
-    """Everything the outputs of one run show, built once at the end of the run: the
-    terminal summary, the JSON file, the GitHub step summary and pytest-benchmark's JSON
-    are each made from it."""
-
-    def __init__(
-        self,
-        *,
-        device: dict[str, Any],
-        describe: str,
-        profile: str | None,
-        baseline_path: str | None,
-        baseline_found: bool,
-        baseline_mode: str,
-        baseline_note: str | None,
-        comparing: bool,
-        warn_only: bool,
-        emulated: tuple[str, float | None] | None,
-        results: list[Result],
-        missing: list[str],
-        confidence: float | None = None,
-    ) -> None:
-        self.device = device
-        self.describe = describe
-        self.profile = profile
-        self.baseline_path = baseline_path
-        self.baseline_found = baseline_found
-        self.baseline_mode = baseline_mode
-        self.baseline_note = baseline_note
-        self.comparing = comparing
-        self.warn_only = warn_only
-        self.emulated = emulated
-        self.results = results
-        self.missing = missing
-        self.confidence = confidence  # of each metric's verdict (the run's false-alarm budget)
-
-    def verdict_rows(self) -> list[list[str]]:
-        return verdict_rows(self.results, self.missing) if self.comparing else []
-
-    def payload(self) -> dict[str, Any]:
-        return {
-            "schema": "pytest-gpuperf/results-1",
-            "device": self.device,
-            "describe": self.describe,
-            "profile": self.profile,
-            "baseline": self.baseline_path,
-            "baseline_mode": self.baseline_mode,
-            "confidence": self.confidence,
-            "results": [r.to_dict() for r in self.results],
-            "missing": list(self.missing),
-        }
-
-    def terminal_lines(self, verbosity: int = 0) -> list[str]:
-        """Lines for the terminal; a line starting with '--- ' is a section separator.
-
-        One table by default: the verdicts when a baseline was found, else the results;
-        notes only for results with a flag. With -v: both tables, every note and the advice
-        for inconclusive verdicts. With -q: the table alone."""
-        describe = self.describe
-        if verbosity <= 0:
-            from .device import DeviceSnapshot
-
-            with contextlib.suppress(TypeError, ValueError):  # a device dict of another version
-                describe = DeviceSnapshot.from_dict(self.device).describe(short=True)
-        out = [f"device: {plain(describe)}; profile: {self.profile or 'unknown'}"]
-        if self.emulated is not None:
-            name, gib = self.emulated
-            out.append(
-                f"EMULATING {name}: GPU memory capped to {gib:g} GiB; memory fits and batch "
-                "limits are the emulated card's, speed figures this GPU's"
-            )
-        verdicts = self.comparing and self.baseline_found
-        measured = [r for r in self.results if r.kind == "measured"]
-        if verbosity > 0 or not verdicts:
-            out += table(RESULT_HEADER, result_rows(measured))
-            for r in self.results:
-                if r.kind == "recorded" and r.value is not None:
-                    note = f" ({'; '.join(r.notes)})" if r.notes else ""
-                    out.append(plain(f"{r.key}: {r.value:g} {r.unit}{note}"))
-        if verbosity >= 0:
-            for r in measured:
-                if verbosity > 0 or r.flags() or r.stop_reason == "noise-limited":
-                    for note in r.notes:
-                        out.append(f"  {plain(r.key)}: {plain(note)}")
-        if self.baseline_note:
-            out.append(f"baseline: {plain(self.baseline_note)}")
-        if self.comparing:
-            rows = self.verdict_rows()
-            if verdicts:
-                out.append(f"--- gpuperf verdicts against baseline {self.baseline_path}")
-                out += table(VERDICT_HEADER, rows)
-            else:
-                out.append(f"no baseline at {self.baseline_path}: every result is new")
-            if verbosity > 0:
-                for r in self.results:
-                    for name, v in r.verdicts.items():
-                        if v.get("advice"):
-                            out.append(
-                                f"  {plain(r.key)} {name}: inconclusive; to settle: {v['advice']}"
-                            )
-            if self.warn_only and any(row[0] == "REGRESSED" for row in rows):
-                out.append("regressions reported only (--gpuperf-warn-only): not failing")
-        return out
-
-    def markdown(self) -> str:
-        rows = self.verdict_rows()
-        text = [
-            f"## gpuperf: {md_cell(self.describe)}",
-            f"profile **{md_cell(self.profile or 'unknown')}**, baseline "
-            f"{md_cell(self.baseline_path or 'none')}",
-            "",
-        ]
-        if rows:
-            text.append(markdown_table(VERDICT_HEADER, rows))
-        else:
-            text.append(markdown_table(RESULT_HEADER, result_rows(self.results)))
-        return "\n".join(text)

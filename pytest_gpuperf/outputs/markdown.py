@@ -1,0 +1,21 @@
+"""The run as markdown: the GitHub step summary (GITHUB_STEP_SUMMARY)."""
+
+from __future__ import annotations
+
+from .summary import RunSummary
+from .text import RESULT_HEADER, VERDICT_HEADER, markdown_table, md_cell, result_rows
+
+
+def markdown(summary: RunSummary) -> str:
+    rows = summary.verdict_rows()
+    text = [
+        f"## gpuperf: {md_cell(summary.describe)}",
+        f"profile **{md_cell(summary.profile or 'unknown')}**, baseline "
+        f"{md_cell(summary.baseline_path or 'none')}",
+        "",
+    ]
+    if rows:
+        text.append(markdown_table(VERDICT_HEADER, rows))
+    else:
+        text.append(markdown_table(RESULT_HEADER, result_rows(summary.results)))
+    return "\n".join(text)

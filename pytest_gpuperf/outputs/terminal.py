@@ -1,0 +1,62 @@
+"""The terminal summary of a run."""
+
+from __future__ import annotations
+
+import contextlib
+
+from .summary import RunSummary
+from .text import RESULT_HEADER, VERDICT_HEADER, plain, result_rows, table
+
+
+def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
+    """Lines for the terminal; a line starting with '--- ' is a section separator.
+
+    One table by default: the verdicts when a baseline was found, else the results;
+    notes only for results with a flag. With -v: both tables, every note and the advice
+    for inconclusive verdicts. With -q: the table alone."""
+    describe = summary.describe
+    if verbosity <= 0:
+        from ..device import DeviceSnapshot
+
+        with contextlib.suppress(TypeError, ValueError):  # a device dict of another version
+            describe = DeviceSnapshot.from_dict(summary.device).describe(short=True)
+    out = [f"device: {plain(describe)}; profile: {summary.profile or 'unknown'}"]
+    if summary.emulated is not None:
+        name, gib = summary.emulated
+        cap = f"{gib:g} GiB" if gib else "the emulated card's memory"
+        out.append(
+            f"EMULATING {name}: GPU memory capped to {cap}; memory fits and batch "
+            "limits are the emulated card's, speed figures this GPU's"
+        )
+    verdicts = summary.comparing and summary.baseline_found
+    measured = [r for r in summary.results if r.kind == "measured"]
+    if verbosity > 0 or not verdicts:
+        out += table(RESULT_HEADER, result_rows(measured))
+        for r in summary.results:
+            if r.kind == "recorded" and r.value is not None:
+                note = f" ({'; '.join(r.notes)})" if r.notes else ""
+                out.append(plain(f"{r.key}: {r.value:g} {r.unit}{note}"))
+    if verbosity >= 0:
+        for r in measured:
+            if verbosity > 0 or r.flags() or r.stop_reason == "noise-limited":
+                for note in r.notes:
+                    out.append(f"  {plain(r.key)}: {plain(note)}")
+    if summary.baseline_note:
+        out.append(f"baseline: {plain(summary.baseline_note)}")
+    if summary.comparing:
+        rows = summary.verdict_rows()
+        if verdicts:
+            out.append(f"--- gpuperf verdicts against baseline {summary.baseline_path}")
+            out += table(VERDICT_HEADER, rows)
+        else:
+            out.append(f"no baseline at {summary.baseline_path}: every result is new")
+        if verbosity > 0:
+            for r in summary.results:
+                for name, v in r.verdicts.items():
+                    if v.get("advice"):
+                        out.append(
+                            f"  {plain(r.key)} {name}: inconclusive; to settle: {v['advice']}"
+                        )
+        if summary.warn_only and any(row[0] == "REGRESSED" for row in rows):
+            out.append("regressions reported only (--gpuperf-warn-only): not failing")
+    return out

@@ -1,0 +1,208 @@
+"""The HTML report: --gpuperf-html on a run, `gpuperf report` merging runs of several GPUs,
+bad inputs, and what a person sees in a real browser (headless Chromium)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_gpuperf.__main__ import main
+from pytest_gpuperf.outputs import RunSummary, SchemaError
+from pytest_gpuperf.outputs.html import build_html
+
+from .gateproject import FAST, saved
+
+ROOT = Path(__file__).resolve().parents[1]
+EVIDENCE = ROOT / "docs" / "evidence"
+# real H200 results committed with the repository: a 40 GB-emulated QLoRA sweep, the smoke
+# tier, the dtype and generation modules, and a compared multi-GPU session
+H200_RUNS = [
+    EVIDENCE / "h200-2026-11-30-b" / "emu-a100-40gb.json",
+    EVIDENCE / "h200-2026-11-30-b" / "smoke.json",
+    EVIDENCE / "h200x2-2026-11-30" / "xdist.json",
+    EVIDENCE / "h200x2-2026-11-30" / "c-mg-4.json",
+]
+
+
+def self_contained(text: str) -> None:
+    """Nothing the page would fetch: no external script, stylesheet, image or font."""
+    assert not re.search(r"<(script|img|link|iframe)[^>]+(src|href)=", text)
+    assert "@import" not in text and "url(http" not in text
+    assert not re.search(r"""(src|href)=["']?https?:""", text)
+
+
+def test_a_run_writes_its_html_report(project):
+    saved(project, times=2)
+    out = project.path / "out" / "report.html"
+    result = project.runpytest(*FAST, f"--gpuperf-html={out}")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([f"gpuperf: wrote {out} (* KiB)"])
+    text = out.read_text()
+    self_contained(text)
+    assert "Verdicts, worst first" in text
+    assert text.count('data-verdict="') == 2  # the throughput of each (no GPU memory)
+    assert "test_b.py::test_spin" in text and "CPU" in text
+    assert "History: the baseline" in text and text.count("<svg") == 1
+
+
+def test_an_html_path_that_is_a_directory_is_a_usage_error(project):
+    result = project.runpytest(*FAST, f"--gpuperf-html={project.path}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--gpuperf-html={project.path}: is a directory*"])
+
+
+def test_report_merges_runs_of_several_gpus(tmp_path, capsys):
+    out = tmp_path / "report.html"
+    rc = main(["report", *map(str, H200_RUNS), "--baseline-dir", str(ROOT / "baselines"),
+               "-o", str(out)])  # fmt: skip
+    assert rc == 0, capsys.readouterr().err
+    assert re.match(r"wrote .*report.html \(\d+ KiB\) from 4 run\(s\)", capsys.readouterr().out)
+    text = out.read_text()
+    self_contained(text)
+    for heading in (
+        "Fine-tuning: tokens/s and memory per batch size",
+        "Generation: tokens/s as new tokens grow",
+        "Dtypes: matmul and cast throughput",
+        "History: the baseline",
+        "Largest batch that fits",
+        "Cost and energy",
+    ):
+        assert heading in text
+    assert "H200 as a100-40gb" in text  # the emulated run says so
+    assert "speed of the real card, memory of the emulated one" in text
+    assert "$4/h (h200, cloud on-demand rate, May 2026" in text  # the dated default price
+    assert len(text.encode()) < 1_000_000
+
+
+def _payload(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_bad_inputs_are_named_and_the_rest_is_reported(tmp_path, capsys):
+    other_schema = tmp_path / "other.json"
+    other_schema.write_text(json.dumps({"schema": "someone-else/1", "results": [], "device": {}}))
+    not_json = tmp_path / "broken.json"
+    not_json.write_text("{not json")
+    # the same profile name on another GPU (a custom profile reused across runners)
+    renamed = _payload(H200_RUNS[1])
+    renamed["device"]["gpus"][0]["name"] = "NVIDIA A100-SXM4-80GB"
+    a100 = tmp_path / "a100-as-h200.json"
+    a100.write_text(json.dumps(renamed))
+    # a profile without a price
+    l4 = _payload(H200_RUNS[1])
+    l4["profile"] = "l4"
+    l4["device"]["gpus"][0]["name"] = "NVIDIA L4"
+    l4_path = tmp_path / "l4.json"
+    l4_path.write_text(json.dumps(l4))
+    out = tmp_path / "r.html"
+    rc = main(["report", str(H200_RUNS[1]), str(other_schema), str(not_json), str(a100),
+               str(l4_path), "-o", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2  # an input was left out: CI notices
+    assert f"left out: {other_schema}: schema 'someone-else/1' is not 'pytest-gpuperf/results-1'" in err
+    assert f"left out: results file {not_json}:" in err
+    text = out.read_text()  # written for what is valid
+    assert "from 3 run(s)" in text and "A100-SXM4-80GB" in text
+    assert "profile &#x27;h200&#x27; names runs of different GPUs" in text
+    assert "no price per hour for profile l4" in text
+    assert "left out:" in text  # the report itself says what it left out
+
+
+def test_nothing_readable_writes_nothing(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    out = tmp_path / "r.html"
+    assert main(["report", str(bad), "-o", str(out)]) == 2
+    assert "no readable results: nothing written" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_summary_round_trips_through_its_json():
+    data = _payload(H200_RUNS[0])
+    s = RunSummary.from_payload(data, "emu.json")
+    assert s.emulated == ("a100-40gb", None) and s.profile == "h200"
+    again = RunSummary.from_payload(json.loads(json.dumps(s.payload())), "again.json")
+    assert [r.to_dict() for r in again.results] == [r.to_dict() for r in s.results]
+    with pytest.raises(SchemaError, match=r"x.json: result 0: "):
+        RunSummary.from_payload({**data, "results": [{"nodeid": 3}]}, "x.json")
+
+
+def test_legacy_recorded_figures_are_read():
+    data = _payload(H200_RUNS[1])
+    data["metrics"] = [{"key": "benchmarks/test_finetune.py::test_qlora_max_batch[llama2-7b]::max_batch",
+                        "value": 31.0, "unit": "samples", "higher_is_better": True,
+                        "emulated": "rtx-6000-ada"}]  # fmt: skip
+    s = RunSummary.from_payload(data, "old.json")
+    r = s.results[-1]
+    assert (r.kind, r.metric, r.value, r.emulated) == ("recorded", "max_batch", 31.0, "rtx-6000-ada")
+    assert "Largest batch that fits" in build_html([s])
+
+
+# ------------------------------------------------------------------ in a real browser
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+
+def _browser():
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        if os.environ.get("CI"):
+            pytest.fail("CI must install chromium and chromium-driver (.ci/run does)")
+        pytest.skip("Debian's chromium and chromium-driver are not installed")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--window-size=1280,900"):  # fmt: skip
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+def test_the_report_as_a_person_sees_it(tmp_path):
+    """Opened from a file (as from a CI artifact), offline: no console error, every chart
+    drawn, the verdict filter works; a screenshot is kept."""
+    from selenium.webdriver.common.by import By
+
+    cpu = tmp_path / "cpu.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmarks/test_dtype.py", "-q", "-p", "no:cacheprovider",
+         "--gpuperf-baseline=off", f"--gpuperf-json={cpu}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:]
+    out = tmp_path / "report.html"
+    rc = main(["report", *map(str, H200_RUNS), str(cpu), "--baseline-dir",
+               str(ROOT / "baselines"), "-o", str(out)])  # fmt: skip
+    assert rc == 0
+    driver = _browser()
+    try:
+        driver.get(out.as_uri())
+        charts = driver.find_elements(By.CSS_SELECTOR, ".chart svg")
+        assert len(charts) >= 4
+        for svg in charts:
+            size = svg.size
+            assert size["width"] > 300 and size["height"] > 150
+            assert svg.find_elements(By.CSS_SELECTOR, "path, line, rect, use")
+        rows = driver.find_elements(By.CSS_SELECTOR, "tr[data-verdict]")
+        inconclusive = [r for r in rows if r.get_attribute("data-verdict") == "INCONCLUSIVE"]
+        assert rows and inconclusive
+        driver.find_element(By.CSS_SELECTOR, "input.vf[value='INCONCLUSIVE']").click()
+        assert all(not r.is_displayed() for r in inconclusive)
+        assert any(r.is_displayed() for r in rows if r not in inconclusive)
+        height = driver.execute_script("return document.body.scrollHeight")
+        driver.set_window_size(1280, min(int(height), 8000))
+        shot = Path(os.environ.get("GPUPERF_SCREENSHOT", tmp_path / "report.png"))
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+    finally:
+        driver.quit()
