@@ -176,58 +176,32 @@ class GpuPerfSession:
     # --------------------------------------------------------------------- emulation
 
     def emulated_profile(self) -> Profile | None:
-        if not self.options.emulate:
-            return None
-        return self.registry.get(self.options.emulate)
+        from .emulation import emulated
+
+        return emulated(self.registry, self.options.emulate)
 
     def vram_cap(self) -> int | None:
         """Bytes of GPU memory the emulated card has, or None when not emulating."""
-        prof = self.emulated_profile()
-        if prof is None or prof.memory_gib is None:
-            return None
-        return int(prof.memory_gib * 2**30)
+        from .emulation import cap_bytes
+
+        return cap_bytes(self.emulated_profile())
 
     def check_emulation(self) -> None:
-        """--gpu-emulate needs a known profile with a memory size, smaller than this GPU."""
-        if not self.options.emulate:
-            return
-        from .profiles import ProfileError
+        from .emulation import EmulationError, check
 
         try:
-            prof = self.registry.get(self.options.emulate)
-        except ProfileError as exc:
-            raise pytest.UsageError(f"--gpu-emulate: {exc}") from None
-        if prof.memory_gib is None:
-            raise pytest.UsageError(
-                f"--gpu-emulate={prof.name}: the profile has no memory size to emulate"
-            )
-        gpu = self.snapshot().primary
-        if gpu is None:
-            raise pytest.UsageError(
-                f"--gpu-emulate={prof.name} caps GPU memory, and this run has no GPU "
-                f"({self.snapshot().note or 'CPU only'})"
-            )
-        cap = self.vram_cap()
-        if gpu.memory_total is not None and cap is not None and cap > gpu.memory_total:
-            raise pytest.UsageError(
-                f"--gpu-emulate={prof.name} ({prof.memory_gib:g} GiB) is larger than this "
-                f"GPU ({gpu.name}, {gpu.memory_total / 2**30:.1f} GiB): cannot emulate it"
-            )
+            check(self.registry, self.options.emulate, self.snapshot())
+        except EmulationError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     def apply_emulation(self) -> None:
-        """Cap this process's CUDA allocator to the emulated card's memory, less what is
-        already in use here (the CUDA context: the emulated card would have one too)."""
         if self.emulation_applied or not self.options.emulate:
             return
         import torch
 
-        cap = self.vram_cap()
-        if cap is None or not torch.cuda.is_available():
-            return
-        free, total = torch.cuda.mem_get_info()
-        usable = cap - (total - free)
-        torch.cuda.set_per_process_memory_fraction(max(0.0, min(1.0, usable / total)))
-        self.emulation_applied = True
+        from .emulation import apply
+
+        self.emulation_applied = apply(self.vram_cap(), torch)
 
     # --------------------------------------------------------------------- baselines
 
@@ -276,21 +250,10 @@ class GpuPerfSession:
         self.baseline_ready = True
 
     def plan_lines(self, nodeids: list[str]) -> list[str]:
-        """The selected tests with the time each took when the baseline was saved."""
-        from .gate import expected_durations
-        from .outputs.text import table
+        from .outputs.text import plan_lines
 
-        known = expected_durations(self.entries, nodeids)
-        rows = [[n, f"{known[n]:.1f} s" if n in known else "unknown"] for n in nodeids]
-        total = sum(known.values())
-        unknown = len(nodeids) - len(known)
-        where = self.baseline_path if self.baseline is not None else "no baseline"
-        return [
-            f"gpuperf plan: {len(nodeids)} test(s), durations from {where}",
-            *table(["test", "expected"], rows),
-            f"total: {total:.0f} s"
-            + (f" + {unknown} test(s) of unknown duration" if unknown else ""),
-        ]
+        where = self.baseline_path if self.baseline is not None else None
+        return plan_lines(self.entries, nodeids, str(where) if where else None)
 
     def baseline_line(self) -> str | None:
         """Which baseline file this run compares with, saves to, or looked for."""
@@ -349,26 +312,6 @@ class GpuPerfSession:
 
         return failure_lines(results, self.entries, self.baseline_profile or "?")
 
-    def _save_refusal(self, session: pytest.Session) -> str | None:
-        """Why this run's results must not be saved, or None."""
-        from .gate import key_collisions
-
-        if session.shouldstop or session.shouldfail or self.interrupted:
-            return "the run was interrupted or stopped early; nothing was saved"
-        clashes = key_collisions(self.results)
-        if clashes:
-            return "; ".join(clashes)
-        detected = self.detected_profile()
-        if self.baseline_profile and (
-            detected is None or detected.name != self.baseline_profile.split("@")[0]
-        ):
-            return (
-                f"results measured on {self.snapshot().describe()} (profile "
-                f"{detected.name if detected else 'none'}) never enter the baseline of profile "
-                f"{self.baseline_profile!r}, whatever --gpu-allow-mismatch says"
-            )
-        return None
-
     def save_baseline(self, session: pytest.Session) -> str | None:
         """Merge this run's results into the profile's baseline file (save mode)."""
         if self.options.baseline_mode != "save" or not self.results:
@@ -376,39 +319,28 @@ class GpuPerfSession:
         self.prepare_baseline()  # under pytest-xdist the controller collected nothing
         if self.baseline_path is None:
             return None
-        refusal = self._save_refusal(session)
-        if refusal:
-            self.save_failed = True
-            return f"NOT SAVED to {self.baseline_path}: {refusal}"
-        from datetime import UTC, datetime
+        from .saving import refusal, save_run
 
-        from .baselines import BaselineError, save
-        from .gate import entries_to_save
-
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        saveable = [r for r in self.results if r.nodeid not in self.failed_tests]
-        updates = entries_to_save(
-            saveable,
-            self.environment(self.options.emulate),  # one run, one device, one emulation
-            date=now,
-            commit=_git_commit(self.baseline_path.parent),
-            durations=self.durations,
+        detected = self.detected_profile()
+        why = refusal(
+            stopped=bool(session.shouldstop or session.shouldfail or self.interrupted),
+            results=self.results,
+            detected=detected.name if detected else None,
+            baseline_profile=self.baseline_profile,
+            describe=self.snapshot().describe(),
         )
-        skipped = sorted({r.nodeid for r in self.results if r.nodeid in self.failed_tests})
-        note = (
-            f"; not saved, their test failed: {', '.join(skipped)}" if skipped else ""
+        if why:
+            self.save_failed = True
+            return f"NOT SAVED to {self.baseline_path}: {why}"
+        note, self.save_failed = save_run(
+            self.baseline_path,
+            self.baseline_profile or "?",
+            self.results,
+            self.failed_tests,
+            self.environment(self.options.emulate),
+            self.durations,
         )
-        if not updates:
-            return f"nothing saved to {self.baseline_path}{note}"
-        try:
-            save(self.baseline_path, self.baseline_profile or "?", updates, now)
-        except BaselineError as exc:
-            self.save_failed = True
-            return f"NOT SAVED: {exc}"
-        except (OSError, ValueError) as exc:  # no directory, no permission, lock timeout
-            self.save_failed = True
-            return f"NOT SAVED: baseline file {self.baseline_path}: {type(exc).__name__}: {exc}"
-        return f"saved {len(updates)} benchmark(s) to {self.baseline_path}{note}"
+        return note
 
     def missing(self) -> list[str]:
         """Baseline entries of collected tests that produced no result in this run."""
@@ -521,20 +453,3 @@ def strip_group(nodeid: str) -> str:
     if at and not any(part in tail for part in ("]", "::", "/")):
         return head
     return nodeid
-
-
-def _git_commit(where: Path) -> str | None:
-    import subprocess
-
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=where if where.exists() else None,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None

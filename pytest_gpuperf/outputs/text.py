@@ -157,3 +157,19 @@ def md_cell(text: object) -> str:
     import html
 
     return html.escape(plain(text).translate(_MD_SPECIAL), quote=False)
+
+
+def plan_lines(entries: dict[str, Any], nodeids: list[str], where: str | None) -> list[str]:
+    """--gpuperf-plan: the selected tests with the time each took when the baseline was
+    saved, and the total."""
+    from ..gate import expected_durations
+
+    known = expected_durations(entries, nodeids)
+    rows = [[n, f"{known[n]:.1f} s" if n in known else "unknown"] for n in nodeids]
+    total = sum(known.values())
+    unknown = len(nodeids) - len(known)
+    return [
+        f"gpuperf plan: {len(nodeids)} test(s), durations from {where or 'no baseline'}",
+        *table(["test", "expected"], rows),
+        f"total: {total:.0f} s" + (f" + {unknown} test(s) of unknown duration" if unknown else ""),
+    ]
