@@ -38,23 +38,36 @@ def test_generate_eager(gpu_benchmark, one_model, device, preset, batch, new_tok
 # replayed from a CUDA graph. Time to first token (prefill) and time per output token
 # (decode) are measured separately; decode speed is compared with the memory-bandwidth
 # limit (weight bytes read per token over the copy bandwidth measured in the same test).
+# "-compiled": the one-token step through torch.compile, captured in the same CUDA graph
+# (compile time recorded apart, as compile_s). Its greedy tokens equal transformers' own
+# (tests/test_workloads.py, tests/test_gpu.py).
 STATIC = [
-    pytest.param("tiny", 1, 32, marks=CPU, id="tiny-b1-32tok"),
+    pytest.param("tiny", 1, 32, False, marks=CPU, id="tiny-b1-32tok"),
     *[
         pytest.param(
             "llama-1b",
             b,
             n,
+            compiled,
             marks=[GPU, pytest.mark.requires_vram("8GiB")],
-            id=f"llama-1b-b{b}-{n}tok",
+            id=f"llama-1b-b{b}-{n}tok" + ("-compiled" if compiled else ""),
         )
-        for b, n in ((1, 64), (1, 256), (1, 1024), (8, 256))
+        for b, n, compiled in (
+            (1, 64, False),
+            (1, 256, False),
+            (1, 1024, False),
+            (8, 256, False),
+            (1, 256, True),
+            (8, 256, True),
+        )
     ],
 ]
 
 
-@pytest.mark.parametrize(("preset", "batch", "new_tokens"), STATIC)
-def test_generate_static(gpu_benchmark, one_model, device, gpu, preset, batch, new_tokens):
+@pytest.mark.parametrize(("preset", "batch", "new_tokens", "compiled"), STATIC)
+def test_generate_static(
+    gpu_benchmark, one_model, device, gpu, preset, batch, new_tokens, compiled
+):
     import torch
 
     from pytest_gpuperf.workloads.generation import StaticGreedyDecoder, weight_bytes
@@ -65,8 +78,12 @@ def test_generate_static(gpu_benchmark, one_model, device, gpu, preset, batch, n
     model = built.model.eval()
     prompt_len = 128
     ids = prompt(batch, prompt_len, model.config.vocab_size, device)
-    dec = StaticGreedyDecoder(model, batch, prompt_len, new_tokens)
-    dec.generate(ids)  # captures the graph (on CUDA) before anything is timed
+    dec = StaticGreedyDecoder(model, batch, prompt_len, new_tokens, compile=compiled)
+    dec.warm(ids)  # compiles (if asked) and captures the graph before anything is timed
+    if dec.compile_s is not None:
+        gpu_benchmark.record(
+            "compile_s", dec.compile_s, "s", note="compiling the step; not in any timed figure"
+        )
 
     first = gpu_benchmark(lambda: dec.generate(ids, 1), work=batch, unit="tokens", metric="prefill")
     full = gpu_benchmark(
@@ -83,7 +100,7 @@ def test_generate_static(gpu_benchmark, one_model, device, gpu, preset, batch, n
     dst = torch.empty_like(src)
     copy = gpu_benchmark(lambda: dst.copy_(src), work=2 * src.nbytes, unit="bytes", metric="copy")
     limit_tps = batch * copy.throughput.median * 1e9 / weight_bytes(model)
-    note = "CUDA graph" if dec.graph is not None else f"eager loop ({dec.graph_error or 'no CUDA'})"
+    note = dec.describe()
     gpu_benchmark.record("decode_tokens_per_s", decode_tps, "tokens/s", note=note)
     gpu_benchmark.record(
         "time_to_first_token_ms", first.time.median * 1e3, "ms", higher_is_better=False

@@ -206,3 +206,14 @@ def test_the_report_as_a_person_sees_it(tmp_path):
         assert errors == []
     finally:
         driver.quit()
+
+
+def test_compiled_decoder_runs_are_their_own_series():
+    data = _payload(H200_RUNS[1])
+    s = RunSummary.from_payload(data, "smoke.json")
+    bench_like = [r for r in s.results if "test_generate_static" in r.nodeid]
+    assert bench_like
+    for r in bench_like:
+        r.nodeid = r.nodeid.replace("256tok]", "256tok-compiled]")
+    text = build_html([s])
+    assert "llama-1b b1 compiled" in text  # the legend names the compiled decoder

@@ -191,6 +191,54 @@ def test_static_greedy_decoder_matches_hf_generate():
         dec.generate(prompt(1, 8, 1024, "cpu"))
 
 
+def test_compiled_decoder_matches_hf_generate_for_32_tokens():
+    """The GPU-bound decoder's compiled step (torch.compile over a static KV cache) gives
+    transformers' greedy tokens, for 32 tokens of a seeded model; its compile time is kept
+    apart, measured by warm()."""
+    from pytest_gpuperf.workloads.generation import StaticGreedyDecoder
+
+    model = build_model("tiny", dtype=torch.float32, seed=1).model.eval()
+    ids = prompt(1, 16, model.config.vocab_size, "cpu", seed=3)
+    reference = generate_eager(model, ids, 32)[:, 16:]
+    dec = StaticGreedyDecoder(model, 1, 16, 32, compile=True)
+    dec.warm(ids)
+    assert dec.compile_error is None and dec.compiled
+    assert dec.compile_s is not None and dec.compile_s > 0
+    assert torch.equal(dec.generate(ids), reference)
+    assert dec.describe().startswith("torch.compile")
+
+
+def test_a_step_that_does_not_compile_runs_uncompiled_and_says_why(monkeypatch):
+    from pytest_gpuperf.workloads.generation import StaticGreedyDecoder
+
+    def broken(fn, **kwargs):
+        def run(*args, **kw):
+            raise RuntimeError("inductor: unsupported op\nmore")
+
+        return run
+
+    monkeypatch.setattr(torch, "compile", broken)
+    model = build_model("tiny", dtype=torch.float32).model.eval()
+    ids = prompt(1, 8, model.config.vocab_size, "cpu")
+    dec = StaticGreedyDecoder(model, 1, 8, 6, compile=True)
+    dec.warm(ids)
+    assert dec.compile_error == "RuntimeError: inductor: unsupported op"
+    assert not dec.compiled and dec.compile_s is None
+    assert torch.equal(dec.generate(ids), generate_eager(model, ids, 6)[:, 8:])
+    assert "compile failed: RuntimeError: inductor: unsupported op" in dec.describe()
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5])
+def test_zero_new_tokens_is_a_clear_error(bad):
+    from pytest_gpuperf.workloads.generation import StaticGreedyDecoder
+
+    model = build_model("tiny", dtype=torch.float32).model.eval()
+    with pytest.raises(WorkloadError, match="max_new_tokens must be"):
+        StaticGreedyDecoder(model, 1, 8, bad)
+    with pytest.raises(WorkloadError, match="new_tokens must be a whole number >= 1"):
+        generate_eager(model, prompt(1, 8, model.config.vocab_size, "cpu"), bad)
+
+
 def test_padded_step_masks_the_padding():
     tr = make_trainer("tiny", device="cpu", quantization="nf4", seq_len=32)
     lengths = [5, 32, 17]

@@ -173,7 +173,8 @@ SWEEP = re.compile(r"test_qlora_batch_sweep\[(?P<preset>[^\]]+)\]::batch(?P<batc
 FIRST_OOM = re.compile(r"test_qlora_batch_sweep\[(?P<preset>[^\]]+)\]::first_oom_batch$")
 MAX_BATCH = re.compile(r"test_qlora_max_batch\[(?P<preset>[^\]]+)\]::max_batch$")
 GEN = re.compile(
-    r"test_generate_(?P<kind>static|eager)\[(?P<preset>.+)-b(?P<batch>\d+)-(?P<n>\d+)tok\]"
+    r"test_generate_(?P<kind>static|eager)\[(?P<preset>.+)-b(?P<batch>\d+)-(?P<n>\d+)tok"
+    r"(?P<compiled>-compiled)?\]"
     r"(::(?P<metric>\w+))?$"
 )
 MATMUL = re.compile(r"test_matmul\[(?P<dtype>\w+)\]$")
@@ -294,7 +295,8 @@ def generation_charts(report: Report) -> list[Chart]:
     for run in report.runs:
         found: dict[tuple[str, str, int, int], dict[str, Result]] = {}
         for m, r in _matches(run, GEN):
-            key = (m["kind"], m["preset"], int(m["batch"]), int(m["n"]))
+            kind = "compiled" if m["compiled"] else m["kind"]
+            key = (kind, m["preset"], int(m["batch"]), int(m["n"]))
             found.setdefault(key, {})[m["metric"] or "main"] = r
         for (kind, preset, batch, n), ms in found.items():
             main = ms.get("decode_tokens_per_s") or ms.get("generate") or ms.get("main")
@@ -317,8 +319,9 @@ def generation_charts(report: Report) -> list[Chart]:
         pts.sort()
         errs = [e or (0.0, 0.0) for _, _, e in pts]
         ax.errorbar([p[0] for p in pts], [p[1] for p in pts],
-                    yerr=list(zip(*errs, strict=True)), marker="o", ms=4, capsize=2,
-                    ls="-" if kind == "static" else "--",
+                    yerr=list(zip(*errs, strict=True)), ms=4, capsize=2,
+                    ls="--" if kind == "eager" else "-",
+                    marker="D" if kind == "compiled" else "o",
                     label=f"{preset} b{batch} {kind} · {label}")  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set(xlabel="new tokens (fixed output length, greedy)", ylabel="tokens/s",
@@ -337,7 +340,8 @@ def generation_charts(report: Report) -> list[Chart]:
         Chart(
             "Generation: tokens/s as new tokens grow, and time to first token",
             _svg(fig),
-            "Solid: the GPU-bound decoder (static KV cache, CUDA graph; decode tokens/s); "
+            "Solid: the GPU-bound decoder (static KV cache, CUDA graph; decode tokens/s; "
+            "diamonds: its step compiled with torch.compile); "
             "dashed: transformers' eager generate() (launch-bound reference, whole-sequence "
             "tokens/s). Error bars: 95% intervals where measured.",
         )
