@@ -70,7 +70,7 @@ def test_generate_static(
 ):
     import torch
 
-    from pytest_gpuperf.workloads.generation import StaticGreedyDecoder, weight_bytes
+    from pytest_gpuperf.workloads.generation import StaticGreedyDecoder
 
     built = one_model.get(
         (preset, "eager-gen"), lambda: build_model(preset, device=device, dtype=torch.bfloat16)
@@ -95,13 +95,8 @@ def test_generate_static(
     per_token = max(1e-12, (full.time.median - first.time.median) / (new_tokens - 1))
     decode_tps = batch / per_token
 
-    numel = (1 << 30) // 2 if gpu else 1 << 22
-    src = torch.randn(numel, device=device, dtype=torch.bfloat16)
-    dst = torch.empty_like(src)
-    copy = gpu_benchmark(lambda: dst.copy_(src), work=2 * src.nbytes, unit="bytes", metric="copy")
-    limit_tps = batch * copy.throughput.median * 1e9 / weight_bytes(model)
-    note = dec.describe()
-    gpu_benchmark.record("decode_tokens_per_s", decode_tps, "tokens/s", note=note)
+    limit_tps, weights = _bandwidth_limit(gpu_benchmark, model, batch, device, gpu)
+    gpu_benchmark.record("decode_tokens_per_s", decode_tps, "tokens/s", note=dec.describe())
     gpu_benchmark.record(
         "time_to_first_token_ms", first.time.median * 1e3, "ms", higher_is_better=False
     )
@@ -109,6 +104,115 @@ def test_generate_static(
         "bandwidth_limit_fraction",
         decode_tps / limit_tps,
         "fraction",
-        note=f"limit {limit_tps:,.0f} tokens/s from {weight_bytes(model) / 2**30:.2f} GiB of weights per token",
+        note=f"limit {limit_tps:,.0f} tokens/s from {weights / 2**30:.2f} GiB of weights per token",
     )
     assert decode_tps > 0
+
+
+def _bandwidth_limit(gpu_benchmark, model, batch, device, gpu):
+    """The decode speed the memory bandwidth allows (tokens/s): each step reads every weight
+    byte once (nf4: the packed weights and their quantization constants), at the copy
+    bandwidth measured here, on this GPU."""
+    import torch
+
+    from pytest_gpuperf.workloads.generation import weight_bytes
+
+    numel = (1 << 30) // 2 if gpu else 1 << 22
+    src = torch.randn(numel, device=device, dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    copy = gpu_benchmark(lambda: dst.copy_(src), work=2 * src.nbytes, unit="bytes", metric="copy")
+    weights = weight_bytes(model)
+    return batch * copy.throughput.median * 1e9 / weights, weights
+
+
+# Generation at the reports' scale: Llama-2 7B and 13B in bf16 and in nf4 (bitsandbytes
+# 4-bit, as fine-tuned), 70B in nf4; batch 1 and 8; a fixed output length, greedy. One
+# decoder per model and batch (graph-replayed static-cache loop) gives tokens/s at each
+# number of new tokens, time to first token and time per output token. Tier `scale`: it
+# builds three large models, so `pytest benchmarks -m "not scale"` leaves it out.
+SCALE_MODELS = (  # preset, weights, GPU memory it needs, new-token counts at batch 1 / 8
+    ("llama2-7b", "bf16", "24GiB", (64, 256, 1024), (64, 256)),
+    ("llama2-7b", "nf4", "12GiB", (64, 256, 1024), (64, 256)),
+    ("llama2-13b", "bf16", "40GiB", (64, 256, 1024), (64, 256)),
+    ("llama2-13b", "nf4", "16GiB", (64, 256, 1024), (64, 256)),
+    ("llama2-70b", "nf4", "56GiB", (64, 256), (64,)),
+)
+SCALE = [
+    pytest.param("tiny", "nf4", 2, (4, 8), marks=CPU, id="tiny-nf4-b2"),
+    *[
+        pytest.param(
+            preset,
+            weights,
+            batch,
+            lengths,
+            marks=[GPU, pytest.mark.requires_vram(vram)],
+            id=f"{preset}-{weights}-b{batch}",
+        )
+        for preset, weights, vram, at1, at8 in SCALE_MODELS
+        for batch, lengths in ((1, at1), (8, at8))
+    ],
+]
+
+
+@pytest.mark.scale
+@pytest.mark.gpuperf(min_samples=3, max_samples=5, max_time=60)
+@pytest.mark.parametrize(("preset", "weights", "batch", "lengths"), SCALE)
+def test_generate_scale(gpu_benchmark, one_model, device, gpu, preset, weights, batch, lengths):
+    import torch
+
+    from pytest_gpuperf.timing import is_oom, release_memory
+    from pytest_gpuperf.workloads.generation import StaticGreedyDecoder
+
+    built = one_model.get(
+        (preset, weights, "gen"),
+        lambda: build_model(
+            preset,
+            device=device,
+            dtype=torch.bfloat16,
+            quantization=None if weights == "bf16" else "nf4",
+        ),
+    )
+    model = built.model.eval()
+    prompt_len = 128 if gpu else 16
+    ids = prompt(batch, prompt_len, model.config.vocab_size, device)
+    try:
+        dec = StaticGreedyDecoder(model, batch, prompt_len, max(lengths))
+        dec.warm(ids)
+    except Exception as exc:  # a batch whose KV cache does not fit: a result, memory freed
+        if not is_oom(exc):
+            raise
+        release_memory(exc)
+        gpu_benchmark.record("oom_batch", batch, "samples", note=f"out of memory at batch {batch}")
+        return
+    first = gpu_benchmark(
+        lambda: dec.generate(ids, 1), work=batch, unit="tokens", metric="prefill", on_oom="record"
+    )
+    timed = {}
+    for n in lengths:
+        timed[n] = gpu_benchmark(
+            lambda n=n: dec.generate(ids, n),
+            work=batch * n,
+            unit="tokens",
+            metric=f"tokens{n}",
+            on_oom="record",
+        )
+    if first.outcome != "ok" or any(r.outcome != "ok" for r in timed.values()):
+        return  # recorded as out of memory, memory released
+    longest = max(lengths)
+    per_token = max(1e-12, (timed[longest].time.median - first.time.median) / (longest - 1))
+    gpu_benchmark.record(
+        "time_to_first_token_ms", first.time.median * 1e3, "ms", higher_is_better=False
+    )
+    gpu_benchmark.record(
+        "time_per_output_token_ms", per_token * 1e3, "ms", higher_is_better=False,
+        note=f"from {longest} new tokens: (t({longest}) - t(1)) / {longest - 1}",
+    )  # fmt: skip
+    limit_tps, weights_read = _bandwidth_limit(gpu_benchmark, model, batch, device, gpu)
+    gpu_benchmark.record(
+        "bandwidth_limit_fraction",
+        batch / per_token / limit_tps,
+        "fraction",
+        note=f"{dec.describe()}; limit {limit_tps:,.0f} tokens/s from "
+        f"{weights_read / 2**30:.2f} GiB of weights read per step",
+    )
+    assert per_token > 0

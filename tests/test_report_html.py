@@ -174,7 +174,8 @@ def test_the_report_as_a_person_sees_it(tmp_path):
 
     cpu = tmp_path / "cpu.json"
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "benchmarks/test_dtype.py", "-q", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "benchmarks/test_dtype.py", "benchmarks/test_generate.py",
+         "-k", "matmul or cast or copy or scale", "-q", "-p", "no:cacheprovider",
          "--gpuperf-baseline=off", f"--gpuperf-json={cpu}"],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
@@ -183,6 +184,7 @@ def test_the_report_as_a_person_sees_it(tmp_path):
     rc = main(["report", *map(str, H200_RUNS), str(cpu), "--baseline-dir",
                str(ROOT / "baselines"), "-o", str(out)])  # fmt: skip
     assert rc == 0
+    assert "tiny nf4 b2" in out.read_text()  # the scale tier's CPU run in the generation chart
     driver = _browser()
     try:
         driver.get(out.as_uri())

@@ -239,6 +239,19 @@ def test_zero_new_tokens_is_a_clear_error(bad):
         generate_eager(model, prompt(1, 8, model.config.vocab_size, "cpu"), bad)
 
 
+def test_weight_bytes_of_nf4_counts_the_quantization_constants():
+    from pytest_gpuperf.workloads.generation import weight_bytes
+
+    model = build_model("tiny", quantization="nf4").model
+    params = sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
+    absmax = sum(
+        m.weight.quant_state.absmax.numel() * m.weight.quant_state.absmax.element_size()
+        for m in model.modules()
+        if getattr(getattr(m, "weight", None), "quant_state", None) is not None
+    )
+    assert absmax > 0 and weight_bytes(model) >= params + absmax
+
+
 def test_padded_step_masks_the_padding():
     tr = make_trainer("tiny", device="cpu", quantization="nf4", seq_len=32)
     lengths = [5, 32, 17]

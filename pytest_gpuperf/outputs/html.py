@@ -177,6 +177,14 @@ GEN = re.compile(
     r"(?P<compiled>-compiled)?\]"
     r"(::(?P<metric>\w+))?$"
 )
+SCALE_GEN = re.compile(
+    r"test_generate_scale\[(?P<preset>.+)-(?P<weights>bf16|nf4)-b(?P<batch>\d+)\]"
+    r"::tokens(?P<n>\d+)$"
+)
+SCALE_TTFT = re.compile(
+    r"test_generate_scale\[(?P<preset>.+)-(?P<weights>bf16|nf4)-b(?P<batch>\d+)\]"
+    r"::time_to_first_token_ms$"
+)
 MATMUL = re.compile(r"test_matmul\[(?P<dtype>\w+)\]$")
 CAST = re.compile(r"test_cast_bandwidth\[(?P<cast>[^\]]+)\]$")
 COPY = re.compile(r"test_copy_bandwidth$")
@@ -306,6 +314,17 @@ def generation_charts(report: Report) -> list[Chart]:
             err = _err(main) if main.kind == "measured" else None
             rows.append((run, kind, preset, batch, n, main.value, err,
                          first.value if first else None))  # fmt: skip
+        # the scale tier: one decoder per model, weights and batch, timed at each length
+        ttft_of = {
+            (m["preset"], m["weights"], m["batch"]): r.value
+            for m, r in _matches(run, SCALE_TTFT)
+        }
+        for m, r in _matches(run, SCALE_GEN):
+            if r.value is None:
+                continue
+            first_ms = ttft_of.get((m["preset"], m["weights"], m["batch"]))
+            rows.append((run, "static", f"{m['preset']} {m['weights']}", int(m["batch"]),
+                         int(m["n"]), r.value, _err(r), first_ms))  # fmt: skip
     if not rows:
         return []
     fig, (ax, tx) = plt.subplots(1, 2, figsize=(11, 4))

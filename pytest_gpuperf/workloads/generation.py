@@ -210,8 +210,20 @@ class StaticGreedyDecoder:
 
 
 def weight_bytes(model: Any) -> int:
-    """Bytes of parameters and buffers a decode step reads at least once."""
+    """Bytes of parameters and buffers a decode step reads at least once; for bitsandbytes
+    4-bit weights, the packed weights (their parameters) plus their quantization constants
+    (absmax, and its own constants under double quantization), which are not parameters."""
     total = 0
     for t in list(model.parameters()) + list(model.buffers()):
         total += t.numel() * t.element_size()
+    for module in model.modules():
+        state = getattr(getattr(module, "weight", None), "quant_state", None)
+        while state is not None:
+            absmax = getattr(state, "absmax", None)
+            if absmax is not None:
+                total += absmax.numel() * absmax.element_size()
+            code = getattr(state, "code", None)
+            if code is not None:
+                total += code.numel() * code.element_size()
+            state = getattr(state, "state2", None)
     return total
