@@ -271,7 +271,7 @@ def report_command(args: argparse.Namespace) -> int:
     baselines of their profiles for the history charts, the profiles for prices; write."""
     from .baselines import load as load_baseline
     from .outputs import RunSummary, SchemaError
-    from .outputs.html import build_html
+    from .outputs.html import baseline_name, build_html
     from .profiles import ProfileError, load_registry
 
     problems: list[str] = []
@@ -294,14 +294,14 @@ def report_command(args: argparse.Namespace) -> int:
             print(f"gpuperf report: --baseline-dir {args.baseline_dir}: not a directory",
                   file=sys.stderr)  # fmt: skip
             return 2
-        for profile in sorted({s.profile for s in summaries if s.profile}):
+        for name in sorted({baseline_name(s) for s in summaries} - {""}):
             try:
-                found = load_baseline(baseline_path(args.baseline_dir, profile))
+                found = load_baseline(args.baseline_dir / name)
             except BaselineError as exc:
-                problems.append(f"no history for profile {profile}: {exc}")
+                problems.append(f"no history from {name}: {exc}")
                 continue
             if found is not None:
-                baselines[profile] = found
+                baselines[name] = found
     for line in problems:
         print(f"gpuperf report: {plain(line)}", file=sys.stderr)
     if not summaries:

@@ -435,7 +435,9 @@ class GpuPerfSession:
             html_path=self.options.html_path,
             step_summary=Path(step) if step else None,
             profiles=self.registry.get,
-            baselines={summary.profile or "": self.baseline} if self.baseline else None,
+            baselines={self.baseline_path.name: self.baseline}
+            if self.baseline is not None and self.baseline_path is not None
+            else None,
         )
         self.finish_notes += notes
         self.output_failed = failed

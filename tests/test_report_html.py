@@ -219,3 +219,22 @@ def test_compiled_decoder_runs_are_their_own_series():
         r.nodeid = r.nodeid.replace("256tok]", "256tok-compiled]")
     text = build_html([s])
     assert "llama-1b b1 compiled" in text  # the legend names the compiled decoder
+
+
+def test_history_comes_from_the_baseline_the_run_was_judged_against(tmp_path, capsys):
+    """An emulated run was judged against h200@a100-40gb.json: its history must not come from
+    the real card's h200.json, which may hold the same keys."""
+    from pytest_gpuperf.outputs.html import baseline_name
+
+    s = RunSummary.from_payload(_payload(H200_RUNS[0]), "emu.json")
+    s.baseline_path = "/runner/baselines/h200@a100-40gb.json"
+    assert baseline_name(s) == "h200@a100-40gb.json"
+    s.baseline_path = None
+    assert baseline_name(s) == "h200.json"
+    data = _payload(H200_RUNS[3])
+    data["baseline"] = "/elsewhere/h200@a100-40gb.json"
+    path = tmp_path / "emu-judged.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "--baseline-dir", str(ROOT / "baselines"), "-o", str(out)]) == 0
+    assert "History: the baseline" not in out.read_text()  # no h200@a100-40gb.json there

@@ -123,6 +123,14 @@ def prepare(
     return Report(runs, problems, dict(baselines or {}))
 
 
+def baseline_name(summary: RunSummary) -> str:
+    """The file name of the baseline a run was judged against: the one it recorded, else
+    its profile's (an emulated run's baseline is `<profile>@<card>.json`, never the card's own)."""
+    if summary.baseline_path:
+        return _short(summary.baseline_path)
+    return f"{summary.profile}.json" if summary.profile else ""
+
+
 def _short(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
@@ -465,7 +473,7 @@ def history_charts(report: Report, limit: int = 12) -> list[Chart]:
 
     picks = []
     for run in report.runs:
-        base = report.baselines.get(run.summary.profile or "")
+        base = report.baselines.get(baseline_name(run.summary))
         if base is None:
             continue
         for r in run.summary.results:
