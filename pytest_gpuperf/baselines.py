@@ -76,6 +76,26 @@ def baseline_path(directory: Path, profile: str) -> Path:
     return Path(directory) / f"{profile}.json"
 
 
+def locate(
+    directory: Path, profile: str, emulate: str | None, must_exist: bool
+) -> tuple[Path, str, BaselineFile | None]:
+    """(path, the name results are saved under, the loaded file or None) of a profile's
+    baseline. Emulated results never mix with the card's own: they live in
+    `<profile>@<card>.json`. Raises BaselineError for a file that is unreadable, truncated,
+    of an unknown schema, of another profile, or missing where one `must_exist`."""
+    name = f"{profile}@{emulate}" if emulate else profile
+    path = baseline_path(directory, name)
+    found = load(path)
+    if found is None and must_exist:
+        raise BaselineError(
+            f"--gpuperf-baseline=compare, but there is no baseline file {path} for profile "
+            f"{profile!r}; save one with --gpuperf-baseline=save"
+        )
+    if found is not None and found.profile != name:
+        raise _fail(path, f"belongs to profile {found.profile!r}, not {name!r}")
+    return path, name, found
+
+
 def _fail(path: Path | str, what: str) -> BaselineError:
     return BaselineError(f"baseline file {path}: {what}")
 

@@ -146,14 +146,12 @@ class GpuPerfSession:
     # ------------------------------------------------------------ pytest-xdist workers
 
     def check_workers(self, workers: int) -> None:
-        """On the controller: `pytest -n N` needs N GPUs, one per worker."""
-        snap = self.snapshot()
-        if snap.kind == "cuda" and workers > snap.gpu_count:
-            raise pytest.UsageError(
-                f"gpuperf: pytest -n {workers} on {snap.gpu_count} visible GPU(s): each worker "
-                f"needs a GPU of its own (two benchmarks on one GPU measure each other); use "
-                f"-n {snap.gpu_count}"
-            )
+        from .workers import WorkerError, check_count
+
+        try:
+            check_count(self.snapshot(), workers)
+        except WorkerError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     def assign_worker_gpu(self, workerid: str, workers: int) -> None:
         """In a pytest-xdist worker, before anything initialises CUDA: worker gwN gets the
@@ -161,15 +159,14 @@ class GpuPerfSession:
         snap = self.snapshot()
         if snap.kind != "cuda":
             return
-        self.check_workers(workers)
+        from .workers import WorkerError, gpu_for
+
         torch = sys.modules.get("torch")
-        if torch is not None and torch.cuda.is_initialized():
-            raise pytest.UsageError(
-                f"gpuperf: worker {workerid}: CUDA was initialised before the plugin could give "
-                "this worker its own GPU (a conftest or plugin touched CUDA at import)"
-            )
-        index = int(workerid.removeprefix("gw"))
-        gpu = snap.gpus[index]
+        started = torch is not None and torch.cuda.is_initialized()
+        try:
+            gpu = gpu_for(snap, workerid, workers, started)
+        except WorkerError as exc:
+            raise pytest.UsageError(str(exc)) from None
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu.uuid or str(gpu.index)
         self._snapshot = dataclasses.replace(snap, gpus=(gpu,))
 
@@ -211,14 +208,10 @@ class GpuPerfSession:
 
     def prepare_baseline(self) -> None:
         """Find and validate this profile's baseline file (at collection, before any test).
-
-        A file that is unreadable, truncated, of an unknown schema, or holds NaN or
-        negative values stops the run with a usage error naming it: nothing is compared
-        against it and nothing overwrites it.
-        """
+        A bad file stops the run with a usage error naming it (baselines.locate)."""
         if self.baseline_ready or self.options.baseline_mode == "off":
             return
-        from .baselines import BaselineError, baseline_path, load
+        from .baselines import BaselineError, locate
 
         prof = self.profile()
         if prof is None:
@@ -226,27 +219,16 @@ class GpuPerfSession:
                 f"no GPU profile matches {self.snapshot().describe()}: results are not "
                 "compared or saved; add a profile in pyproject.toml ([tool.gpuperf.profiles])"
             )
-            self.baseline_ready = True
-            return
-        name = prof.name
-        if self.options.emulate:  # emulated results never mix with the card's own
-            name = f"{prof.name}@{self.options.emulate}"
-        path = baseline_path(self.options.baseline_dir, name)
-        self.baseline_path, self.baseline_profile = path, name
-        try:
-            self.baseline = load(path)
-        except BaselineError as exc:
-            raise pytest.UsageError(f"gpuperf: {exc}") from None
-        if self.baseline is None and self.options.baseline_mode == "compare":
-            raise pytest.UsageError(
-                f"gpuperf: --gpuperf-baseline=compare, but there is no baseline file {path} "
-                f"for profile {prof.name!r}; save one with --gpuperf-baseline=save"
-            )
-        if self.baseline is not None and self.baseline.profile != name:
-            raise pytest.UsageError(
-                f"gpuperf: baseline file {path}: belongs to profile "
-                f"{self.baseline.profile!r}, not {name!r}"
-            )
+        else:
+            try:
+                self.baseline_path, self.baseline_profile, self.baseline = locate(
+                    self.options.baseline_dir,
+                    prof.name,
+                    self.options.emulate,
+                    must_exist=self.options.baseline_mode == "compare",
+                )
+            except BaselineError as exc:
+                raise pytest.UsageError(f"gpuperf: {exc}") from None
         self.baseline_ready = True
 
     def plan_lines(self, nodeids: list[str]) -> list[str]:
