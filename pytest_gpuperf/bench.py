@@ -32,8 +32,10 @@ class GpuBenchmark:
         emulated: str | None = None,
         judge: Callable[[Result], dict[str, Any]] | None = None,
         progress: Callable[[str, bool], None] | None = None,
+        gpus_used: int = 1,
     ) -> None:
         self.nodeid = nodeid
+        self.gpus_used = gpus_used  # the test's requires_gpus count: its baseline's GPU count
         self.snapshot = snapshot
         self.backend = "cuda" if snapshot.kind == "cuda" else "cpu"
         self._layers = layers
@@ -182,6 +184,7 @@ class GpuBenchmark:
         """What the result ran on beyond the device line: the emulated card, and which GPU
         of the host (its index and PCI bus; one per pytest-xdist worker)."""
         result.emulated = self.emulated
+        result.gpus_used = self.gpus_used
         gpu = self.snapshot.primary
         if gpu is not None:
             where = gpu.pci_bus_id or gpu.uuid

@@ -57,6 +57,17 @@ def environment(device: dict[str, Any], emulated: str | None) -> dict[str, Any]:
     }
 
 
+def env_for(env: dict[str, Any], result: Result) -> dict[str, Any]:
+    """The run's environment as one result knows it: the GPUs its test uses (its
+    requires_gpus count, else one) rather than all the host has, and the link between them
+    only when it uses several. A single-GPU benchmark on a 2-GPU host is a 1-GPU figure."""
+    gpus = env.get("gpus")
+    if not isinstance(gpus, int) or gpus <= 1:
+        return env
+    used = min(gpus, max(1, result.gpus_used))
+    return {**env, "gpus": used, "interconnect": env.get("interconnect") if used > 1 else None}
+
+
 def _major(version: Any) -> str | None:
     if not version:
         return None
@@ -264,7 +275,7 @@ def judge_result(
     else:
         verdicts = compare(
             metrics,
-            env,
+            env_for(env, result),
             base,
             tolerance=tol,
             memory_tolerance=mem_tol,
@@ -408,7 +419,7 @@ def entries_to_save(
             continue
         flags = {"launch_bound": r.launch_bound, "throttled": r.throttled, "emulated": r.emulated}
         updates[r.key] = {
-            "environment": env,
+            "environment": env_for(env, r),
             "date": date,
             "commit": commit,
             "flags": flags,

@@ -537,6 +537,19 @@ def _telemetry_factory(sess: GpuPerfSession) -> Any:
     return lambda interval: Sampler(lib, handle, interval=interval)
 
 
+def _gpus_used(item: Any) -> int:
+    """The GPUs a test uses, from its requires_gpus marker (one without it)."""
+    marker = item.get_closest_marker("requires_gpus") if isinstance(item, pytest.Item) else None
+    if marker is None:
+        return 1
+    from . import marks
+
+    try:
+        return int(marks.parse_requires_gpus(marker.args, dict(marker.kwargs)).count)
+    except marks.MarkerError:  # reported by the marker checks at collection
+        return 1
+
+
 @pytest.fixture
 def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
     """Measure work with correct GPU timing: `gpu_benchmark(fn, work=n, unit="tokens")`.
@@ -571,6 +584,7 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
         emulated=sess.options.emulate,
         judge=sess.judge,
         progress=_progress_writer(request.config),
+        gpus_used=_gpus_used(item),
     )
     item.stash[BENCH_KEY] = bench
     return bench

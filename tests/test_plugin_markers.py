@@ -424,3 +424,57 @@ def test_each_result_names_the_gpu_of_the_host_it_ran_on(monkeypatch):
     r = bench.record("max_batch", 24, "samples")
     assert r.gpu == "GPU 1 (00000000:3B:00.0)"
     assert Result.from_dict(r.to_dict()).gpu == r.gpu
+
+
+TWO_GPU_HOST = """
+import dataclasses
+
+from pytest_gpuperf.plugin import get_session
+from tests.fakes import gpu, snapshot
+
+HOST = dataclasses.replace(
+    snapshot(gpu(uuid="GPU-a"), dataclasses.replace(gpu(uuid="GPU-b"), index=1)),
+    interconnect="NVLink (18 links)",
+)
+
+def pytest_configure(config):
+    get_session(config).set_snapshot(HOST)
+"""
+
+TWO_TESTS = """
+import pytest
+
+def test_one_gpu(gpu_benchmark):
+    gpu_benchmark.record("max_batch", 24, "samples")
+
+@pytest.mark.requires_gpus(2)
+def test_both_gpus(gpu_benchmark):
+    gpu_benchmark.record("busbw", 325.0, "GB/s")
+"""
+
+
+def test_a_baseline_knows_how_many_gpus_each_benchmark_used(on):
+    """On a 2-GPU host a single-GPU benchmark is a 1-GPU figure, comparable with a 1-GPU
+    runner's baseline; a requires_gpus(2) benchmark is a 2-GPU figure with its link."""
+    import json
+
+    p = on("h200")
+    p.makeconftest(TWO_GPU_HOST)
+    p.makepyfile(test_g=TWO_TESTS)
+    p.runpytest("-p", "no:cacheprovider", "--gpuperf-baseline=save").assert_outcomes(passed=2)
+    entries = json.loads((p.path / "baselines" / "h200.json").read_text())["entries"]
+    one = entries["test_g.py::test_one_gpu::max_batch"]["environment"]
+    two = entries["test_g.py::test_both_gpus::busbw"]["environment"]
+    assert (one["gpus"], one["interconnect"]) == (1, None)
+    assert (two["gpus"], two["interconnect"]) == (2, "NVLink (18 links)")
+
+
+def test_env_for_narrows_the_host_to_the_gpus_a_result_used():
+    from pytest_gpuperf.gate import env_for
+
+    env = {"gpu": "NVIDIA H200", "gpus": 2, "interconnect": "NVLink (18 links)"}
+    one, two = Result("t", None, "samples", 1.0), Result("t", None, "GB/s", 1.0, gpus_used=2)
+    assert env_for(env, one) == {"gpu": "NVIDIA H200", "gpus": 1, "interconnect": None}
+    assert env_for(env, two) == env
+    single = {"gpu": "NVIDIA H200", "gpus": 1, "interconnect": None}
+    assert env_for(single, two) == single  # a 1-GPU host ran it on what it had
