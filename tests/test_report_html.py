@@ -238,3 +238,14 @@ def test_history_comes_from_the_baseline_the_run_was_judged_against(tmp_path, ca
     out = tmp_path / "r.html"
     assert main(["report", str(path), "--baseline-dir", str(ROOT / "baselines"), "-o", str(out)]) == 0
     assert "History: the baseline" not in out.read_text()  # no h200@a100-40gb.json there
+
+
+def test_without_matplotlib_the_html_is_not_written_and_the_run_fails(project, monkeypatch):
+    saved(project, times=1)
+    project.makeconftest(
+        "import sys\nsys.modules['matplotlib'] = None  # as if it were not installed\n"
+    )
+    out = project.path / "r.html"
+    result = project.runpytest(*FAST, f"--gpuperf-html={out}")
+    result.stdout.fnmatch_lines([f"gpuperf: NOT WRITTEN: --gpuperf-html {out}: the charts need matplotlib*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED and not out.exists()

@@ -30,14 +30,22 @@ def write_files(
     if json_path is not None:
         text = json.dumps(json_safe(summary.payload()), indent=2) + "\n"
         outputs.append(("--gpuperf-json", json_path, text, "w"))
+    notes, failed = [], False
     if html_path is not None:
         from .html import build_html
 
-        text = build_html([summary], profiles=profiles, baselines=baselines)
-        outputs.append(("--gpuperf-html", html_path, text, "w"))
+        try:
+            text = build_html([summary], profiles=profiles, baselines=baselines)
+        except ImportError as exc:  # matplotlib missing from an environment built by hand
+            failed = True
+            notes.append(
+                f"gpuperf: NOT WRITTEN: --gpuperf-html {html_path}: the charts need "
+                f"matplotlib ({exc}); pip install matplotlib"
+            )
+        else:
+            outputs.append(("--gpuperf-html", html_path, text, "w"))
     if step_summary is not None:
         outputs.append(("GITHUB_STEP_SUMMARY", step_summary, summary.markdown() + "\n\n", "a"))
-    notes, failed = [], False
     for what, path, text, mode in outputs:
         try:
             if mode == "w":
