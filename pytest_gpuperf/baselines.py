@@ -141,6 +141,11 @@ def session_problem(m: dict[str, Any]) -> str | None:
         why = number_problem(m["clock_mhz"])
         if why:
             return f"clock_mhz {why}"
+    for bound in ("ci_low", "ci_high"):  # a saved session's interval (history items)
+        if m.get(bound) is not None:
+            why = number_problem(m[bound])
+            if why:
+                return f"{bound} {why}"
     return None
 
 
@@ -364,8 +369,9 @@ def merge(
             same_kind = prev.get("unit") == m["unit"] and prev.get("direction") == m["direction"]
             history = list(prev.get("history", [])) if same_kind else []
             session = {"median": m["median"], "date": new.get("date"), "commit": new.get("commit")}
-            for extra in ("flags", "clock_mhz"):  # why the session is suspect; its SM clock
-                if m.get(extra):
+            # why the session is suspect, its SM clock, its interval (the report draws it)
+            for extra in ("flags", "clock_mhz", "ci_low", "ci_high"):
+                if m.get(extra) is not None and m.get(extra) != []:
                     session[extra] = m[extra]
             history.append(session)
             merged_metrics[mname] = {**m, "history": history[-HISTORY:]}

@@ -43,6 +43,18 @@ def test_round_trip_and_history(tmp_path):
     assert [h["median"] for h in hist] == [100.0 + i for i in range(3, HISTORY + 3)]
     assert b.entries["t.py::a"]["metrics"]["throughput"]["median"] == 100.0 + HISTORY + 2
     assert b.profile == "h200" and b.updated == f"n{HISTORY + 2}"
+    # each saved session keeps its interval, so a report can draw the history with it
+    assert all(h["ci_low"] < h["median"] < h["ci_high"] for h in hist)
+
+
+def test_a_history_interval_that_is_not_a_number_is_refused(tmp_path):
+    path = tmp_path / "h200.json"
+    save(path, "h200", update("t.py::a", 100.0), now="n")
+    data = json.loads(path.read_text())
+    data["entries"]["t.py::a"]["metrics"]["throughput"]["history"][0]["ci_low"] = "low"
+    path.write_text(json.dumps(data))
+    with pytest.raises(BaselineError, match=r"history\[0\]: ci_low must be a number"):
+        load(path)
 
 
 def test_saving_a_subset_keeps_the_other_entries(tmp_path):

@@ -499,10 +499,13 @@ def history_charts(report: Report, limit: int = 12) -> list[Chart]:
         hist = [h for h in m.get("history", []) if isinstance(h.get("median"), int | float)]
         xs = list(range(len(hist)))
         ax.plot(xs, [h["median"] for h in hist], "o-", color="tab:blue", ms=4, label="saved")
-        if hist and m.get("ci_low") is not None and m.get("ci_high") is not None:
-            last = hist[-1]["median"]
-            ax.errorbar([xs[-1]], [last], yerr=[[max(0, last - m["ci_low"])],
-                        [max(0, m["ci_high"] - last)]], color="tab:blue", capsize=2)  # fmt: skip
+        if hist and "ci_low" not in hist[-1] and m.get("ci_low") is not None:
+            hist[-1] = {**hist[-1], "ci_low": m["ci_low"], "ci_high": m.get("ci_high")}
+        for x, h in zip(xs, hist, strict=True):  # each saved session's interval, if saved
+            lo, hi = h.get("ci_low"), h.get("ci_high")
+            if isinstance(lo, int | float) and isinstance(hi, int | float):
+                ax.errorbar([x], [h["median"]], yerr=[[max(0, h["median"] - lo)],
+                            [max(0, hi - h["median"])]], color="tab:blue", capsize=2)  # fmt: skip
         lo, hi = now.get("ci_low"), now.get("ci_high")
         x = len(hist)
         yerr = None
@@ -520,7 +523,8 @@ def history_charts(report: Report, limit: int = 12) -> list[Chart]:
         Chart(
             "History: the baseline's saved sessions and this run",
             _svg(fig),
-            "Blue: the median of each saved session (the last with its interval); square: this "
+            "Blue: the median of each saved session with its interval (sessions saved before "
+            "intervals were kept: the last only); square: this "
             "run with its interval, red when regressed, green when improved. Worst first.",
         )
     ]
