@@ -249,3 +249,13 @@ def test_without_matplotlib_the_html_is_not_written_and_the_run_fails(project, m
     result = project.runpytest(*FAST, f"--gpuperf-html={out}")
     result.stdout.fnmatch_lines([f"gpuperf: NOT WRITTEN: --gpuperf-html {out}: the charts need matplotlib*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED and not out.exists()
+
+
+def test_report_reads_pytest_benchmarks_json_with_our_section(tmp_path, capsys):
+    """A --benchmark-json file carries the run in its "gpuperf" section."""
+    bench = {"machine_info": {}, "benchmarks": [], "gpuperf": _payload(H200_RUNS[1])}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(bench))
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "-o", str(out)]) == 0
+    assert "test_matmul[bf16]" in out.read_text()
