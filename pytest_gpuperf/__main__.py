@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .baselines import BaselineError, baseline_path, load, metric_problem, parse_json, read_text
-from .gate import environment, failing, judge_result, judged_metrics, metrics_of, missing
+from .baselines import BaselineError, baseline_path, load, parse_json, read_text
+from .gate import environment, failing, judge_result, judged_metrics, missing
 from .outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from .results import Result
 from .verdict import CONFIDENCE, per_metric_confidence
@@ -68,17 +68,12 @@ def _load_results(path: Path) -> dict[str, Any]:
 
 
 def _results_of(path: Path, data: dict[str, Any]) -> list[Result]:
-    results = []
-    for i, d in enumerate(data["results"]):
-        try:
-            r = Result.from_dict(d)
-        except ValueError as exc:
-            raise InputError(f"results file {path}: results[{i}]: {exc}") from None
-        for name, m in metrics_of(r).items():
-            why = metric_problem(m)
-            if why:
-                raise InputError(f"results file {path}: {r.key} {name}: {why}")
-        results.append(r)
+    from .outputs.summary import SchemaError, read_results
+
+    try:
+        results = read_results(data["results"], f"results file {path}")
+    except SchemaError as exc:
+        raise InputError(str(exc)) from None
     if not results:
         raise InputError(f"results file {path}: the run has no results to compare")
     return results

@@ -128,7 +128,7 @@ def test_summary_round_trips_through_its_json():
     assert s.emulated == ("a100-40gb", None) and s.profile == "h200"
     again = RunSummary.from_payload(json.loads(json.dumps(s.payload())), "again.json")
     assert [r.to_dict() for r in again.results] == [r.to_dict() for r in s.results]
-    with pytest.raises(SchemaError, match=r"x.json: result 0: "):
+    with pytest.raises(SchemaError, match=r"x.json: results\[0\]: "):
         RunSummary.from_payload({**data, "results": [{"nodeid": 3}]}, "x.json")
 
 
@@ -259,3 +259,15 @@ def test_report_reads_pytest_benchmarks_json_with_our_section(tmp_path, capsys):
     out = tmp_path / "r.html"
     assert main(["report", str(path), "-o", str(out)]) == 0
     assert "test_matmul[bf16]" in out.read_text()
+
+
+def test_a_run_with_a_bad_figure_is_left_out_as_compare_would(tmp_path, capsys):
+    data = _payload(H200_RUNS[1])
+    data["results"][0]["throughput"]["ci_low"] = -1.0  # below zero: not a figure
+    bad = tmp_path / "bad-figure.json"
+    bad.write_text(json.dumps(data))
+    out = tmp_path / "r.html"
+    assert main(["report", str(bad), str(H200_RUNS[0]), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"left out: {bad}: benchmarks/test_dtype.py::test_matmul[bf16] throughput: ci_low is -1.0" in err
+    assert out.exists()

@@ -83,15 +83,7 @@ class RunSummary:
                 f"{source}: schema {data.get('schema')!r} is not {SCHEMA!r} "
                 "(a file written by --gpuperf-json is expected)"
             )
-        raw = data.get("results")
-        if not isinstance(raw, list):
-            raise SchemaError(f"{source}: 'results' must be a list")
-        results = []
-        for i, d in enumerate(raw):
-            try:
-                results.append(Result.from_dict(d))
-            except ValueError as exc:
-                raise SchemaError(f"{source}: result {i}: {exc}") from None
+        results = read_results(data.get("results"), source)
         results += _legacy_metrics(data.get("metrics"), source)
         device: dict[str, Any] = data["device"] if isinstance(data.get("device"), dict) else {}
         emulated = data.get("emulated")
@@ -102,15 +94,16 @@ class RunSummary:
             names = {r.emulated for r in results if r.emulated}
             emu = (names.pop(), None) if len(names) == 1 else None
         baseline = data.get("baseline")
+        judged = any(r.verdicts for r in results)
         return cls(
             device=device,
             describe=str(data.get("describe") or "unknown device"),
             profile=data.get("profile") if isinstance(data.get("profile"), str) else None,
             baseline_path=baseline if isinstance(baseline, str) else None,
-            baseline_found=any(r.verdicts for r in results),
+            baseline_found=judged,
             baseline_mode=str(data.get("baseline_mode") or "off"),
             baseline_note=None,
-            comparing=any(r.verdicts for r in results),
+            comparing=judged,
             warn_only=False,
             emulated=emu,
             results=results,
@@ -130,6 +123,29 @@ class RunSummary:
         from .markdown import markdown
 
         return markdown(self)
+
+
+def read_results(raw: Any, where: str) -> list[Result]:
+    """The results of a results file, each figure checked as a baseline's are. Raises
+    SchemaError naming `where`, the result and what is wrong (`gpuperf compare` and
+    `gpuperf report` both read files through here)."""
+    from ..baselines import metric_problem
+    from ..gate import metrics_of
+
+    if not isinstance(raw, list):
+        raise SchemaError(f"{where}: 'results' must be a list")
+    out = []
+    for i, d in enumerate(raw):
+        try:
+            r = Result.from_dict(d)
+        except ValueError as exc:
+            raise SchemaError(f"{where}: results[{i}]: {exc}") from None
+        for name, m in metrics_of(r).items():
+            why = metric_problem(m)
+            if why:
+                raise SchemaError(f"{where}: {r.key} {name}: {why}")
+        out.append(r)
+    return out
 
 
 def _legacy_metrics(raw: Any, source: str) -> list[Result]:
