@@ -16,18 +16,18 @@ import html
 import io
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ..results import Result
+from ..verdict import SEVERITY
 from .summary import RunSummary
 from .text import verdict_rows
 
 GIB = 2**30
-VERDICT_ORDER = ("regressed", "failed", "missing", "inconclusive", "power-state", "improved",
-                 "unchanged", "new")  # fmt: skip
 
 
 @dataclass
@@ -42,7 +42,6 @@ class Run:
     emulated_gib: float | None
     price: float | None = None
     price_source: str | None = None
-    date: str | None = None
 
 
 @dataclass
@@ -69,7 +68,16 @@ def prepare(
 ) -> Report:
     """Label the runs and find their prices; note what is doubtful (two GPUs under one
     profile name, a profile without a price) without dropping anything valid."""
-    from ..profiles import PRICE_SOURCE
+    from ..profiles import PRICE_SOURCE, ProfileError
+
+    def profile(name: str | None) -> Any:
+        """The named profile, or None (no registry, no name, or a name it does not know)."""
+        if profiles is None or not name:
+            return None
+        try:
+            return profiles(name)
+        except ProfileError:
+            return None
 
     runs: list[Run] = []
     problems: list[str] = []
@@ -82,19 +90,9 @@ def prepare(
         run = Run(s, label, gpu, mem, emu, emu_gib)
         if s.profile:
             gpus_of_profile.setdefault(s.profile, set()).add(gpu)
-        prof = None
-        if profiles is not None and s.profile:
-            try:
-                prof = profiles(s.profile)
-            except Exception:  # an unknown profile name: no price, said below
-                prof = None
-        if emu and profiles is not None:
-            try:
-                emu_prof = profiles(emu)
-                if emu_gib is None and emu_prof.memory_gib:
-                    run.emulated_gib = float(emu_prof.memory_gib)
-            except Exception:
-                pass
+        prof, emu_prof = profile(s.profile), profile(emu)
+        if emu_gib is None and emu_prof is not None and emu_prof.memory_gib:
+            run.emulated_gib = float(emu_prof.memory_gib)
         if prof is not None and prof.price_per_hour is not None:
             run.price = float(prof.price_per_hour)
             run.price_source = PRICE_SOURCE if prof.source == "built-in" else prof.source
@@ -111,13 +109,11 @@ def prepare(
                 f"profile {prof_name!r} names runs of different GPUs ({', '.join(sorted(gpus))}): "
                 "they are shown as separate series, labelled by GPU, and not compared"
             )
-    seen: dict[str, int] = {}
+    seen = Counter(run.label for run in runs)
+    count: Counter[str] = Counter()
     for run in runs:  # the same card twice (two dates, two runners): number them
-        seen[run.label] = seen.get(run.label, 0) + 1
-    count: dict[str, int] = {}
-    for run in runs:
         if seen[run.label] > 1:
-            count[run.label] = count.get(run.label, 0) + 1
+            count[run.label] += 1
             src = run.summary.source or ""
             run.label = f"{run.label} #{count[run.label]}" + (f" ({_short(src)})" if src else "")
     return Report(runs, problems, dict(baselines or {}))
@@ -166,15 +162,20 @@ def _svg(fig: Any) -> str:
     return text[text.index("<svg") :]  # drop the XML prolog and doctype: inline SVG
 
 
+def _span(median: Any, lo: Any, hi: Any) -> tuple[float, float] | None:
+    """An interval as (below, above) its median, for an error bar; None without one."""
+    if not all(isinstance(v, int | float) for v in (median, lo, hi)):
+        return None
+    below, above = max(0.0, median - lo), max(0.0, hi - median)
+    return (below, above) if math.isfinite(below) and math.isfinite(above) else None
+
+
 def _err(r: Result) -> tuple[float, float] | None:
     """The throughput's interval as (below, above) the median, or None without one."""
     t = r.throughput
     if t is None or r.time is None or not r.time.ci_exact:
         return None
-    lo, hi = max(0.0, t.median - t.ci_low), max(0.0, t.ci_high - t.median)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return None
-    return lo, hi
+    return _span(t.median, t.ci_low, t.ci_high)
 
 
 SWEEP = re.compile(r"test_qlora_batch_sweep\[(?P<preset>[^\]]+)\]::batch(?P<batch>\d+)$")
@@ -185,22 +186,16 @@ GEN = re.compile(
     r"(?P<compiled>-compiled)?\]"
     r"(::(?P<metric>\w+))?$"
 )
-SCALE_GEN = re.compile(
-    r"test_generate_scale\[(?P<preset>.+)-(?P<weights>bf16|nf4)-b(?P<batch>\d+)\]"
-    r"::tokens(?P<n>\d+)$"
-)
-SCALE_TTFT = re.compile(
-    r"test_generate_scale\[(?P<preset>.+)-(?P<weights>bf16|nf4)-b(?P<batch>\d+)\]"
-    r"::time_to_first_token_ms$"
-)
+_SCALE = r"test_generate_scale\[(?P<preset>.+)-(?P<weights>bf16|nf4)-b(?P<batch>\d+)\]"
+SCALE_GEN = re.compile(_SCALE + r"::tokens(?P<n>\d+)$")
+SCALE_TTFT = re.compile(_SCALE + r"::time_to_first_token_ms$")
 MATMUL = re.compile(r"test_matmul\[(?P<dtype>\w+)\]$")
 CAST = re.compile(r"test_cast_bandwidth\[(?P<cast>[^\]]+)\]$")
 COPY = re.compile(r"test_copy_bandwidth$")
-HIDDEN = re.compile(r"test_hidden_casts\[(?P<preset>.+)-(?P<adapters>fp32|bf16)-adapters\]$")
 ADAPTERS = ("fp32", "bf16")
-HIDDEN_CASTS = re.compile(
-    r"test_hidden_casts\[(?P<preset>.+)-(?P<adapters>fp32|bf16)-adapters\]::casts_per_step$"
-)
+_HIDDEN = rf"test_hidden_casts\[(?P<preset>.+)-(?P<adapters>{'|'.join(ADAPTERS)})-adapters\]"
+HIDDEN = re.compile(_HIDDEN + "$")
+HIDDEN_CASTS = re.compile(_HIDDEN + "::casts_per_step$")
 
 
 def _short_key(r: Result) -> str:
@@ -276,7 +271,7 @@ def finetune_charts(report: Report) -> list[Chart]:
     mx.set(xlabel="batch size (sequences)", ylabel="peak reserved GiB", title="Memory")
     ax.set_ylim(bottom=0)
     _legend_below(ax)
-    charts = [
+    return [
         Chart(
             "Fine-tuning: tokens/s and memory per batch size",
             _svg(fig),
@@ -286,7 +281,6 @@ def finetune_charts(report: Report) -> list[Chart]:
             "show the big card's speed with the emulated card's memory.",
         )
     ]
-    return charts
 
 
 def max_batch_section(report: Report) -> str:
@@ -469,7 +463,6 @@ def history_charts(report: Report, limit: int = 12) -> list[Chart]:
     interval), so a drift is visible. The worst verdicts first, at most `limit`."""
     plt = _plt()
     from ..gate import metrics_of
-    from ..verdict import SEVERITY
 
     picks = []
     for run in report.runs:
@@ -502,15 +495,13 @@ def history_charts(report: Report, limit: int = 12) -> list[Chart]:
         if hist and "ci_low" not in hist[-1] and m.get("ci_low") is not None:
             hist[-1] = {**hist[-1], "ci_low": m["ci_low"], "ci_high": m.get("ci_high")}
         for x, h in zip(xs, hist, strict=True):  # each saved session's interval, if saved
-            lo, hi = h.get("ci_low"), h.get("ci_high")
-            if isinstance(lo, int | float) and isinstance(hi, int | float):
-                ax.errorbar([x], [h["median"]], yerr=[[max(0, h["median"] - lo)],
-                            [max(0, hi - h["median"])]], color="tab:blue", capsize=2)  # fmt: skip
-        lo, hi = now.get("ci_low"), now.get("ci_high")
+            span = _span(h["median"], h.get("ci_low"), h.get("ci_high"))
+            if span is not None:
+                ax.errorbar([x], [h["median"]], yerr=[[span[0]], [span[1]]], color="tab:blue",
+                            capsize=2)  # fmt: skip
         x = len(hist)
-        yerr = None
-        if isinstance(lo, int | float) and isinstance(hi, int | float):
-            yerr = [[max(0, now["median"] - lo)], [max(0, hi - now["median"])]]
+        span = _span(now["median"], now.get("ci_low"), now.get("ci_high"))
+        yerr = [[span[0]], [span[1]]] if span is not None else None
         color = {"regressed": "tab:red", "improved": "tab:green"}.get(v["status"], "black")
         ax.errorbar([x], [now["median"]], yerr=yerr, fmt="s", color=color, capsize=2,
                     label=f"this run: {v['status']}")  # fmt: skip
@@ -549,13 +540,12 @@ def verdict_section(report: Report) -> str:
             rows.append([row[0], run.label, *row[1:]])
     if not rows:
         return "<p>No verdicts: these runs were not compared with a baseline.</p>"
-    order = {v.upper(): i for i, v in enumerate(VERDICT_ORDER)}
-    rows.sort(key=lambda r: order.get(r[0], 99))
-    present = [v for v in VERDICT_ORDER if any(r[0] == v.upper() for r in rows)]
+    rows.sort(key=lambda r: SEVERITY.get(r[0].lower(), 99))  # worst first, as the terminal
+    counts = Counter(r[0] for r in rows)  # in the rows' order: worst first
     buttons = "".join(
-        f'<label><input type="checkbox" class="vf" value="{v.upper()}" checked> {v} '
-        f"({sum(r[0] == v.upper() for r in rows)})</label> "
-        for v in present
+        f'<label><input type="checkbox" class="vf" value="{v}" checked> {v.lower()} '
+        f"({n})</label> "
+        for v, n in counts.items()
     )
     header = ["verdict", "run", "benchmark", "metric", "now", "change ± interval",
               "detects (tolerance)", "flags"]  # fmt: skip
@@ -612,12 +602,13 @@ def cost_section(report: Report) -> str:
             rows.append([run.label, _short_key(r), f"{t.median:,.4g}", cost, energy, note])
     if not rows:
         return "<p>No token-throughput results.</p>"
-    by_price: dict[tuple[float, str], list[str]] = {}
-    for run in report.runs:
-        if run.price is not None:
-            key = (run.price, f"{run.summary.profile}, {run.price_source}")
-            by_price.setdefault(key, []).append(run.label)
-    prices = "; ".join(f"${p:g}/h ({src})" for (p, src) in by_price)
+    prices = "; ".join(
+        dict.fromkeys(  # each price once, in the runs' order
+            f"${run.price:g}/h ({run.summary.profile}, {run.price_source})"
+            for run in report.runs
+            if run.price is not None
+        )
+    )
     header = ["run", "benchmark", "tokens/s", "$ per million tokens", "joules per token", ""]
     return (
         f"<p class='small'>Prices per GPU-hour: {html.escape(prices or 'none known')}. "
