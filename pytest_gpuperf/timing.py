@@ -422,16 +422,15 @@ def _measure_into(
         graph = getattr(clock, "graph", None)
         nvml_util = (result.telemetry or {}).get("utilization_mean")
         busy: float | None = None
-        if per >= LONG_CALL_S and nvml_util is not None:
-            # multi-second steps: NVML's utilisation over the sampled seconds answers the
-            # same question without the profiler's two more calls (seconds each)
-            pass
-        elif graph is not None:
-            replays = max(1, min(1000, math.ceil(0.05 / (per * k)))) if per > 0 else 1
-            busy = busy_fraction_profiler(torch, graph.replay, replays, warm_calls=1)
-        else:
-            calls = max(1, min(5000, math.ceil(0.05 / per))) if per > 0 else 1
-            busy = busy_fraction_profiler(torch, fn, calls, warm_calls=min(calls, 2))
+        # multi-second steps: NVML's utilisation over the sampled seconds answers the same
+        # question without the profiler's two more calls (seconds each)
+        if per < LONG_CALL_S or nvml_util is None:
+            if graph is not None:
+                replays = max(1, min(1000, math.ceil(0.05 / (per * k)))) if per > 0 else 1
+                busy = busy_fraction_profiler(torch, graph.replay, replays, warm_calls=1)
+            else:
+                calls = max(1, min(5000, math.ceil(0.05 / per))) if per > 0 else 1
+                busy = busy_fraction_profiler(torch, fn, calls, warm_calls=min(calls, 2))
         source = "profiler"
         if busy is None and nvml_util is not None:
             busy, source = nvml_util, "nvml-utilization"
