@@ -88,11 +88,6 @@ class DeviceSnapshot:
     interconnect: str | None = None
 
     @property
-    def nccl(self) -> str | None:
-        """NCCL's version, from the wheel torch's CUDA builds install (no torch import)."""
-        return self.packages.get("nvidia-nccl-cu13") or self.packages.get("nvidia-nccl-cu12")
-
-    @property
     def gpu_count(self) -> int:
         return len(self.gpus)
 
@@ -175,6 +170,11 @@ def _num(v: float | None, unit: str) -> str:
 
 # --------------------------------------------------------------------------------------
 # detection
+
+
+def nccl_version(packages: dict[str, str]) -> str | None:
+    """NCCL's version, from the wheel torch's CUDA builds install (no torch import)."""
+    return packages.get("nvidia-nccl-cu13") or packages.get("nvidia-nccl-cu12")
 
 
 def package_versions() -> dict[str, str]:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
+from .device import nccl_version
 from .results import UNITS, Result
 from .verdict import (
     CONFIDENCE,
@@ -52,7 +53,7 @@ def environment(device: dict[str, Any], emulated: str | None) -> dict[str, Any]:
         "gpus": len(gpus),  # a 2-GPU figure is never compared with a 1-GPU one
         # nor NVLink with PCIe (recorded with two GPUs or more), and NCCL's version is kept
         "interconnect": device.get("interconnect") if len(gpus) > 1 else None,
-        "nccl": pk.get("nvidia-nccl-cu13") or pk.get("nvidia-nccl-cu12"),
+        "nccl": nccl_version(pk),
         **{name: pk.get(name) for name in ENV_PACKAGES},
     }
 
