@@ -113,6 +113,11 @@ mig = { "1g.18gb" = 7 }
             "compute_capability must be",
         ),
         ('[tool.gpuperf.profiles.x]\nmatch = "X"\nbf16 = "yes"\n', "bf16 must be true or false"),
+        (
+            '[tool.gpuperf.profiles.x]\nmatch = "X"\nnvlink_gbps = "fast"\n',
+            "nvlink_gbps must be a non-negative number",
+        ),
+        ('[tool.gpuperf.profiles.h200]\nprice_per_hour = -4\n', "price_per_hour must be"),
         ('[tool.gpuperf.profiles.x]\nmatch = "X"\ncolour = "red"\n', "unknown key(s) colour"),
         ('[tool.gpuperf.profiles.x]\nmatch = "X"\nmig = { "huge" = 2 }\n', "mig entry 'huge'"),
         ("[tool.gpuperf]\nprofiles = 3\n", "must be a table"),

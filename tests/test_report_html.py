@@ -271,3 +271,16 @@ def test_a_run_with_a_bad_figure_is_left_out_as_compare_would(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"left out: {bad}: benchmarks/test_dtype.py::test_matmul[bf16] throughput: ci_low is -1.0" in err
     assert out.exists()
+
+
+def test_report_baseline_dir_problems_are_named(tmp_path, capsys):
+    out = tmp_path / "r.html"
+    missing_dir = tmp_path / "no-such-dir"
+    assert main(["report", str(H200_RUNS[3]), "--baseline-dir", str(missing_dir), "-o", str(out)]) == 2
+    assert f"--baseline-dir {missing_dir}: not a directory" in capsys.readouterr().err
+    bad = tmp_path / "baselines"
+    bad.mkdir()
+    (bad / "h200.json").write_text("{not json")
+    assert main(["report", str(H200_RUNS[3]), "--baseline-dir", str(bad), "-o", str(out)]) == 0
+    assert f"no history from h200.json: baseline file {bad / 'h200.json'}" in capsys.readouterr().err
+    assert "History: the baseline" not in out.read_text() and (bad / "h200.json").read_text() == "{not json"
