@@ -31,8 +31,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "scale: generation with the 7B, 13B and 70B models (pytest benchmarks -m 'not scale' "
-        "leaves it out)",
+        "scale: the large-model tier: generation with the 7B, 13B and 70B models, realistic-"
+        "length fine-tuning of the 13B and 70B (pytest benchmarks -m 'not scale' leaves it out)",
     )
     # pytest-xdist registers it when installed; --strict-markers must not fail without it
     config.addinivalue_line("markers", "xdist_group(name): tests run by one xdist worker")

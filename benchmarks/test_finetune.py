@@ -48,6 +48,23 @@ QLORA = {
 QLORA_PARAMS = [pytest.param(name, marks=spec["marks"], id=name) for name, spec in QLORA.items()]
 
 
+def _with_scale_tier(*big: str) -> list:
+    """QLORA_PARAMS with the presets `big` in the `scale` tier (pytest -m scale)."""
+    return [
+        pytest.param(
+            name, marks=[*spec["marks"], *([pytest.mark.scale] if name in big else [])], id=name
+        )
+        for name, spec in QLORA.items()
+    ]
+
+
+# In the `scale` tier, out of the full suite's 10 minutes on one H200: the 70B batch sweep
+# (its max-batch search stays), and realistic lengths with the 13B and 70B (8 steps per call,
+# tens of seconds each; the full suite runs them with the 7B).
+SWEEP_PARAMS = _with_scale_tier("llama2-70b")
+REALISTIC_PARAMS = _with_scale_tier("llama2-13b", "llama2-70b")
+
+
 @pytest.fixture(scope="module")
 def qlora(request, one_model, device):
     name = request.param
@@ -113,7 +130,7 @@ SWEEP_SETTINGS = dict(
 )
 
 
-@pytest.mark.parametrize("qlora", QLORA_PARAMS, indirect=True)
+@pytest.mark.parametrize("qlora", SWEEP_PARAMS, indirect=True)
 def test_qlora_batch_sweep(gpu_benchmark, qlora):
     _, spec, trainer = qlora
     seq_len = spec["seq_len"]
@@ -204,7 +221,7 @@ def test_hidden_casts(
 # work per call is fixed: the real (unpadded) tokens in them. One call is 8 steps (seconds on
 # a GPU): at most 5 timed calls after the warm-up.
 @pytest.mark.gpuperf(min_samples=3, max_samples=5, max_time=30)
-@pytest.mark.parametrize("qlora", QLORA_PARAMS, indirect=True)
+@pytest.mark.parametrize("qlora", REALISTIC_PARAMS, indirect=True)
 def test_qlora_realistic_lengths(gpu_benchmark, qlora):
     from pytest_gpuperf.workloads.data import instruction_lengths, padded_batches
 

@@ -30,3 +30,28 @@ def test_the_smoke_tier_is_one_benchmark_per_family():
     assert sorted(smoke) == sorted(SMOKE)
     assert {s.split("::")[0] for s in smoke} == {"test_dtype.py", "test_finetune.py", "test_generate.py"}
     assert len(smoke) < len(full) / 3
+
+
+def test_the_scale_tier_holds_the_large_models_and_the_full_suite_the_rest():
+    everything = collect()
+    scale = collect("-m", "scale")
+    full = collect("-m", "not scale")
+    assert sorted(scale + full) == sorted(everything)
+    assert {
+        "test_finetune.py::test_qlora_batch_sweep[llama2-70b]",
+        "test_finetune.py::test_qlora_realistic_lengths[llama2-13b]",
+        "test_finetune.py::test_qlora_realistic_lengths[llama2-70b]",
+        "test_generate.py::test_generate_static[llama-1b-b8-256tok-compiled]",
+        "test_generate.py::test_generate_scale[llama2-7b-bf16-b1-compiled]",
+        "test_generate.py::test_generate_scale[llama2-70b-nf4-b1]",
+    } <= set(scale)
+    # the nightly suite keeps every family for the 7B and 13B, the 70B's step and max batch
+    assert {
+        "test_finetune.py::test_qlora_batch_sweep[llama2-7b]",
+        "test_finetune.py::test_qlora_batch_sweep[llama2-13b]",
+        "test_finetune.py::test_qlora_realistic_lengths[llama2-7b]",
+        "test_finetune.py::test_qlora_step[llama2-70b]",
+        "test_finetune.py::test_qlora_max_batch[llama2-70b]",
+        "test_generate.py::test_generate_static[llama-1b-b1-256tok-compiled]",
+    } <= set(full)
+    assert not any("test_generate_scale[llama2" in t for t in full)
