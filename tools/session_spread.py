@@ -1,5 +1,6 @@
-"""Spread of reported medians across fresh pytest sessions: reads the --benchmark-json files
-given on the command line (each from one session) and prints, per benchmark, the medians
+"""Spread of reported medians across fresh pytest sessions: reads the --benchmark-json or
+--gpuperf-json files given on the command line, one argument per session (several files of
+one session, e.g. one per module, joined by commas), and prints, per benchmark, the medians
 and (max - min) / median of them."""
 
 import json
@@ -8,7 +9,11 @@ import sys
 
 
 def main() -> None:
-    runs = [json.load(open(p))["gpuperf"] for p in sys.argv[1:]]
+    runs = []
+    for arg in sys.argv[1:]:  # a session: one file, or several joined by commas
+        parts = [json.load(open(p)) for p in arg.split(",")]
+        parts = [d.get("gpuperf", d) for d in parts]  # pytest-benchmark's file or ours
+        runs.append({**parts[0], "results": [r for d in parts for r in d["results"]]})
     keys = sorted({r["key"] for run in runs for r in run["results"]})
     print(f"{len(runs)} sessions on {runs[0]['describe']}")
     for key in keys:
