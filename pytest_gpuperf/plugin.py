@@ -319,7 +319,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.getoption("gpuperf_plan"):
         sess.prepare_baseline()
         if tr is not None:
-            for text in sess.plan_lines([node_id(item) for item in session.items]):
+            ids = [node_id(item) for item in session.items]
+            # what this machine would skip (too few GPUs, too little memory, a dtype it
+            # lacks, a CPU-only variant) costs nothing
+            reasons = {node_id(item): skip_reason(item) for item in session.items}
+            skipped = {n: r for n, r in reasons.items() if r}
+            for text in sess.plan_lines(ids, skipped):
                 tr.write_line(text)
         pytest.exit("gpuperf: plan shown, nothing run (--gpuperf-plan)", returncode=0)
     if any("gpu_benchmark" in getattr(item, "fixturenames", ()) for item in session.items):

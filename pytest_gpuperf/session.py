@@ -231,11 +231,11 @@ class GpuPerfSession:
                 raise pytest.UsageError(f"gpuperf: {exc}") from None
         self.baseline_ready = True
 
-    def plan_lines(self, nodeids: list[str]) -> list[str]:
+    def plan_lines(self, nodeids: list[str], skipped: dict[str, str]) -> list[str]:
         from .outputs.text import plan_lines
 
         where = self.baseline_path if self.baseline is not None else None
-        return plan_lines(self.entries, nodeids, str(where) if where else None)
+        return plan_lines(self.entries, nodeids, str(where) if where else None, skipped)
 
     def baseline_line(self) -> str | None:
         """Which baseline file this run compares with, saves to, or looked for."""

@@ -189,16 +189,21 @@ def test_a_plan_before_spending(project):
     saved(project, times=1)
     data = json.loads((project.path / "baselines" / "cpu.json").read_text())
     assert all(e["duration_s"] >= 0 for e in data["entries"].values())  # recorded when saved
-    project.makepyfile(test_c="def test_new(gpu_benchmark):\n    pass\n")
+    project.makepyfile(
+        test_c="def test_new(gpu_benchmark):\n    pass\n",
+        test_d="import pytest\n\n@pytest.mark.requires_gpus(2)\n"
+        "def test_two(gpu_benchmark):\n    pass\n",
+    )
     result = project.runpytest(*FAST, "--gpuperf-plan")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
-            "gpuperf plan: 3 test(s), durations from *cpu.json",
+            "gpuperf plan: 4 test(s), durations from *cpu.json",
             "test_b.py::test_spin * s",
             "test_b.py::test_other * s",
             "test_c.py::test_new *unknown",
-            "total: * s + 1 test(s) of unknown duration",
+            "test_d.py::test_two *skipped here: needs 2 GPU(s), 0 visible*",
+            "total: * s + 1 test(s) of unknown duration; 1 test(s) skipped here",
         ]
     )
     assert "passed" not in result.stdout.str()  # nothing ran

@@ -159,17 +159,34 @@ def md_cell(text: object) -> str:
     return html.escape(plain(text).translate(_MD_SPECIAL), quote=False)
 
 
-def plan_lines(entries: dict[str, Any], nodeids: list[str], where: str | None) -> list[str]:
+def plan_lines(
+    entries: dict[str, Any],
+    nodeids: list[str],
+    where: str | None,
+    skipped: dict[str, str] | None = None,
+) -> list[str]:
     """--gpuperf-plan: the selected tests with the time each took when the baseline was
-    saved, and the total."""
+    saved, and the total. Tests this machine would skip (`skipped`: id -> the plugin's
+    reason, e.g. too few GPUs) say so and count for nothing."""
     from ..gate import expected_durations
 
-    known = expected_durations(entries, nodeids)
-    rows = [[n, f"{known[n]:.1f} s" if n in known else "unknown"] for n in nodeids]
-    total = sum(known.values())
-    unknown = len(nodeids) - len(known)
+    skipped = skipped or {}
+    run = [n for n in nodeids if n not in skipped]
+    known = expected_durations(entries, run)
+    rows = [
+        [n, f"skipped here: {skipped[n]}"]
+        if n in skipped
+        else [n, f"{known[n]:.1f} s" if n in known else "unknown"]
+        for n in nodeids
+    ]
+    unknown = len(run) - len(known)
+    total = f"total: {sum(known.values()):.0f} s"
+    if unknown:
+        total += f" + {unknown} test(s) of unknown duration"
+    if skipped:
+        total += f"; {len(skipped)} test(s) skipped here"
     return [
         f"gpuperf plan: {len(nodeids)} test(s), durations from {where or 'no baseline'}",
         *table(["test", "expected"], rows),
-        f"total: {total:.0f} s" + (f" + {unknown} test(s) of unknown duration" if unknown else ""),
+        total,
     ]
