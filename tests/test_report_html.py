@@ -79,6 +79,19 @@ def test_report_merges_runs_of_several_gpus(tmp_path, capsys):
     assert len(text.encode()) < 1_000_000
 
 
+def test_the_scale_tier_and_its_compiled_decoder_are_charted(tmp_path, capsys):
+    """Real H200 runs of the scale tier: the graph-only and the compiled 7B decoder are
+    lines (and time-to-first-token bars) of their own."""
+    lease = EVIDENCE / "h200x2-2026-11-30-d"
+    out = tmp_path / "report.html"
+    runs = [lease / "lease1" / "scale-7b-bf16-b1.json", lease / "lease3" / "scale-7b-compiled.json"]
+    assert main(["report", *map(str, runs), "-o", str(out)]) == 0, capsys.readouterr().err
+    text = out.read_text()
+    assert "llama2-7b bf16 b1 static" in text
+    assert "llama2-7b bf16 b1 compiled" in text
+    assert "llama2-7b bf16 b1 compiled · H200" in text  # its time to first token, apart
+
+
 def _payload(path: Path) -> dict:
     return json.loads(path.read_text())
 

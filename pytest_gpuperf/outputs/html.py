@@ -186,7 +186,10 @@ GEN = re.compile(
     r"(?P<compiled>-compiled)?\]"
     r"(::(?P<metric>\w+))?$"
 )
-_SCALE = r"test_generate_scale\[(?P<preset>.+)-(?P<weights>bf16|nf4)-b(?P<batch>\d+)\]"
+_SCALE = (
+    r"test_generate_scale\[(?P<preset>.+)-(?P<weights>bf16|nf4)-b(?P<batch>\d+)"
+    r"(?P<compiled>-compiled)?\]"
+)
 SCALE_GEN = re.compile(_SCALE + r"::tokens(?P<n>\d+)$")
 SCALE_TTFT = re.compile(_SCALE + r"::time_to_first_token_ms$")
 MATMUL = re.compile(r"test_matmul\[(?P<dtype>\w+)\]$")
@@ -318,14 +321,15 @@ def generation_charts(report: Report) -> list[Chart]:
                          first.value if first else None))  # fmt: skip
         # the scale tier: one decoder per model, weights and batch, timed at each length
         ttft_of = {
-            (m["preset"], m["weights"], m["batch"]): r.value
+            (m["preset"], m["weights"], m["batch"], m["compiled"]): r.value
             for m, r in _matches(run, SCALE_TTFT)
         }
         for m, r in _matches(run, SCALE_GEN):
             if r.value is None:
                 continue
-            first_ms = ttft_of.get((m["preset"], m["weights"], m["batch"]))
-            rows.append((run, "static", f"{m['preset']} {m['weights']}", int(m["batch"]),
+            first_ms = ttft_of.get((m["preset"], m["weights"], m["batch"], m["compiled"]))
+            kind = "compiled" if m["compiled"] else "static"
+            rows.append((run, kind, f"{m['preset']} {m['weights']}", int(m["batch"]),
                          int(m["n"]), r.value, _err(r), first_ms))  # fmt: skip
     if not rows:
         return []
@@ -334,8 +338,9 @@ def generation_charts(report: Report) -> list[Chart]:
     ttfts: dict[str, float] = {}
     for run, kind, preset, batch, n, tps, err, ttft in rows:
         groups.setdefault((run.label, kind, preset, batch), []).append((n, tps, err))
-        if ttft is not None:
-            ttfts[f"{preset} b{batch} · {run.label}"] = ttft
+        if ttft is not None:  # the graph-only and the compiled decoder each have a bar
+            how = " compiled" if kind == "compiled" else ""
+            ttfts[f"{preset} b{batch}{how} · {run.label}"] = ttft
     for (label, kind, preset, batch), pts in sorted(groups.items()):
         pts.sort()
         errs = [e or (0.0, 0.0) for _, _, e in pts]
