@@ -314,16 +314,16 @@ def node_id(item: pytest.Item) -> str:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     sess = get_session(session.config)
-    sess.collected = {node_id(item) for item in session.items}
+    ids = [node_id(item) for item in session.items]
+    sess.collected = set(ids)
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if session.config.getoption("gpuperf_plan"):
         sess.prepare_baseline()
         if tr is not None:
-            ids = [node_id(item) for item in session.items]
             # what this machine would skip (too few GPUs, too little memory, a dtype it
             # lacks, a CPU-only variant) costs nothing
-            reasons = {node_id(item): skip_reason(item) for item in session.items}
-            skipped = {n: r for n, r in reasons.items() if r}
+            reasons = zip(ids, map(skip_reason, session.items), strict=True)
+            skipped = {n: why for n, why in reasons if why}
             for text in sess.plan_lines(ids, skipped):
                 tr.write_line(text)
         pytest.exit("gpuperf: plan shown, nothing run (--gpuperf-plan)", returncode=0)
