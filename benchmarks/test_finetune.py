@@ -45,11 +45,10 @@ QLORA = {
         limit=8,
     ),
 }
-QLORA_PARAMS = [pytest.param(name, marks=spec["marks"], id=name) for name, spec in QLORA.items()]
 
 
 def _with_scale_tier(*big: str) -> list:
-    """QLORA_PARAMS with the presets `big` in the `scale` tier (pytest -m scale)."""
+    """One param per QLoRA preset, the presets `big` in the `scale` tier (pytest -m scale)."""
     return [
         pytest.param(
             name, marks=[*spec["marks"], *([pytest.mark.scale] if name in big else [])], id=name
@@ -58,6 +57,7 @@ def _with_scale_tier(*big: str) -> list:
     ]
 
 
+QLORA_PARAMS = _with_scale_tier()
 # In the `scale` tier, out of the full suite's 10 minutes on one H200: the 70B batch sweep
 # (its max-batch search stays), and realistic lengths with the 13B and 70B (8 steps per call,
 # tens of seconds each; the full suite runs them with the 7B).

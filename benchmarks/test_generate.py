@@ -84,11 +84,7 @@ def test_generate_static(
     prompt_len = 128
     ids = prompt(batch, prompt_len, model.config.vocab_size, device)
     dec = StaticGreedyDecoder(model, batch, prompt_len, new_tokens, compile=compiled)
-    dec.warm(ids)  # compiles (if asked) and captures the graph before anything is timed
-    if dec.compile_s is not None:
-        gpu_benchmark.record(
-            "compile_s", dec.compile_s, "s", note="compiling the step; not in any timed figure"
-        )
+    _warm(gpu_benchmark, dec, ids)
 
     # the prefill (tens of ms, host-timed) only splits first-token from per-token time: 3 s
     first = gpu_benchmark(
@@ -115,6 +111,16 @@ def test_generate_static(
         note=f"limit {limit_tps:,.0f} tokens/s from {weights / 2**30:.2f} GiB of weights per token",
     )
     assert decode_tps > 0
+
+
+def _warm(gpu_benchmark, dec, ids):
+    """Compile the decoder's step (if asked) and capture its graph before anything is
+    timed; the compile time is recorded apart (compile_s), in no timed figure."""
+    dec.warm(ids)
+    if dec.compile_s is not None:
+        gpu_benchmark.record(
+            "compile_s", dec.compile_s, "s", note="compiling the step; not in any timed figure"
+        )
 
 
 def _bandwidth_limit(gpu_benchmark, model, batch, device, gpu):
@@ -193,17 +199,13 @@ def test_generate_scale(
     ids = prompt(batch, prompt_len, model.config.vocab_size, device)
     try:
         dec = StaticGreedyDecoder(model, batch, prompt_len, max(lengths), compile=compiled)
-        dec.warm(ids)  # compiles (if asked) and captures the graph before anything is timed
+        _warm(gpu_benchmark, dec, ids)
     except Exception as exc:  # a batch whose KV cache does not fit: a result, memory freed
         if not is_oom(exc):
             raise
         release_memory(exc)
         gpu_benchmark.record("oom_batch", batch, "samples", note=f"out of memory at batch {batch}")
         return
-    if dec.compile_s is not None:
-        gpu_benchmark.record(
-            "compile_s", dec.compile_s, "s", note="compiling the step; not in any timed figure"
-        )
     first = gpu_benchmark(
         lambda: dec.generate(ids, 1), work=batch, unit="tokens", metric="prefill", on_oom="record"
     )
