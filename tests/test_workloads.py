@@ -205,7 +205,7 @@ def test_compiled_decoder_matches_hf_generate_for_32_tokens():
     assert dec.compile_error is None and dec.compiled
     assert dec.compile_s is not None and dec.compile_s > 0
     assert torch.equal(dec.generate(ids), reference)
-    assert dec.describe().startswith("torch.compile")
+    assert dec.describe() == "torch.compile (default), no CUDA"  # the mode, for the note
 
 
 def test_a_step_that_does_not_compile_runs_uncompiled_and_says_why(monkeypatch):

@@ -4,7 +4,9 @@
 # its JSON and log under $OUT as it finishes; a part cut by the call's budget gets SIGINT,
 # so pytest still writes the results it has. The last step tars everything (the device
 # returns few files). BUDGET: seconds this call may spend (default 560).
-# Usage: tools/gpu_lease.sh 1|2|3 (as run on 2026-11-30, in that order, one lease)
+# Usage: tools/gpu_lease.sh 1|2|3 (as run on 2026-11-30, in that order, one lease), then
+# 4|5 (the generation issue's rest, a later lease; its parts each start with an empty
+# torch.compile cache, FRESH=1, so every compiled decoder is compiled and autotuned anew)
 set -u
 export PYTHONUNBUFFERED=1
 o=${OUT:-/tmp/out}; mkdir -p "$o"
@@ -15,9 +17,10 @@ base=(-p no:cacheprovider -rs -v --durations=0)
 save=(--gpu-profile=h200 --gpuperf-baseline=save --gpuperf-baseline-dir="$o/baselines")
 # part NAME GPU PYTEST-ARGS...: one pytest process on one GPU; NAME.json and NAME.log
 part() {
-  local name=$1 gpu=$2 s=$SECONDS
+  local name=$1 gpu=$2 s=$SECONDS cache=${TORCHINDUCTOR_CACHE_DIR:-}
   shift 2
-  CUDA_VISIBLE_DEVICES=$gpu timeout -s INT -k 20 "$(left)" python3 -m pytest "${base[@]}" \
+  [ "${FRESH:-0}" = 1 ] && cache=$(mktemp -d /tmp/inductor-"$name".XXXX)
+  TORCHINDUCTOR_CACHE_DIR=$cache CUDA_VISIBLE_DEVICES=$gpu timeout -s INT -k 20 "$(left)" python3 -m pytest "${base[@]}" \
     --gpuperf-json="$o/$name.json" "$@" > "$o/$name.log" 2>&1
   log "$name (GPU $gpu) rc=$? wall $((SECONDS - s)) s"
 }
@@ -52,7 +55,28 @@ case $1 in
       part dtype-3 1 benchmarks/test_dtype.py "${save[@]}"
       part generate-3 1 benchmarks/test_generate.py -m "not scale" "${save[@]}" ) &
     wait ;;
-  *) echo "usage: $0 1|2|3" >&2; exit 2 ;;
+  4)  # the compiled 7B decoder's sessions 2 and 3 (one per GPU, at once), then the scale
+      # tier's rest: 70B nf4 on one GPU, 13B nf4 and 7B nf4 batch 8 on the other
+    export FRESH=1
+    ( part scale-7b-compiled-s2 0 benchmarks/test_generate.py -m scale -k "llama2-7b-bf16-b1-compiled"
+      part scale-70b 0 benchmarks/test_generate.py -m scale -k "llama2-70b" ) &
+    ( part scale-7b-compiled-s3 1 benchmarks/test_generate.py -m scale -k "llama2-7b-bf16-b1-compiled"
+      part scale-13b-nf4 1 benchmarks/test_generate.py -m scale -k "llama2-13b-nf4"
+      part scale-7b-nf4-b8 1 benchmarks/test_generate.py -m scale -k "llama2-7b-nf4-b8" ) &
+    wait ;;
+  5)  # the 1B decoder compiled in both modes, twice (one session per GPU); the 7B graph-only
+      # decoder's sessions 2 and 3; the 48 GB emulation of the sweeps
+    export FRESH=1
+    one=(benchmarks/test_generate.py -m "scale or not scale" -k "llama-1b-b1-256tok-compiled")
+    seven=(benchmarks/test_generate.py -m scale -k "llama2-7b-bf16-b1 and not compiled")
+    ( part modes-1b-a 0 "${one[@]}"
+      part scale-7b-graph-s2 0 "${seven[@]}" ) &
+    ( part modes-1b-b 1 "${one[@]}"
+      part scale-7b-graph-s3 1 "${seven[@]}"
+      part emulate-48gb 1 benchmarks/test_finetune.py -k "sweep or max_batch" \
+        --gpu-emulate=rtx-6000-ada --gpuperf-baseline=off ) &
+    wait ;;
+  *) echo "usage: $0 1|2|3|4|5" >&2; exit 2 ;;
 esac
 cd "$o" && tar czf lease.tgz --exclude=lease.tgz --exclude=lease.log --exclude=gpus.csv . 2>/dev/null
 find . -mindepth 1 -maxdepth 1 ! -name lease.tgz ! -name lease.log ! -name gpus.csv -exec rm -rf {} +

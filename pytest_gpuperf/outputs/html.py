@@ -183,7 +183,7 @@ FIRST_OOM = re.compile(r"test_qlora_batch_sweep\[(?P<preset>[^\]]+)\]::first_oom
 MAX_BATCH = re.compile(r"test_qlora_max_batch\[(?P<preset>[^\]]+)\]::max_batch$")
 GEN = re.compile(
     r"test_generate_(?P<kind>static|eager)\[(?P<preset>.+)-b(?P<batch>\d+)-(?P<n>\d+)tok"
-    r"(?P<compiled>-compiled)?\]"
+    r"(?P<compiled>-compiled(?:-default)?)?\]"
     r"(::(?P<metric>\w+))?$"
 )
 _SCALE = (
@@ -308,7 +308,7 @@ def generation_charts(report: Report) -> list[Chart]:
     for run in report.runs:
         found: dict[tuple[str, str, int, int], dict[str, Result]] = {}
         for m, r in _matches(run, GEN):
-            kind = "compiled" if m["compiled"] else m["kind"]
+            kind = m["compiled"][1:].replace("-", " ") if m["compiled"] else m["kind"]
             key = (kind, m["preset"], int(m["batch"]), int(m["n"]))
             found.setdefault(key, {})[m["metric"] or "main"] = r
         for (kind, preset, batch, n), ms in found.items():
@@ -339,7 +339,7 @@ def generation_charts(report: Report) -> list[Chart]:
     for run, kind, preset, batch, n, tps, err, ttft in rows:
         groups.setdefault((run.label, kind, preset, batch), []).append((n, tps, err))
         if ttft is not None:  # the graph-only and the compiled decoder each have a bar
-            how = " compiled" if kind == "compiled" else ""
+            how = f" {kind}" if kind.startswith("compiled") else ""
             ttfts[f"{preset} b{batch}{how} · {run.label}"] = ttft
     for (label, kind, preset, batch), pts in sorted(groups.items()):
         pts.sort()
@@ -347,7 +347,7 @@ def generation_charts(report: Report) -> list[Chart]:
         ax.errorbar([p[0] for p in pts], [p[1] for p in pts],
                     yerr=list(zip(*errs, strict=True)), ms=4, capsize=2,
                     ls="--" if kind == "eager" else "-",
-                    marker="D" if kind == "compiled" else "o",
+                    marker="D" if kind.startswith("compiled") else "o",
                     label=f"{preset} b{batch} {kind} · {label}")  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set(xlabel="new tokens (fixed output length, greedy)", ylabel="tokens/s",

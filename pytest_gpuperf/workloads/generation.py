@@ -105,6 +105,7 @@ class StaticGreedyDecoder:
         self.compile_s: float | None = None
         self.compile_error: str | None = None
         self._step_forward = self._forward
+        self.compile_mode: str | None = None
         if compile:
             cuda = self.device.type == "cuda"
             self.compile_mode = compile_mode or ("max-autotune-no-cudagraphs" if cuda else None)
@@ -149,7 +150,9 @@ class StaticGreedyDecoder:
 
     def describe(self) -> str:
         """How the decode step runs, for the benchmark's note."""
-        how = "torch.compile" if self.compiled else "eager kernels"
+        how = "eager kernels"
+        if self.compiled:
+            how = f"torch.compile ({self.compile_mode or 'default'})"
         if self.compile_error:
             how += f" (compile failed: {self.compile_error})"
         if self.graph is not None:
