@@ -159,34 +159,34 @@ SCALE_MODELS = (  # preset, weights, GPU memory it needs, new-token counts at ba
     ("llama2-13b", "nf4", "16GiB", (64, 256, 1024), (64, 256)),
     ("llama2-70b", "nf4", "56GiB", (64, 256), (64,)),
 )
-# "-compiled": the 7B bf16 batch-1 decoder (the one the bandwidth goal is about) also with
-# its step through torch.compile, as test_generate_static's 1B variants.
+# "-compiled" / "-compiled-default": the 7B bf16 batch-1 decoder (the one the bandwidth goal
+# is about) also with its step through torch.compile, in either mode, as the 1B variants.
 SCALE_COMPILED = {("llama2-7b", "bf16", 1)}
 SCALE = [
-    pytest.param("tiny", "nf4", 2, (4, 8), False, marks=CPU, id="tiny-nf4-b2"),
+    pytest.param("tiny", "nf4", 2, (4, 8), None, marks=CPU, id="tiny-nf4-b2"),
     *[
         pytest.param(
             preset,
             weights,
             batch,
             lengths,
-            compiled,
+            mode,
             marks=[GPU, pytest.mark.requires_vram(vram)],
-            id=f"{preset}-{weights}-b{batch}" + ("-compiled" if compiled else ""),
+            id=f"{preset}-{weights}-b{batch}{SUFFIX[mode]}",
         )
         for preset, weights, vram, at1, at8 in SCALE_MODELS
         for batch, lengths in ((1, at1), (8, at8))
-        for compiled in (False, True)
-        if not compiled or (preset, weights, batch) in SCALE_COMPILED
+        for mode in SUFFIX
+        if mode is None or (preset, weights, batch) in SCALE_COMPILED
     ],
 ]
 
 
 @pytest.mark.scale
 @pytest.mark.gpuperf(min_samples=3, max_samples=5, max_time=60)
-@pytest.mark.parametrize(("preset", "weights", "batch", "lengths", "compiled"), SCALE)
+@pytest.mark.parametrize(("preset", "weights", "batch", "lengths", "compile_mode"), SCALE)
 def test_generate_scale(
-    gpu_benchmark, one_model, device, gpu, preset, weights, batch, lengths, compiled
+    gpu_benchmark, one_model, device, gpu, preset, weights, batch, lengths, compile_mode
 ):
     import torch
 
@@ -206,7 +206,10 @@ def test_generate_scale(
     prompt_len = 128 if gpu else 16
     ids = prompt(batch, prompt_len, model.config.vocab_size, device)
     try:
-        dec = StaticGreedyDecoder(model, batch, prompt_len, max(lengths), compile=compiled)
+        dec = StaticGreedyDecoder(
+            model, batch, prompt_len, max(lengths), compile=compile_mode is not None,
+            compile_mode=compile_mode,
+        )  # fmt: skip
         _warm(gpu_benchmark, dec, ids)
     except Exception as exc:  # a batch whose KV cache does not fit: a result, memory freed
         if not is_oom(exc):

@@ -5,7 +5,7 @@
 # so pytest still writes the results it has. The last step tars everything (the device
 # returns few files). BUDGET: seconds this call may spend (default 560).
 # Usage: tools/gpu_lease.sh 1|2|3 (as run on 2026-11-30, in that order, one lease), then
-# 4|5 (the generation issue's rest, a later lease; its parts each start with an empty
+# 4|5|6 (the generation issue's rest, a later lease; its parts each start with an empty
 # torch.compile cache, FRESH=1, so every compiled decoder is compiled and autotuned anew)
 set -u
 export PYTHONUNBUFFERED=1
@@ -76,7 +76,17 @@ case $1 in
       part emulate-48gb 1 benchmarks/test_finetune.py -k "sweep or max_batch" \
         --gpu-emulate=rtx-6000-ada --gpuperf-baseline=off ) &
     wait ;;
-  *) echo "usage: $0 1|2|3|4|5" >&2; exit 2 ;;
+  6)  # the 7B decoder compiled in inductor's default mode, 3 sessions (two on GPU 0, one on
+      # GPU 1), and a third session of the 1B decoder in both modes
+    export FRESH=1
+    dflt=(benchmarks/test_generate.py -m scale -k "llama2-7b-bf16-b1-compiled-default")
+    ( part scale-7b-default-s1 0 "${dflt[@]}"
+      part scale-7b-default-s3 0 "${dflt[@]}" ) &
+    ( part scale-7b-default-s2 1 "${dflt[@]}"
+      part modes-1b-c 1 benchmarks/test_generate.py -m "scale or not scale" \
+        -k "llama-1b-b1-256tok-compiled" ) &
+    wait ;;
+  *) echo "usage: $0 1|2|3|4|5|6" >&2; exit 2 ;;
 esac
 cd "$o" && tar czf lease.tgz --exclude=lease.tgz --exclude=lease.log --exclude=gpus.csv . 2>/dev/null
 find . -mindepth 1 -maxdepth 1 ! -name lease.tgz ! -name lease.log ! -name gpus.csv -exec rm -rf {} +

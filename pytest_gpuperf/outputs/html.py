@@ -188,7 +188,7 @@ GEN = re.compile(
 )
 _SCALE = (
     r"test_generate_scale\[(?P<preset>.+)-(?P<weights>bf16|nf4)-b(?P<batch>\d+)"
-    r"(?P<compiled>-compiled)?\]"
+    r"(?P<compiled>-compiled(?:-default)?)?\]"
 )
 SCALE_GEN = re.compile(_SCALE + r"::tokens(?P<n>\d+)$")
 SCALE_TTFT = re.compile(_SCALE + r"::time_to_first_token_ms$")
@@ -328,7 +328,7 @@ def generation_charts(report: Report) -> list[Chart]:
             if r.value is None:
                 continue
             first_ms = ttft_of.get((m["preset"], m["weights"], m["batch"], m["compiled"]))
-            kind = "compiled" if m["compiled"] else "static"
+            kind = m["compiled"][1:].replace("-", " ") if m["compiled"] else "static"
             rows.append((run, kind, f"{m['preset']} {m['weights']}", int(m["batch"]),
                          int(m["n"]), r.value, _err(r), first_ms))  # fmt: skip
     if not rows:
