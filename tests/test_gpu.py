@@ -177,9 +177,13 @@ def test_qlora_7b_builds_in_nf4_and_steps_with_checkpointing():
     assert torch.cuda.max_memory_allocated() < 12 * 2**30  # 7B in nf4 is about 4 GiB
 
 
-def _compiled_and_reference(dtype_name):
+COMPILE_MODES = pytest.mark.parametrize("mode", ["default", "max-autotune-no-cudagraphs"])
+
+
+def _compiled_and_reference(dtype_name, mode):
     """A seeded tiny model on CUDA, its prompt, transformers' 32 greedy tokens, and the
-    compiled decoder's (the step through torch.compile, captured in our CUDA graph)."""
+    compiled decoder's (the step through torch.compile in `mode`, captured in our CUDA
+    graph)."""
     import torch
 
     from pytest_gpuperf.workloads.generation import StaticGreedyDecoder, generate_eager, prompt
@@ -189,22 +193,25 @@ def _compiled_and_reference(dtype_name):
     model = model.eval()
     ids = prompt(2, 16, model.config.vocab_size, "cuda", seed=3)
     reference = generate_eager(model, ids, 32)[:, 16:]
-    dec = StaticGreedyDecoder(model, 2, 16, 32, compile=True)
+    dec = StaticGreedyDecoder(model, 2, 16, 32, compile=True, compile_mode=mode)
     dec.warm(ids)
     assert dec.compile_error is None and dec.graph is not None, dec.describe()
+    assert dec.describe() == f"torch.compile ({mode}) in a CUDA graph"
     return model, ids, reference, dec.generate(ids)
 
 
-def test_compiled_decoder_in_a_cuda_graph_matches_hf_generate():
+@COMPILE_MODES
+def test_compiled_decoder_in_a_cuda_graph_matches_hf_generate(mode):
     """On CUDA in float32: the compiled step in our CUDA graph gives exactly transformers'
     greedy tokens, 32 of them."""
     import torch
 
-    _, _, reference, ours = _compiled_and_reference("float32")
+    _, _, reference, ours = _compiled_and_reference("float32", mode)
     assert torch.equal(ours, reference)
 
 
-def test_compiled_bf16_decoder_differs_from_generate_only_at_a_near_tie():
+@COMPILE_MODES
+def test_compiled_bf16_decoder_differs_from_generate_only_at_a_near_tie(mode):
     """In bfloat16 fused kernels round differently from eager ones, so two near-equal logits
     of a random model can swap (on the H200, 2026-11-30: one row of two changed at token 29
     of 32). Each row must equal generate()'s up to its first difference, which comes after
@@ -212,7 +219,7 @@ def test_compiled_bf16_decoder_differs_from_generate_only_at_a_near_tie():
     and our token is one of them."""
     import torch
 
-    model, ids, reference, ours = _compiled_and_reference("bfloat16")
+    model, ids, reference, ours = _compiled_and_reference("bfloat16", mode)
     for row in range(ours.shape[0]):
         differ = (ours[row] != reference[row]).nonzero()
         if len(differ) == 0:

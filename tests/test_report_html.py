@@ -224,10 +224,10 @@ def test_the_report_as_a_person_sees_it(tmp_path):
 
 
 def test_compiled_decoder_runs_are_their_own_series():
-    """Each compile mode is a series of its own (max-autotune "-compiled", inductor's default
-    "-compiled-default"); neither may vanish from the chart for want of a matching id."""
+    """Each compile mode is a series of its own (inductor's default "-compiled", max-autotune
+    "-autotuned"); neither may vanish from the chart for want of a matching id."""
     runs = []
-    for suffix in ("-compiled", "-compiled-default"):
+    for suffix in ("-compiled", "-autotuned"):
         s = RunSummary.from_payload(_payload(H200_RUNS[1]), f"smoke{suffix}.json")
         bench_like = [r for r in s.results if "test_generate_static" in r.nodeid]
         assert bench_like
@@ -236,9 +236,9 @@ def test_compiled_decoder_runs_are_their_own_series():
         runs.append(s)
     text = build_html(runs[:1])
     assert "llama-1b b1 compiled ·" in text  # the legend names the compiled decoder
-    assert "compiled default" not in text
+    assert "autotuned" not in text
     text = build_html(runs[1:])
-    assert "llama-1b b1 compiled default ·" in text
+    assert "llama-1b b1 autotuned ·" in text
 
 
 def test_history_comes_from_the_baseline_the_run_was_judged_against(tmp_path, capsys):

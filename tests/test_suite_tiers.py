@@ -41,8 +41,9 @@ def test_the_scale_tier_holds_the_large_models_and_the_full_suite_the_rest():
         "test_finetune.py::test_qlora_batch_sweep[llama2-70b]",
         "test_finetune.py::test_qlora_realistic_lengths[llama2-13b]",
         "test_finetune.py::test_qlora_realistic_lengths[llama2-70b]",
-        "test_generate.py::test_generate_static[llama-1b-b8-256tok-compiled]",
-        "test_generate.py::test_generate_static[llama-1b-b1-256tok-compiled-default]",
+        "test_generate.py::test_generate_static[llama-1b-b8-256tok-autotuned]",
+        "test_generate.py::test_generate_static[llama-1b-b1-256tok-autotuned]",
+        "test_generate.py::test_generate_scale[llama2-7b-bf16-b1-autotuned]",
         "test_generate.py::test_generate_scale[llama2-7b-bf16-b1-compiled]",
         "test_generate.py::test_generate_scale[llama2-70b-nf4-b1]",
     } <= set(scale)

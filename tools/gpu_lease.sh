@@ -5,7 +5,7 @@
 # so pytest still writes the results it has. The last step tars everything (the device
 # returns few files). BUDGET: seconds this call may spend (default 560).
 # Usage: tools/gpu_lease.sh 1|2|3 (as run on 2026-11-30, in that order, one lease), then
-# 4|5|6 (the generation issue's rest, a later lease; its parts each start with an empty
+# 4-7 (the generation issue's rest, a later lease; its parts each start with an empty
 # torch.compile cache, FRESH=1, so every compiled decoder is compiled and autotuned anew)
 set -u
 export PYTHONUNBUFFERED=1
@@ -86,7 +86,13 @@ case $1 in
       part modes-1b-c 1 benchmarks/test_generate.py -m "scale or not scale" \
         -k "llama-1b-b1-256tok-compiled" ) &
     wait ;;
-  *) echo "usage: $0 1|2|3|4|5|6" >&2; exit 2 ;;
+  7)  # after "-compiled" became inductor's default mode: the compiled decoder's CUDA tests in
+      # both modes; the full suite's generation module, saved into the baseline copy
+    export FRESH=1
+    ( part compiled-test-modes 0 tests/test_gpu.py -k compiled ) &
+    ( part generate-7 1 benchmarks/test_generate.py -m "not scale" "${save[@]}" ) &
+    wait ;;
+  *) echo "usage: $0 1|2|3|4|5|6|7" >&2; exit 2 ;;
 esac
 cd "$o" && tar czf lease.tgz --exclude=lease.tgz --exclude=lease.log --exclude=gpus.csv . 2>/dev/null
 find . -mindepth 1 -maxdepth 1 ! -name lease.tgz ! -name lease.log ! -name gpus.csv -exec rm -rf {} +

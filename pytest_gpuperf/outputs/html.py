@@ -183,12 +183,12 @@ FIRST_OOM = re.compile(r"test_qlora_batch_sweep\[(?P<preset>[^\]]+)\]::first_oom
 MAX_BATCH = re.compile(r"test_qlora_max_batch\[(?P<preset>[^\]]+)\]::max_batch$")
 GEN = re.compile(
     r"test_generate_(?P<kind>static|eager)\[(?P<preset>.+)-b(?P<batch>\d+)-(?P<n>\d+)tok"
-    r"(?P<compiled>-compiled(?:-default)?)?\]"
+    r"(?P<compiled>-compiled|-autotuned)?\]"
     r"(::(?P<metric>\w+))?$"
 )
 _SCALE = (
     r"test_generate_scale\[(?P<preset>.+)-(?P<weights>bf16|nf4)-b(?P<batch>\d+)"
-    r"(?P<compiled>-compiled(?:-default)?)?\]"
+    r"(?P<compiled>-compiled|-autotuned)?\]"
 )
 SCALE_GEN = re.compile(_SCALE + r"::tokens(?P<n>\d+)$")
 SCALE_TTFT = re.compile(_SCALE + r"::time_to_first_token_ms$")
@@ -308,7 +308,7 @@ def generation_charts(report: Report) -> list[Chart]:
     for run in report.runs:
         found: dict[tuple[str, str, int, int], dict[str, Result]] = {}
         for m, r in _matches(run, GEN):
-            kind = m["compiled"][1:].replace("-", " ") if m["compiled"] else m["kind"]
+            kind = m["compiled"][1:] if m["compiled"] else m["kind"]
             key = (kind, m["preset"], int(m["batch"]), int(m["n"]))
             found.setdefault(key, {})[m["metric"] or "main"] = r
         for (kind, preset, batch, n), ms in found.items():
@@ -328,7 +328,7 @@ def generation_charts(report: Report) -> list[Chart]:
             if r.value is None:
                 continue
             first_ms = ttft_of.get((m["preset"], m["weights"], m["batch"], m["compiled"]))
-            kind = m["compiled"][1:].replace("-", " ") if m["compiled"] else "static"
+            kind = m["compiled"][1:] if m["compiled"] else "static"
             rows.append((run, kind, f"{m['preset']} {m['weights']}", int(m["batch"]),
                          int(m["n"]), r.value, _err(r), first_ms))  # fmt: skip
     if not rows:
@@ -339,7 +339,7 @@ def generation_charts(report: Report) -> list[Chart]:
     for run, kind, preset, batch, n, tps, err, ttft in rows:
         groups.setdefault((run.label, kind, preset, batch), []).append((n, tps, err))
         if ttft is not None:  # the graph-only and the compiled decoder each have a bar
-            how = f" {kind}" if kind.startswith("compiled") else ""
+            how = f" {kind}" if kind in ("compiled", "autotuned") else ""
             ttfts[f"{preset} b{batch}{how} · {run.label}"] = ttft
     for (label, kind, preset, batch), pts in sorted(groups.items()):
         pts.sort()
@@ -347,7 +347,7 @@ def generation_charts(report: Report) -> list[Chart]:
         ax.errorbar([p[0] for p in pts], [p[1] for p in pts],
                     yerr=list(zip(*errs, strict=True)), ms=4, capsize=2,
                     ls="--" if kind == "eager" else "-",
-                    marker="D" if kind.startswith("compiled") else "o",
+                    marker="D" if kind in ("compiled", "autotuned") else "o",
                     label=f"{preset} b{batch} {kind} · {label}")  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set(xlabel="new tokens (fixed output length, greedy)", ylabel="tokens/s",
@@ -367,7 +367,8 @@ def generation_charts(report: Report) -> list[Chart]:
             "Generation: tokens/s as new tokens grow, and time to first token",
             _svg(fig),
             "Solid: the GPU-bound decoder (static KV cache, CUDA graph; decode tokens/s; "
-            "diamonds: its step compiled with torch.compile); "
+            "diamonds: its step compiled with torch.compile, \"compiled\" in inductor's "
+            "default mode, \"autotuned\" in max-autotune); "
             "dashed: transformers' eager generate() (launch-bound reference, whole-sequence "
             "tokens/s). Error bars: 95% intervals where measured.",
         )
