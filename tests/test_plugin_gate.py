@@ -21,7 +21,12 @@ def test_save_then_compare_then_fail_on_a_slowdown(project, monkeypatch):
     same = project.runpytest(*FAST)
     same.assert_outcomes(passed=2)
     same.stdout.fnmatch_lines(
-        ["*gpuperf verdicts against baseline*", "UNCHANGED *test_b.py::test_spin *throughput*"]
+        [
+            "*gpuperf verdicts against baseline*",
+            "UNCHANGED *test_b.py::test_spin *throughput*",
+            # 2 judged metrics (the tests' throughput) share the run's 1% false-alarm rate
+            "verdicts: 2 unchanged; each metric judged at 99.500% confidence",
+        ]
     )
 
     monkeypatch.setenv("SLOW", "0.5")
@@ -197,6 +202,18 @@ def test_xdist_workers_save_into_one_file(project):
     result.assert_outcomes(passed=2)
     data = json.loads((project.path / "baselines" / "cpu.json").read_text())
     assert set(data["entries"]) == {"test_b.py::test_spin", "test_b.py::test_other"}
+
+
+def test_under_xdist_the_run_says_at_what_confidence_its_workers_judged(project):
+    """The controller judges nothing itself; its summary and JSON still carry the
+    confidence each metric was judged at (it was missing from the H200 -n 2 run's JSON)."""
+    pytest.importorskip("xdist")
+    saved(project)
+    result = project.runpytest(*FAST, "-n", "2", "--gpuperf-json=r.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["verdicts: *; each metric judged at 99.500% confidence*"])
+    data = json.loads((project.path / "r.json").read_text())
+    assert data["confidence"] == pytest.approx(1 - 0.01 / 2)
 
 
 def test_a_per_test_tolerance_from_the_marker(project, monkeypatch):

@@ -48,6 +48,7 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
         if verdicts:
             out.append(f"--- gpuperf verdicts against baseline {summary.baseline_path}")
             out += table(VERDICT_HEADER, rows)
+            out.append(verdict_count_line(rows, summary.confidence, verbosity))
         else:
             out.append(f"no baseline at {summary.baseline_path}: every result is new")
         if verbosity > 0:
@@ -60,3 +61,18 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
         if summary.warn_only and any(row[0] == "REGRESSED" for row in rows):
             out.append("regressions reported only (--gpuperf-warn-only): not failing")
     return out
+
+
+def verdict_count_line(rows: list[list[str]], confidence: float | None, verbosity: int) -> str:
+    """One line under the verdict table: how many of each verdict, and at what confidence
+    each metric was judged; where some are inconclusive, where to read what would settle
+    them."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row[0].lower()] = counts.get(row[0].lower(), 0) + 1
+    line = "verdicts: " + ", ".join(f"{n} {status}" for status, n in counts.items())
+    if confidence is not None:
+        line += f"; each metric judged at {confidence:.3%} confidence"
+    if counts.get("inconclusive") and verbosity <= 0:
+        line += "; -v shows what would settle each inconclusive one"
+    return line
