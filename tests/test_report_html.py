@@ -81,15 +81,21 @@ def test_report_merges_runs_of_several_gpus(tmp_path, capsys):
 
 def test_the_scale_tier_and_its_compiled_decoder_are_charted(tmp_path, capsys):
     """Real H200 runs of the scale tier: the graph-only and the compiled 7B decoder are
-    lines (and time-to-first-token bars) of their own."""
+    lines (and time-to-first-token bars) of their own, and the 13B and 70B nf4 runs are
+    charted. (The lease3 run's step was compiled with max-autotune, under the id
+    "-compiled" it had before "-autotuned" existed: the chart follows the id.)"""
     lease = EVIDENCE / "h200x2-2026-11-30-d"
+    later = EVIDENCE / "h200x2-2026-11-30-e" / "lease4"
     out = tmp_path / "report.html"
-    runs = [lease / "lease1" / "scale-7b-bf16-b1.json", lease / "lease3" / "scale-7b-compiled.json"]
+    runs = [lease / "lease1" / "scale-7b-bf16-b1.json", lease / "lease3" / "scale-7b-compiled.json",
+            later / "scale-13b-nf4.json", later / "scale-70b.json"]  # fmt: skip
     assert main(["report", *map(str, runs), "-o", str(out)]) == 0, capsys.readouterr().err
     text = out.read_text()
     assert "llama2-7b bf16 b1 static" in text
     assert "llama2-7b bf16 b1 compiled" in text
     assert "llama2-7b bf16 b1 compiled · H200" in text  # its time to first token, apart
+    assert "llama2-13b nf4 b8 static" in text
+    assert "llama2-70b nf4 b1 static" in text
 
 
 def _payload(path: Path) -> dict:
