@@ -57,3 +57,33 @@ def test_the_scale_tier_holds_the_large_models_and_the_full_suite_the_rest():
         "test_generate.py::test_generate_static[llama-1b-b1-256tok-compiled]",
     } <= set(full)
     assert not any("test_generate_scale[llama2" in t for t in full)
+
+
+def test_a_test_without_a_model_runs_with_no_other_tests_model_resident(pytester):
+    """The shipped suite's conftest frees the cached model before a test that does not use
+    it (its memory would count in that test's peak), and keeps it between tests that do."""
+    pytester.makeconftest((ROOT / "benchmarks" / "conftest.py").read_text())
+    pytester.makepyfile(
+        test_order="""
+        BUILT = []
+
+        def build():
+            BUILT.append(1)
+            return object()
+
+        def test_a(one_model):
+            one_model.get("m", build)
+
+        def test_a_again(one_model):
+            assert one_model.key == "m" and len(BUILT) == 1  # kept, not rebuilt
+
+        def test_no_model():
+            pass
+
+        def test_c(one_model):
+            assert one_model.key is None  # freed before test_no_model ran
+            one_model.get("m", build)
+            assert len(BUILT) == 2
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=4)
