@@ -132,6 +132,7 @@ class Verdict:
     reason: str
     mde: float | None = None  # smallest change in the bad direction this verdict can detect
     sessions_needed: int | None = None  # more baseline sessions to bring it under tolerance
+    spread: float | None = None  # relative sd of the baseline's session medians (inconclusive)
 
     @property
     def failed(self) -> bool:
@@ -203,7 +204,10 @@ def judge(
             if half > tolerance
             else f"the change is beyond the tolerance but within its uncertainty ±{half * 100:.1f}%"
         )
-        return Verdict(INCONCLUSIVE, change, worse, half, tolerance, why, mde, needed)
+        return Verdict(
+            INCONCLUSIVE, change, worse, half, tolerance, why, mde, needed,
+            spread=s_bet if spread is not None else None,
+        )  # fmt: skip
     return Verdict(UNCHANGED, change, worse, half, tolerance, "within tolerance", mde)
 
 
@@ -311,7 +315,13 @@ def what_would_settle(v: Verdict, history_len: int) -> str:
     if v.status != INCONCLUSIVE:
         return ""
     tips = []
-    if v.sessions_needed is not None:
+    if v.spread is not None and v.spread > v.tolerance:  # more of the same will not help
+        tips.append(
+            f"the baseline's sessions disagree (relative sd {v.spread * 100:.1f}%, over the "
+            f"tolerance {v.tolerance * 100:.1f}%): find what differed between them (another "
+            "GPU or power state, other tests' memory in the same process) and save it anew"
+        )
+    elif v.sessions_needed is not None:
         tips.append(
             f"save {v.sessions_needed} more baseline session(s) ({history_len} so far), or "
             f"run it A/B against the base commit (gpuperf ab)"

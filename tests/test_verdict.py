@@ -80,6 +80,23 @@ def test_clear_cases():
     assert "save more baseline sessions" in what_would_settle(noisy, 1)
 
 
+def test_baseline_sessions_that_disagree_are_named_as_the_cause():
+    """The H200 -n 2 run: the fp32 matmul's peak reserved memory was 0.78, 8.56 and 0.78 GiB
+    in the saved sessions (another test's model cached in one), 36.3 GiB then. Measuring
+    longer or saving more such sessions cannot settle it; the advice says the sessions
+    disagree."""
+    gib = 2**30
+    ref = Reference((0.78 * gib, 8.56 * gib, 0.78 * gib))
+    v = judge(cur(36.3 * gib, 0.0), ref, higher_is_better=False, tolerance=0.05)
+    assert v.status == INCONCLUSIVE and v.spread is not None and v.spread > 1
+    advice = what_would_settle(v, 3)
+    assert advice.startswith("the baseline's sessions disagree (relative sd 575.9%, over the")
+    assert "save 1 more" not in advice
+    steady = judge(cur(1.2e9, 0.0), Reference((1e9, 1.003e9, 0.998e9)), higher_is_better=False,
+                   tolerance=0.05)  # fmt: skip
+    assert "disagree" not in what_would_settle(steady, 3)
+
+
 def test_between_session_variation_counts():
     steady = Reference((100.0, 100.0, 100.0, 100.0))
     wobbly = Reference((90.0, 110.0, 95.0, 105.0))  # sessions differ by ~8%
