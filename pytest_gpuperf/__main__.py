@@ -19,6 +19,7 @@ from typing import Any
 
 from .baselines import BaselineError, baseline_path, load, parse_json, read_text
 from .gate import environment, failing, judge_result, judged_metrics, missing
+from .outputs.terminal import verdict_count_line
 from .outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from .results import Result
 from .verdict import CONFIDENCE, per_metric_confidence
@@ -104,8 +105,9 @@ def compare_files(
     tolerance: float | None = None,
     memory_tolerance: float | None = None,
     false_alarm: float | None = None,
-) -> tuple[list[list[str]], bool, Path]:
-    """Verdict rows, whether the run fails, and the baseline file used."""
+) -> tuple[list[list[str]], bool, Path, float]:
+    """Verdict rows, whether the run fails, the baseline file used, and the confidence
+    each metric was judged at."""
     data = _load_results(results_path)
     results = _results_of(results_path, data)
     path = _baseline_for(data, results, baseline)
@@ -138,7 +140,7 @@ def compare_files(
             confidence=confidence,
         )
     gone = missing(base.entries, (r.key for r in results), None)
-    return verdict_rows(results, gone), any(failing(r) for r in results), path
+    return verdict_rows(results, gone), any(failing(r) for r in results), path, confidence
 
 
 def ab_doc() -> str:
@@ -246,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             args.pytest_args = args.pytest_args[1:]
         return ab_main(args)
     try:
-        rows, regressed, used = compare_files(
+        rows, regressed, used, confidence = compare_files(
             args.results, args.baseline, args.tolerance, args.memory_tolerance, args.false_alarm
         )
     except InputError as exc:
@@ -255,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"baseline: {used}")
     for line in table(VERDICT_HEADER, rows):
         print(line)
+    print(verdict_count_line(rows, confidence, verbosity=1))
     if regressed:
         print("performance regression" + (" (--warn-only: not failing)" if args.warn_only else ""))
         return 0 if args.warn_only else 1

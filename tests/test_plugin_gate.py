@@ -186,6 +186,7 @@ def test_compare_command_sets_the_exit_code(project, monkeypatch):
 
     ok = cli("same.json", "--baseline", str(base))
     assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "each metric judged at 99.500% confidence" in ok.stdout  # as pytest said it
     bad = cli("slow.json", "--baseline", str(base))
     assert bad.returncode == 1 and "REGRESSED" in bad.stdout
     assert cli("slow.json", "--warn-only").returncode == 0  # default: baselines/<profile>.json
