@@ -324,12 +324,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             # lacks, a CPU-only variant) costs nothing
             reasons = zip(ids, map(skip_reason, session.items), strict=True)
             skipped = {n: why for n, why in reasons if why}
-            for text in sess.plan_lines(ids, skipped):
+            for text in sess.base.plan_lines(ids, skipped):
                 tr.write_line(text)
         pytest.exit("gpuperf: plan shown, nothing run (--gpuperf-plan)", returncode=0)
     if any("gpu_benchmark" in getattr(item, "fixturenames", ()) for item in session.items):
         sess.prepare_baseline()
-        line = sess.baseline_line()
+        line = sess.base.line()
         if line and tr is not None and not hasattr(session.config, "workerinput"):
             tr.write_line(f"gpuperf: {line}")
 
@@ -633,7 +633,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
         item.user_properties.extend(junit_properties(bench.results))
         sess = get_session(item.config)
-        lines = sess.failure_lines(bench.results)
+        lines = sess.base.failure_lines(bench.results)
         if lines and report.passed and not sess.options.warn_only:
             report.outcome = "failed"
             report.longrepr = "\n".join(lines)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .runbaseline import RunBaseline
+
 if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never loads them
     from .device import DeviceSnapshot
     from .outputs import RunSummary
@@ -74,15 +76,10 @@ class GpuPerfSession:
         self.started = time.time()
         self.save_failed = False  # a requested baseline save that did not happen
         self.output_failed = False  # a requested output file that could not be written
-        self.baseline: Any = None  # baselines.BaselineFile once loaded
-        self.baseline_path: Path | None = None
-        self.baseline_profile: str | None = None
-        self.baseline_note: str | None = None
-        self.baseline_ready = False
+        self.base = RunBaseline(options)  # the baseline file, verdicts, the save
         self.collected: set[str] = set()
         self.emulation_applied = False
         self.finish_notes: list[str] = []
-        self._confidence: float | None = None
         self._registry: Registry | None = None
         self._snapshot: DeviceSnapshot | None = None
 
@@ -202,54 +199,18 @@ class GpuPerfSession:
 
     # --------------------------------------------------------------------- baselines
 
-    @property
-    def comparing(self) -> bool:
-        return self.baseline_ready and self.options.baseline_mode in ("auto", "compare")
-
     def prepare_baseline(self) -> None:
         """Find and validate this profile's baseline file (at collection, before any test).
         A bad file stops the run with a usage error naming it (baselines.locate)."""
-        if self.baseline_ready or self.options.baseline_mode == "off":
+        if self.base.ready or self.options.baseline_mode == "off":
             return
-        from .baselines import BaselineError, locate
+        from .baselines import BaselineError
 
         prof = self.profile()
-        if prof is None:
-            self.baseline_note = (
-                f"no GPU profile matches {self.snapshot().describe()}: results are not "
-                "compared or saved; add a profile in pyproject.toml ([tool.gpuperf.profiles])"
-            )
-        else:
-            try:
-                self.baseline_path, self.baseline_profile, self.baseline = locate(
-                    self.options.baseline_dir,
-                    prof.name,
-                    self.options.emulate,
-                    must_exist=self.options.baseline_mode == "compare",
-                )
-            except BaselineError as exc:
-                raise pytest.UsageError(f"gpuperf: {exc}") from None
-        self.baseline_ready = True
-
-    def plan_lines(self, nodeids: list[str], skipped: dict[str, str]) -> list[str]:
-        from .outputs.text import plan_lines
-
-        where = self.baseline_path if self.baseline is not None else None
-        return plan_lines(self.entries, nodeids, str(where) if where else None, skipped)
-
-    def baseline_line(self) -> str | None:
-        """Which baseline file this run compares with, saves to, or looked for."""
-        if self.options.baseline_mode == "off":
-            return "baselines off"
-        if self.baseline_path is None:
-            return self.baseline_note
-        prof = self.baseline_profile
-        if self.options.baseline_mode == "save":
-            return f"saving to baseline {self.baseline_path} (profile {prof})"
-        if self.baseline is None:
-            return f"no baseline at {self.baseline_path} (profile {prof}): results are new"
-        n = len(self.baseline.entries)
-        return f"comparing with baseline {self.baseline_path} (profile {prof}, {n} entries)"
+        try:
+            self.base.prepare(prof.name if prof else None, self.snapshot().describe())
+        except BaselineError as exc:
+            raise pytest.UsageError(f"gpuperf: {exc}") from None
 
     def environment(self, emulated: str | None = None) -> dict[str, Any]:
         from .gate import environment
@@ -257,80 +218,26 @@ class GpuPerfSession:
         return environment(self.snapshot().to_dict(), emulated)
 
     def judge(self, result: Result) -> dict[str, dict[str, Any]]:
-        """Verdict dicts per metric of one result against the baseline (the gate's, with the
-        tolerances the result's test resolved: call > marker > CLI > ini)."""
-        if not self.comparing:
-            return {}
-        from .gate import judge_result
-
-        return judge_result(
-            result,
-            self.entries,
-            self.environment(self.options.emulate),
-            allow_cross_gpu=self.options.allow_mismatch,
-            confidence=self.confidence,
-        )
-
-    @property
-    def confidence(self) -> float:
-        """Each metric's confidence, from the run's false-alarm rate shared by the baseline
-        metrics of the collected tests; computed once, at the first verdict (every test is
-        collected by then, in each pytest-xdist worker too)."""
-        if self._confidence is None:
-            from .gate import judged_metrics, selected
-            from .verdict import per_metric_confidence
-
-            keys = selected(self.entries, self.collected) if self.collected else None
-            m = judged_metrics(self.entries, keys)
-            self._confidence = per_metric_confidence(self.options.false_alarm, m)
-        return self._confidence
-
-    @property
-    def entries(self) -> dict[str, dict[str, Any]]:
-        return self.baseline.entries if self.baseline is not None else {}
-
-    def failure_lines(self, results: list[Result]) -> list[str]:
-        from .gate import failure_lines
-
-        return failure_lines(results, self.entries, self.baseline_profile or "?")
+        """Verdict dicts per metric of one result against the baseline."""
+        env = self.environment(self.options.emulate)
+        return self.base.judge(result, env, self.collected, self.options.allow_mismatch)
 
     def save_baseline(self, session: pytest.Session) -> str | None:
         """Merge this run's results into the profile's baseline file (save mode)."""
         if self.options.baseline_mode != "save" or not self.results:
             return None
         self.prepare_baseline()  # under pytest-xdist the controller collected nothing
-        if self.baseline_path is None:
-            return None
-        from .saving import refusal, save_run
-
         detected = self.detected_profile()
-        why = refusal(
+        note, self.save_failed = self.base.save(
             stopped=bool(session.shouldstop or session.shouldfail or self.interrupted),
             results=self.results,
             detected=detected.name if detected else None,
-            baseline_profile=self.baseline_profile,
             describe=self.snapshot().describe(),
-        )
-        if why:
-            self.save_failed = True
-            return f"NOT SAVED to {self.baseline_path}: {why}"
-        note, self.save_failed = save_run(
-            self.baseline_path,
-            self.baseline_profile or "?",
-            self.results,
-            self.failed_tests,
-            self.environment(self.options.emulate),
-            self.durations,
+            failed_tests=self.failed_tests,
+            environment=self.environment(self.options.emulate),
+            durations=self.durations,
         )
         return note
-
-    def missing(self) -> list[str]:
-        """Baseline entries of collected tests that produced no result in this run."""
-        if not self.comparing or self.baseline is None:
-            return []
-        from .gate import missing
-
-        return missing(self.entries, (r.key for r in self.results), self.collected)
 
     # ------------------------------------------------------------ hooks (registered plugin)
 
@@ -344,12 +251,12 @@ class GpuPerfSession:
             return
         from .results import Result
 
-        if not self.baseline_ready and self.options.baseline_mode != "off":
+        if not self.base.ready and self.options.baseline_mode != "off":
             try:  # the xdist controller collects nothing: load the baseline on first result
                 self.prepare_baseline()
             except pytest.UsageError as exc:  # the workers stopped on it too
-                self.baseline_note = str(exc)
-                self.baseline_ready = True
+                self.base.note = str(exc)
+                self.base.ready = True
         self.results.extend(Result.from_dict(d) for d in report.gpuperf)
 
     @pytest.hookimpl(optionalhook=True)
@@ -372,17 +279,16 @@ class GpuPerfSession:
             device=self.snapshot().to_dict(),
             describe=self.snapshot().describe(),
             profile=prof.name if prof else None,
-            baseline_path=str(self.baseline_path) if self.baseline_path else None,
-            baseline_found=self.baseline is not None,
+            baseline_path=str(self.base.path) if self.base.path else None,
+            baseline_found=self.base.file is not None,
             baseline_mode=self.options.baseline_mode,
-            baseline_note=self.baseline_note,
-            comparing=self.comparing,
+            baseline_note=self.base.note,
+            comparing=self.base.comparing,
             warn_only=self.options.warn_only,
             emulated=(emu.name, emu.memory_gib) if emu is not None else None,
             results=list(self.results),
-            missing=self.missing(),
-            # the pytest-xdist controller judges nothing itself: its workers did, at this
-            confidence=self.confidence if self.comparing and self.baseline else self._confidence,
+            missing=self.base.missing((r.key for r in self.results), self.collected),
+            confidence=self.base.run_confidence(self.collected),
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -418,8 +324,8 @@ class GpuPerfSession:
             html_path=self.options.html_path,
             step_summary=Path(step) if step else None,
             profiles=self.registry.get,
-            baselines={self.baseline_path.name: self.baseline}
-            if self.baseline is not None and self.baseline_path is not None
+            baselines={self.base.path.name: self.base.file}
+            if self.base.file is not None and self.base.path is not None
             else None,
         )
         self.finish_notes += notes
