@@ -181,14 +181,15 @@ def _err(r: Result) -> tuple[float, float] | None:
 SWEEP = re.compile(r"test_qlora_batch_sweep\[(?P<preset>[^\]]+)\]::batch(?P<batch>\d+)$")
 FIRST_OOM = re.compile(r"test_qlora_batch_sweep\[(?P<preset>[^\]]+)\]::first_oom_batch$")
 MAX_BATCH = re.compile(r"test_qlora_max_batch\[(?P<preset>[^\]]+)\]::max_batch$")
+COMPILED_KINDS = ("compiled", "autotuned")  # the decoder's step through torch.compile
+_COMPILED = rf"(?P<compiled>-(?:{'|'.join(COMPILED_KINDS)}))?\]"
 GEN = re.compile(
     r"test_generate_(?P<kind>static|eager)\[(?P<preset>.+)-b(?P<batch>\d+)-(?P<n>\d+)tok"
-    r"(?P<compiled>-compiled|-autotuned)?\]"
-    r"(::(?P<metric>\w+))?$"
+    + _COMPILED
+    + r"(::(?P<metric>\w+))?$"
 )
 _SCALE = (
-    r"test_generate_scale\[(?P<preset>.+)-(?P<weights>bf16|nf4)-b(?P<batch>\d+)"
-    r"(?P<compiled>-compiled|-autotuned)?\]"
+    r"test_generate_scale\[(?P<preset>.+)-(?P<weights>bf16|nf4)-b(?P<batch>\d+)" + _COMPILED
 )
 SCALE_GEN = re.compile(_SCALE + r"::tokens(?P<n>\d+)$")
 SCALE_TTFT = re.compile(_SCALE + r"::time_to_first_token_ms$")
@@ -339,7 +340,7 @@ def generation_charts(report: Report) -> list[Chart]:
     for run, kind, preset, batch, n, tps, err, ttft in rows:
         groups.setdefault((run.label, kind, preset, batch), []).append((n, tps, err))
         if ttft is not None:  # the graph-only and the compiled decoder each have a bar
-            how = f" {kind}" if kind in ("compiled", "autotuned") else ""
+            how = f" {kind}" if kind in COMPILED_KINDS else ""
             ttfts[f"{preset} b{batch}{how} · {run.label}"] = ttft
     for (label, kind, preset, batch), pts in sorted(groups.items()):
         pts.sort()
@@ -347,7 +348,7 @@ def generation_charts(report: Report) -> list[Chart]:
         ax.errorbar([p[0] for p in pts], [p[1] for p in pts],
                     yerr=list(zip(*errs, strict=True)), ms=4, capsize=2,
                     ls="--" if kind == "eager" else "-",
-                    marker="D" if kind in ("compiled", "autotuned") else "o",
+                    marker="D" if kind in COMPILED_KINDS else "o",
                     label=f"{preset} b{batch} {kind} · {label}")  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set(xlabel="new tokens (fixed output length, greedy)", ylabel="tokens/s",
