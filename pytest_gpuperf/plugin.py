@@ -153,7 +153,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="RATE",
         help="the whole run's false-alarm rate (default 0.01): each of the m judged baseline "
-        "metrics is tested at confidence 1 - RATE/m (Bonferroni), at least 99%",
+        "metrics is tested at confidence 1 - RATE/m (Bonferroni), at least 99%%",
     )
     parser.addini("gpuperf_false_alarm", "default for --gpuperf-false-alarm", default="0.01")
     parser.addini("gpuperf_profile", "default for --gpu-profile", default=AUTO)
