@@ -22,6 +22,7 @@ NEW = "new"
 MISSING = "missing"
 INCOMPARABLE = "incomparable"
 FAILED = "failed"  # the benchmark itself failed (e.g. out of memory) where a baseline exists
+INFO = "info"  # an informational figure (compile time, gate=False): reported, never judged
 
 # worst first, for the session summary
 SEVERITY = {
@@ -33,6 +34,7 @@ SEVERITY = {
     NEW: 5,
     UNCHANGED: 6,
     IMPROVED: 7,
+    INFO: 8,
 }
 
 INCONCLUSIVE_POWER = "power-state"  # a change in time that the SM clock explains
@@ -133,16 +135,74 @@ class Verdict:
     mde: float | None = None  # smallest change in the bad direction this verdict can detect
     sessions_needed: int | None = None  # more baseline sessions to bring it under tolerance
     spread: float | None = None  # relative sd of the baseline's session medians (inconclusive)
+    basis: str = ""  # where the uncertainty comes from ("±2.1% from the spread of 19 ...")
+    confirmed: bool | None = None  # a regression re-measured in a fresh process: held or not
 
     @property
     def failed(self) -> bool:
         return self.status == REGRESSED
 
 
-def _half_width(
-    z: float, s_cur: float, t: float, s_bet: float, k: int
-) -> float:
+def _half_width(z: float, s_cur: float, t: float, s_bet: float, k: int) -> float:
     return math.sqrt((z * s_cur) ** 2 + (t * s_bet) ** 2 * (1 + 1 / k))
+
+
+def quantile(confidence: float, df: float) -> float:
+    """Student's t at `confidence` with `df` degrees of freedom; the normal's for an
+    infinite (or huge) df."""
+    if not math.isfinite(df) or df > 1e6:
+        return z_quantile(confidence)
+    return t_quantile(confidence, max(1, round(df)))
+
+
+def decide(
+    d: float,
+    *,
+    higher_is_better: bool,
+    s_cur: float,
+    var: float,
+    df: float,
+    k: int,
+    tolerance: float,
+    confidence: float,
+    extra_var: float = 0.0,
+) -> Verdict:
+    """THE verdict rule, on the log of the ratio now / reference (`d`).
+
+    Its uncertainty (half-width, log units) is sqrt((z s_cur)^2 + t^2 (var (1 + 1/k) +
+    extra_var)): s_cur the current session's own relative standard error, var the variance
+    of one session around a reference that is the mean of k sessions, extra_var what
+    estimating this run's class offset adds, z and t (df degrees of freedom) at
+    `confidence`. A regression must be beyond the tolerance AND beyond the half-width (a
+    ratio threshold and a significance test, as asv); inconclusive when either the
+    half-width or the change is beyond the tolerance without the other."""
+    if not (tolerance > 0 and math.isfinite(tolerance)):
+        raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
+    if not all(math.isfinite(x) for x in (d, s_cur, var, extra_var)) or var < 0 or s_cur < 0:
+        return Verdict(INCONCLUSIVE, None, None, None, tolerance, "not a finite value")
+    z = z_quantile(confidence)
+    t = quantile(confidence, df)
+    half = math.sqrt((z * s_cur) ** 2 + t * t * (var * (1 + 1 / max(1, k)) + extra_var))
+    change = math.expm1(d)
+    worse = -change if higher_is_better else change
+    mde = max(tolerance, half)
+    if worse > tolerance and worse > half:
+        return Verdict(
+            REGRESSED, change, worse, half, tolerance, "beyond tolerance and significant", mde
+        )
+    if -worse > tolerance and -worse > half:
+        return Verdict(
+            IMPROVED, change, worse, half, tolerance, "beyond tolerance and significant", mde
+        )
+    if half > tolerance or abs(worse) > tolerance:
+        why = (
+            f"the change's uncertainty ±{half * 100:.1f}% is wider than the tolerance "
+            f"{tolerance * 100:.1f}%"
+            if half > tolerance
+            else f"the change is beyond the tolerance but within its uncertainty ±{half * 100:.1f}%"
+        )
+        return Verdict(INCONCLUSIVE, change, worse, half, tolerance, why, mde)
+    return Verdict(UNCHANGED, change, worse, half, tolerance, "within tolerance", mde)
 
 
 def judge(
@@ -154,61 +214,37 @@ def judge(
     confidence: float = CONFIDENCE,
     min_between_rel_sd: float = 0.0,
 ) -> Verdict:
-    """Verdict for one metric at `confidence`: a regression must be clear, not likely.
-
-    The change's uncertainty (relative half-width) is
-    sqrt((z * s_cur)^2 + (t * s_bet)^2 * (1 + 1/k)): s_cur from the current interval,
-    s_bet the relative sd of the k baseline session medians (a new session deviates from
-    them by about s_bet, their median by about s_bet/sqrt(k)), z the normal and t Student's
-    quantile at `confidence` (a spread from 3 sessions is a rough one). With fewer than 2
-    baseline sessions s_bet is unknown and `min_between_rel_sd` stands in. The verdict
-    carries its minimum detectable effect (the larger of the tolerance and the
-    uncertainty) and, when inconclusive, how many more sessions would settle it.
-    """
+    """Verdict for one metric judged on its own history alone (no class to pool with:
+    a user's recorded figure), through `decide`. s_bet, the relative sd of the k baseline
+    session medians, stands for the session variance with k - 1 degrees of freedom; with
+    fewer than 2 sessions `min_between_rel_sd` stands in. When inconclusive, the verdict
+    says how many more sessions would settle it."""
     if not (tolerance > 0 and math.isfinite(tolerance)):
         raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
     if not reference.history:
         return Verdict(NEW, None, None, None, tolerance, "no baseline")
     ref = reference.value
     values = (current.median, current.ci_low, current.ci_high, ref)
-    if any(not math.isfinite(v) for v in values) or ref <= 0 or current.median < 0:
+    if any(not math.isfinite(v) for v in values) or ref <= 0 or current.median <= 0:
         return Verdict(INCONCLUSIVE, None, None, None, tolerance, "not a finite positive value")
-    change = current.median / ref - 1
-    worse = -change if higher_is_better else change
     half_ci = max(current.median - current.ci_low, current.ci_high - current.median)
-    s_cur = half_ci / current.median / Z_TWO_SIDED_95 if current.median > 0 else 0.0
-    z = z_quantile(confidence)
+    s_cur = half_ci / current.median / Z_TWO_SIDED_95
     spread = reference.spread()
     k = len(reference.usable)
     if spread is None:
-        s_bet, df, k = min_between_rel_sd, 0, 1
-        t = z
+        s_bet, df, k = min_between_rel_sd, math.inf, 1
     else:
         s_bet, df = spread
-        t = t_quantile(confidence, df)
-    half = _half_width(z, s_cur, t, s_bet, k)
-    mde = max(tolerance, half)
-    if worse > tolerance and worse > half:
-        return Verdict(
-            REGRESSED, change, worse, half, tolerance, "beyond tolerance and significant", mde
-        )
-    if -worse > tolerance and -worse > half:
-        return Verdict(
-            IMPROVED, change, worse, half, tolerance, "beyond tolerance and significant", mde
-        )
-    if half > tolerance or abs(worse) > tolerance:
-        needed = _sessions_needed(z, s_cur, s_bet, k, df, tolerance, confidence)
-        why = (
-            f"the change's uncertainty ±{half * 100:.1f}% is wider than the tolerance "
-            f"{tolerance * 100:.1f}%"
-            if half > tolerance
-            else f"the change is beyond the tolerance but within its uncertainty ±{half * 100:.1f}%"
-        )
-        return Verdict(
-            INCONCLUSIVE, change, worse, half, tolerance, why, mde, needed,
-            spread=s_bet if spread is not None else None,
-        )  # fmt: skip
-    return Verdict(UNCHANGED, change, worse, half, tolerance, "within tolerance", mde)
+    v = decide(
+        math.log(current.median / ref), higher_is_better=higher_is_better, s_cur=s_cur,
+        var=s_bet * s_bet, df=df, k=k, tolerance=tolerance, confidence=confidence,
+    )  # fmt: skip
+    if v.status == INCONCLUSIVE and v.change is not None:
+        z = z_quantile(confidence)
+        needed = _sessions_needed(z, s_cur, s_bet, k, int(df) if math.isfinite(df) else 0,
+                                  tolerance, confidence)  # fmt: skip
+        v = replace(v, sessions_needed=needed, spread=s_bet if spread is not None else None)
+    return v
 
 
 def _sessions_needed(
@@ -252,6 +288,7 @@ def combine_clocked(
         "",
         cycle_v.mde,
         cycle_v.sessions_needed,
+        basis=cycle_v.basis + " (per SM clock cycle)" if cycle_v.basis else "",
     )
     if cycle_v.status == REGRESSED and slower_in_time:
         why = f"slower in time and per clock cycle ({per_cycle}); {clocks}"

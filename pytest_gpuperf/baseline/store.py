@@ -1,4 +1,6 @@
 """Baseline files: `baselines/<profile>.json`, one per GPU profile, meant to be committed.
+The one owner of the file's format: what a result puts into an entry (`metrics_of`,
+`entries_to_save`), reading and validating, merging and writing under a lock.
 
 Schema (version 1), documented in docs/baselines.md:
 
@@ -15,7 +17,9 @@ Schema (version 1), documented in docs/baselines.md:
           "metrics": {
             "throughput": {"unit": "tokens/s", "direction": "higher",
                            "median": ..., "ci_low": ..., "ci_high": ..., "n": ...,
-                           "history": [{"median": ..., "date": ..., "commit": ...}, ...]},
+                           "noise_class": "model", "gate": true,
+                           "history": [{"median": ..., "date": ..., "commit": ...,
+                                        "session": ..., "gpu_uuid": ..., "host": ...}, ...]},
             "peak_reserved": {"unit": "bytes", "direction": "lower", ...}
           }
         }
@@ -38,7 +42,10 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..results import Result
 
 SCHEMA = "pytest-gpuperf/baseline"
 VERSION = 1
@@ -126,6 +133,14 @@ def metric_problem(m: Any) -> str | None:
     why = session_problem(m)
     if why:
         return why
+    from .noise import CLASSES
+
+    if "noise_class" in m and m["noise_class"] not in CLASSES:
+        return f"noise_class must be one of {', '.join(CLASSES)}, got {m['noise_class']!r}"
+    if "gate" in m and not isinstance(m["gate"], bool):
+        return f"gate must be true or false, got {m['gate']!r}"
+    if not _text_or_none(m.get("derived_from")):
+        return f"derived_from must be a metric name or null, got {m.get('derived_from')!r}"
     n = m.get("n")
     if "n" in m and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         return f"n must be a whole number >= 1, got {n!r}"
@@ -141,6 +156,9 @@ def session_problem(m: dict[str, Any]) -> str | None:
         why = number_problem(m["clock_mhz"])
         if why:
             return f"clock_mhz {why}"
+    for name in ("session", "gpu_uuid", "host"):  # which run, GPU and host saved it
+        if not _text_or_none(m.get(name)):
+            return f"{name} must be a string or null, got {m.get(name)!r}"
     for bound in ("ci_low", "ci_high"):  # a saved session's interval (history items)
         if m.get(bound) is not None:
             why = number_problem(m[bound])
@@ -369,12 +387,14 @@ def merge(
             same_kind = prev.get("unit") == m["unit"] and prev.get("direction") == m["direction"]
             history = list(prev.get("history", [])) if same_kind else []
             session = {"median": m["median"], "date": new.get("date"), "commit": new.get("commit")}
-            # why the session is suspect, its SM clock, its interval (the report draws it)
-            for extra in ("flags", "clock_mhz", "ci_low", "ci_high"):
+            # why the session is suspect, its SM clock, its interval (the report draws it),
+            # which run, GPU and host it was (the noise model's sessions)
+            for extra in ("flags", "clock_mhz", "ci_low", "ci_high", "session", "gpu_uuid", "host"):
                 if m.get(extra) is not None and m.get(extra) != []:
                     session[extra] = m[extra]
             history.append(session)
-            merged_metrics[mname] = {**m, "history": history[-HISTORY:]}
+            kept = {k: v for k, v in m.items() if k not in ("session", "gpu_uuid", "host")}
+            merged_metrics[mname] = {**kept, "history": history[-HISTORY:]}
         entries[key] = {
             **old,
             **{k: v for k, v in new.items() if k != "metrics"},
@@ -383,6 +403,11 @@ def merge(
     merged = BaselineFile(path, profile, entries, now, dict(base.extra))
     validate(path, json.loads(json.dumps(merged.to_json())))  # what we write, we can read
     return merged
+
+
+def lock_path(path: Path) -> Path:
+    """The lock beside the file, hidden (`.h200.json.lock`); .gitignore: `baselines/.*.lock`."""
+    return path.parent / f".{path.name}.lock"
 
 
 def temp_prefix(path: Path) -> str:
@@ -403,9 +428,16 @@ def save(path: Path, profile: str, updates: dict[str, dict[str, Any]], now: str)
     the old one's permission bits (a new file gets 0644 less the umask)."""
     from filelock import FileLock
 
+    given = Path(path)
     path = Path(os.path.realpath(path))
+    if given.is_symlink() and not path.parent.is_dir():
+        raise _fail(
+            given,
+            f"is a symbolic link to {path}, whose directory does not exist; not creating "
+            "directories elsewhere on disk (fix or remove the link)",
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
+    with FileLock(str(lock_path(path)), timeout=LOCK_TIMEOUT_S):
         _clean_stale_temps(path)
         current = load(path)  # raises on a corrupt file: it is never overwritten
         merged = merge(current, path, profile, updates, now)
@@ -428,3 +460,169 @@ def save(path: Path, profile: str, updates: dict[str, dict[str, Any]], now: str)
             Path(tmp).unlink(missing_ok=True)
             raise
     return merged
+
+
+# ----------------------------------------------------------- what a result saves
+
+
+def result_classes(results: list[Result]) -> dict[str, str]:
+    """The noise class of each result's figures, by result key: declared, else assigned
+    from its unit and flags; a figure derived from another measurement of its test takes
+    that measurement's class (one measurement, one noise)."""
+    from .noise import classify
+
+    out: dict[str, str] = {}
+    for r in results:
+        if r.kind == "measured" and r.throughput is not None:
+            out[r.key] = classify("throughput", r.throughput.unit, launch_bound=bool(r.launch_bound),
+                                  bound=r.bound, declared=r.noise_class)  # fmt: skip
+    for r in results:
+        if r.kind == "recorded":
+            src = None
+            if r.derived_from is not None:
+                src = out.get(f"{r.nodeid}::{r.derived_from}" if r.derived_from else r.nodeid)
+            unit = r.throughput.unit if r.throughput else r.unit
+            out[r.key] = r.noise_class or src or classify(
+                "value", unit, launch_bound=False, bound=None, declared=None
+            )
+    return out
+
+
+def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict[str, Any]]:
+    """Baseline metrics of a result. Measured: throughput (higher is better) and, on a GPU,
+    peak reserved memory (lower is better: memory growth is a regression too). Recorded:
+    its value, in its own unit and direction. Each carries its noise class (`noise_class`,
+    else assigned here) and whether it gates."""
+    from ..results import UNITS
+    from .history import PER_CLOCK
+    from .noise import COMPUTE, MEMORY, classify
+
+    out: dict[str, dict[str, Any]] = {}
+    t = result.throughput
+    if result.outcome != "ok" or t is None:
+        return out
+    gate = {"gate": False} if not result.gate else {}
+    if result.kind == "recorded":
+        v = t.median
+        cls = noise_class or result.noise_class or classify(
+            "value", t.unit, launch_bound=False, bound=None, declared=None
+        )
+        out["value"] = {
+            "unit": t.unit,
+            "direction": "higher" if result.higher_is_better else "lower",
+            "median": v,
+            "ci_low": v,
+            "ci_high": v,
+            "n": 1,
+            "noise_class": cls,
+            **gate,
+            **({"derived_from": result.derived_from} if result.derived_from is not None else {}),
+        }
+        return out
+    if result.time is None:
+        return out
+    session: dict[str, Any] = {"flags": result.session_flags} if result.session_flags else {}
+    clock = result.clock_mhz
+    if clock is not None:
+        session["clock_mhz"] = clock
+    cls = noise_class or classify("throughput", t.unit, launch_bound=bool(result.launch_bound),
+                                  bound=result.bound, declared=result.noise_class)  # fmt: skip
+    out["throughput"] = {
+        "unit": t.unit,
+        "direction": "higher",
+        "median": t.median,
+        "ci_low": t.ci_low,
+        "ci_high": t.ci_high,
+        "n": result.time.n,
+        "noise_class": cls,
+        **gate,
+        **session,
+    }
+    if result.bound == "compute" and clock is not None:
+        # clock-normalised: work per SM clock cycle, in the unit per GHz. From the cycles of
+        # each sample where the engine measured them; else from the session's median clock.
+        c = result.cycles
+        if c is not None and c.median > 0 and c.ci_low > 0:
+            per = result.work_per_call / UNITS[result.unit][1]
+            low, mid, high = per / c.ci_high, per / c.median, per / c.ci_low
+        else:
+            ghz = clock / 1000
+            low, mid, high = t.ci_low / ghz, t.median / ghz, t.ci_high / ghz
+        out[PER_CLOCK] = {
+            "unit": f"{t.unit} per GHz",
+            "direction": "higher",
+            "median": mid,
+            "ci_low": low,
+            "ci_high": high,
+            "n": result.time.n,
+            "noise_class": COMPUTE,
+            **session,
+        }
+    if result.peak_reserved is not None:
+        v = float(result.peak_reserved)
+        out["peak_reserved"] = {
+            "unit": "bytes",
+            "direction": "lower",
+            "median": v,
+            "ci_low": v,
+            "ci_high": v,
+            "n": 1,
+            "noise_class": MEMORY,
+            **gate,
+        }
+    return out
+
+
+def entries_to_save(
+    results: list[Result],
+    env: dict[str, Any],
+    *,
+    date: str,
+    commit: str | None,
+    session: str | None = None,
+    host: str | None = None,
+    durations: dict[str, float] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Baseline entries for this run's results that have figures (one environment: a run
+    has one device and one emulation). Each metric carries the run's session id, its GPU's
+    UUID and the host, which the merge moves into the metric's history item."""
+    from .history import env_for
+
+    classes = result_classes(results)
+    updates: dict[str, dict[str, Any]] = {}
+    for r in results:
+        metrics = metrics_of(r, classes.get(r.key))
+        if not metrics:
+            continue
+        ids = {"session": session, "gpu_uuid": r.gpu_uuid, "host": host}
+        for m in metrics.values():
+            m.update({k: v for k, v in ids.items() if v})
+        flags = {"launch_bound": r.launch_bound, "throttled": r.throttled, "emulated": r.emulated}
+        updates[r.key] = {
+            "environment": env_for(env, r.gpus_used),
+            "date": date,
+            "commit": commit,
+            "flags": flags,
+            "metrics": metrics,
+        }
+        if durations and r.nodeid in durations:  # the whole test's, for --gpuperf-plan
+            updates[r.key]["duration_s"] = round(durations[r.nodeid], 3)
+    return updates
+
+
+def expected_durations(
+    entries: dict[str, dict[str, Any]], nodeids: list[str]
+) -> dict[str, float]:
+    """Seconds each test took when its baseline entries were saved (tests without one are
+    left out)."""
+    out: dict[str, float] = {}
+    for key, e in entries.items():
+        d = e.get("duration_s")
+        if isinstance(d, int | float) and not isinstance(d, bool):
+            out[key] = float(d)
+    found = {}
+    for n in nodeids:
+        times = [d for k, d in out.items() if k == n or k.startswith(n + "::")]
+        if times:
+            found[n] = max(times)
+    return found

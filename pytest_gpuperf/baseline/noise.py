@@ -1,0 +1,276 @@
+"""The noise model of a baseline: noise classes, per-session class offsets, pooled spread.
+
+Pure: numbers in, numbers out (scipy's F and t quantiles where they are needed). Model, in
+log units, for metric m of noise class c measured in session s:
+
+    log y[m, s] = mu[m] + b[c, s] + e[m, s]
+
+A session (one pytest run on one GPU) shifts every metric of a class together by b[c, s]
+(a fresh machine, another power state); e is the metric's own residual. Measured on H200s
+(docs/baselines.md): model steps 0.71% class offset sd against 0.21% residual, memory
+bandwidth 0.36% / 0.44%, compute 0.50% / 1.1%. With the offsets removed, the residual
+spread of one metric is estimated from its class's metrics pooled together: tens of
+degrees of freedom instead of 2, so three baseline sessions are enough to see a 5% change.
+
+What `fit` does, class by class:
+1. Offsets (bandwidth, compute, model classes with at least MIN_OFFSET_METRICS metrics in
+   a session): b[s] is the median over the class's metrics of their deviation from their
+   own level (medians: a metric that moved does not move the offset), iterated with the
+   levels; the offsets are centred, so mu is the level of an average session.
+2. Set aside: a session value that differs from the metric's other sessions by more than
+   SET_ASIDE_MIN and SET_ASIDE_SDS times the class's spread (a model left resident, a
+   throttled card) is not used, and the reason is kept to be shown.
+3. Residual spread: each metric's own variance of the residuals, with k - 1 degrees of
+   freedom; a class of at least MIN_POOL such metrics pools them (weighted by their degrees
+   of freedom). A metric clearly noisier than the pool (F test at SCREEN_P) is left out of
+   the pool and keeps its own spread; the others take the larger of their own and the pool,
+   with the pool's degrees of freedom. Recorded values (a user's own figures) share no noise
+   source and are never pooled.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+BANDWIDTH = "bandwidth"
+COMPUTE = "compute"
+MODEL = "model"
+LAUNCH = "launch-bound"
+MEMORY = "memory"
+RECORDED = "recorded"
+CLASSES = (BANDWIDTH, COMPUTE, MODEL, LAUNCH, MEMORY, RECORDED)
+CLASS_NAMES = {
+    BANDWIDTH: "memory-bandwidth-bound",
+    COMPUTE: "compute-bound",
+    MODEL: "model-step",
+    LAUNCH: "launch-bound",
+    MEMORY: "memory-size",
+    RECORDED: "recorded",
+}
+OFFSET_CLASSES = (BANDWIDTH, COMPUTE, MODEL)  # one machine state moves them together
+UNPOOLED = (RECORDED,)  # a user's own figures: nothing in common to pool
+MIN_OFFSET_METRICS = 6  # metrics of a class in one session to estimate its offset
+MIN_POOL = 3  # metrics with a spread of their own for a class pool
+SCREEN_P = 0.01  # F test: a metric noisier than its class keeps its own spread
+SET_ASIDE_MIN = 0.05  # a session value this far (relative) from the metric's others ...
+SET_ASIDE_SDS = 10.0  # ... and this many class spreads away is set aside
+OFFSET_ITERATIONS = 20
+
+
+def classify(
+    metric: str, unit: str, *, launch_bound: bool, bound: str | None, declared: str | None
+) -> str:
+    """A metric's noise class, from what its result knows: its name, unit and flags; a
+    class declared by the benchmark (marker or record argument) wins."""
+    if declared:
+        return declared
+    if metric == "peak_reserved" or unit == "bytes":
+        return MEMORY
+    if metric == "value":
+        return RECORDED
+    if launch_bound:
+        return LAUNCH
+    if bound == "compute" or metric == "throughput_per_clock":
+        return COMPUTE
+    if unit == "GB/s":
+        return BANDWIDTH
+    return MODEL
+
+
+@dataclass(frozen=True)
+class Series:
+    """One metric's baseline history: a value per session, oldest first."""
+
+    key: str  # "<entry key>::<metric>"
+    cls: str
+    sessions: tuple[str, ...]  # the session of each value (session id and GPU, or date)
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """What the model knows of one metric: its level and how far a new session's value
+    strays from it when nothing changed."""
+
+    level: float  # log of the metric's level in an average session (offsets removed)
+    var: float  # variance (log units) of one session's residual
+    df: float  # degrees of freedom of `var` (math.inf: not estimated from data)
+    k: int  # sessions the level is the mean of
+    source: str  # "own", "class", "own, noisier than its class", "class (1 session)"
+    pool_metrics: int = 0  # metrics the class pool was made of
+    set_aside: tuple[str, ...] = ()  # why a session's value was not used
+    offsets_removed: bool = False  # the baseline's class offsets were removed
+
+
+@dataclass
+class ClassFit:
+    cls: str
+    offsets: dict[str, float] = field(default_factory=dict)  # session -> log offset
+    pooled_var: float | None = None
+    pooled_df: float = 0.0
+    pool_metrics: int = 0
+    screened: int = 0
+
+    @property
+    def offset_var(self) -> tuple[float, int] | None:
+        """Variance of the session offsets (log units) and its degrees of freedom."""
+        n = len(self.offsets)
+        if n < 2:
+            return None
+        return sum(b * b for b in self.offsets.values()) / (n - 1), n - 1
+
+
+def _median(xs: Iterable[float]) -> float:
+    return statistics.median(list(xs))
+
+
+def _var(xs: Sequence[float]) -> float:
+    return statistics.variance(xs) if len(xs) > 1 else math.nan
+
+
+def f_isf(p: float, dfn: float, dfd: float) -> float:
+    from scipy.special import fdtri
+
+    return float(fdtri(dfn, dfd, 1 - p))
+
+
+class NoiseModel:
+    """The fitted model of one baseline file (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.classes: dict[str, ClassFit] = {}
+        self.spreads: dict[str, Spread] = {}
+        self.series: dict[str, Series] = {}
+
+    @classmethod
+    def fit(cls, series: Iterable[Series]) -> NoiseModel:
+        model = cls()
+        by_class: dict[str, list[Series]] = defaultdict(list)
+        for s in series:
+            logs = [v for v in s.values if v > 0 and math.isfinite(v)]
+            if len(logs) != len(s.values) or not logs:
+                continue  # zeros are judged apart (judge.py); no log of them
+            model.series[s.key] = s
+            by_class[s.cls].append(s)
+        for c, members in by_class.items():
+            model._fit_class(c, members)
+        return model
+
+    def _fit_class(self, c: str, members: list[Series]) -> None:
+        fit = ClassFit(c)
+        self.classes[c] = fit
+        logs = {s.key: [math.log(v) for v in s.values] for s in members}
+        sessions = {s.key: s.sessions for s in members}
+        if c in OFFSET_CLASSES:
+            fit.offsets = _offsets(logs, sessions)
+        own: dict[str, tuple[float, float, int, tuple[str, ...]]] = {}
+        m_fit = sum(1 for s in members if len(s.values) > 1)
+        for s in members:
+            res = [y - fit.offsets.get(ss, 0.0) for y, ss in zip(logs[s.key], s.sessions, strict=True)]
+            own[s.key] = (statistics.fmean(res), _var(res), len(res), ())
+        # set aside wild session values, against the class's typical spread
+        typical = [v for _, v, k, _ in own.values() if k > 1 and math.isfinite(v)]
+        typical_sd = math.sqrt(_median(typical)) if typical else 0.0
+        for s in members:
+            res = [y - fit.offsets.get(ss, 0.0) for y, ss in zip(logs[s.key], s.sessions, strict=True)]
+            if len(res) < 3:
+                continue
+            bound = max(math.log1p(SET_ASIDE_MIN), SET_ASIDE_SDS * typical_sd)
+            far = max(range(len(res)), key=lambda i: abs(res[i] - _median(res[:i] + res[i + 1:])))
+            others = res[:far] + res[far + 1:]
+            dev = res[far] - _median(others)
+            if abs(dev) > bound:
+                why = (
+                    f"session of {s.sessions[far]} set aside: {math.expm1(dev) * 100:+.1f}% "
+                    f"from the metric's other {len(others)} sessions (more than "
+                    f"{math.expm1(bound) * 100:.1f}%: another model resident, a throttled "
+                    "card?)"
+                )
+                own[s.key] = (statistics.fmean(others), _var(others), len(others), (why,))
+        # the degrees of freedom the offsets took: a metric's residuals are a little small
+        scale = m_fit / (m_fit - 1) if fit.offsets and m_fit > 1 else 1.0
+        with_spread = {
+            k: (v * scale, n - 1) for k, (_, v, n, _) in own.items() if n > 1 and math.isfinite(v)
+        }
+        pooled_keys: set[str] = set()
+        if c not in UNPOOLED and len(with_spread) >= MIN_POOL:
+            keep = set(with_spread)
+            for _ in range(10):
+                df = sum(with_spread[k][1] for k in keep)
+                sp = sum(with_spread[k][0] * with_spread[k][1] for k in keep) / df
+                crit = {k: sp * f_isf(SCREEN_P, d, df) for k, (_, d) in with_spread.items()}
+                new = {k for k, (v, _) in with_spread.items() if v <= crit[k]}
+                if new == keep or len(new) < MIN_POOL:
+                    break
+                keep = new
+            fit.pooled_df = sum(with_spread[k][1] for k in keep)
+            fit.pooled_var = sum(with_spread[k][0] * with_spread[k][1] for k in keep) / fit.pooled_df
+            fit.pool_metrics = len(keep)
+            fit.screened = len(with_spread) - len(keep)
+            pooled_keys = keep
+        for s in members:
+            level, _, n, aside = own[s.key]
+            if s.key in pooled_keys and fit.pooled_var is not None:
+                v, _d = with_spread[s.key]
+                spread = Spread(level, max(v, fit.pooled_var), fit.pooled_df, n, "class",
+                                fit.pool_metrics, aside, bool(fit.offsets))  # fmt: skip
+            elif s.key in with_spread:
+                v, d = with_spread[s.key]
+                source = "own" if fit.pooled_var is None else "own, noisier than its class"
+                spread = Spread(level, v, d, n, source, fit.pool_metrics, aside, bool(fit.offsets))
+            elif fit.pooled_var is not None:  # one session: the class's spread
+                spread = Spread(level, fit.pooled_var, fit.pooled_df, n, "class (1 session)",
+                                fit.pool_metrics, aside, bool(fit.offsets))  # fmt: skip
+            else:
+                spread = Spread(level, math.nan, 0, n, "none", 0, aside, bool(fit.offsets))
+            self.spreads[s.key] = spread
+
+    def spread(self, key: str) -> Spread | None:
+        return self.spreads.get(key)
+
+
+def _offsets(
+    logs: dict[str, list[float]], sessions: dict[str, tuple[str, ...]]
+) -> dict[str, float]:
+    """Session offsets of one class by alternating medians (a two-way fit that a few moved
+    metrics cannot drag); only sessions with MIN_OFFSET_METRICS metrics get one."""
+    usable = {k: v for k, v in logs.items() if len(v) > 1}
+    count: dict[str, int] = defaultdict(int)
+    for k in usable:
+        for s in set(sessions[k]):
+            count[s] += 1
+    estimable = {s for s, n in count.items() if n >= MIN_OFFSET_METRICS}
+    if len(estimable) < 2:
+        return {}
+    mu = {k: _median(v) for k, v in usable.items()}
+    b: dict[str, float] = {}
+    for _ in range(OFFSET_ITERATIONS):
+        dev: dict[str, list[float]] = defaultdict(list)
+        for k, ys in usable.items():
+            for y, s in zip(ys, sessions[k], strict=True):
+                if s in estimable:
+                    dev[s].append(y - mu[k])
+        new = {s: _median(v) for s, v in dev.items()}
+        centre = statistics.fmean(new.values())
+        new = {s: v - centre for s, v in new.items()}
+        mu = {
+            k: statistics.fmean(y - new.get(s, 0.0) for y, s in zip(ys, sessions[k], strict=True))
+            for k, ys in usable.items()
+        }
+        if b and max(abs(new[s] - b.get(s, 0.0)) for s in new) < 1e-9:
+            b = new
+            break
+        b = new
+    return b
+
+
+def run_offset(deviations: Sequence[float]) -> float | None:
+    """The current run's offset of a class: the median of its metrics' deviations from
+    their levels, when there are enough of them."""
+    if len(deviations) < MIN_OFFSET_METRICS:
+        return None
+    return _median(deviations)
