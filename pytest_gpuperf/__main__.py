@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .baselines import BaselineError, baseline_path, load, parse_json, read_text
-from .gate import environment, failing, judge_result, judged_metrics, missing
+from .baseline.history import environment
+from .baseline.judge import judge_run, missing
+from .baseline.store import BaselineError, baseline_path, load, parse_json, read_text
 from .outputs.terminal import verdict_count_line
 from .outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from .results import Result
-from .verdict import CONFIDENCE, per_metric_confidence
 
 EXIT_CODES = """exit codes:
   0  no regression (also with --warn-only when there is one)
@@ -105,9 +105,9 @@ def compare_files(
     tolerance: float | None = None,
     memory_tolerance: float | None = None,
     false_alarm: float | None = None,
-) -> tuple[list[list[str]], bool, Path, float]:
-    """Verdict rows, whether the run fails, the baseline file used, and the confidence
-    each metric was judged at."""
+) -> tuple[list[list[str]], bool, Path, float, list[str]]:
+    """Verdict rows, whether the run fails, the baseline file used, the confidence each
+    metric was judged at, and the class-wide shift lines."""
     data = _load_results(results_path)
     results = _results_of(results_path, data)
     path = _baseline_for(data, results, baseline)
@@ -124,23 +124,28 @@ def compare_files(
             f"{results_path} was measured as profile {expected!r} "
             f"({data.get('describe') or 'unknown device'}): pass the baseline of its profile"
         )
-    recorded = data.get("confidence")
-    if false_alarm is None and isinstance(recorded, float) and CONFIDENCE <= recorded < 1:
-        confidence = recorded  # the run's own: the same verdicts as in pytest
-    else:
-        m = judged_metrics(base.entries, [r.key for r in results])
-        confidence = per_metric_confidence(false_alarm or 0.01, m)
-    for r in results:
-        r.verdicts = judge_result(
-            r,
-            base.entries,
-            environment(data["device"], r.emulated),
-            tolerance=tolerance,
-            memory_tolerance=memory_tolerance,
-            confidence=confidence,
+    # a run that saved itself into this file is judged against the history before it
+    sid = data.get("session_id") if data.get("saved") is True else None
+    if data.get("saved") is True and not isinstance(sid, str):
+        raise InputError(
+            f"results file {results_path}: the run saved itself into the baseline and did not "
+            "record its session id: its history would include the run being judged"
         )
+    devices = {r.emulated for r in results}
+    judgement = judge_run(
+        results,
+        base.entries,
+        environment(data["device"], devices.pop() if len(devices) == 1 else None),
+        false_alarm=false_alarm or 0.01,
+        tolerance=tolerance,
+        memory_tolerance=memory_tolerance,
+        exclude_session=sid,
+    )
+    confidence = judgement.confidence
+    shift_lines = [sh.line() for sh in judgement.shifts]
     gone = missing(base.entries, (r.key for r in results), None)
-    return verdict_rows(results, gone), any(failing(r) for r in results), path, confidence
+    rows = verdict_rows(results, gone)
+    return rows, judgement.failing(results), path, confidence, shift_lines
 
 
 def ab_doc() -> str:
@@ -248,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             args.pytest_args = args.pytest_args[1:]
         return ab_main(args)
     try:
-        rows, regressed, used, confidence = compare_files(
+        rows, regressed, used, confidence, shifts = compare_files(
             args.results, args.baseline, args.tolerance, args.memory_tolerance, args.false_alarm
         )
     except InputError as exc:
@@ -256,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"baseline: {used}")
     for line in table(VERDICT_HEADER, rows):
+        print(line)
+    for line in shifts:
         print(line)
     print(verdict_count_line(rows, confidence, verbosity=1))
     if regressed:
@@ -267,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
 def report_command(args: argparse.Namespace) -> int:
     """`gpuperf report`: read each results file (a bad one is named and left out), the
     baselines of their profiles for the history charts, the profiles for prices; write."""
-    from .baselines import load as load_baseline
+    from .baseline.store import load as load_baseline
     from .outputs import RunSummary, SchemaError
     from .outputs.html import baseline_name, build_html
     from .profiles import ProfileError, load_registry

@@ -23,7 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .gate import PER_CLOCK, failing, metrics_of, verdict_dict
+from .baseline.history import PER_CLOCK
+from .baseline.judge import failing, verdict_dict
+from .baseline.store import metrics_of
 from .outputs.text import VERDICT_HEADER, markdown_table, plain, table, verdict_rows
 from .results import Result
 from .verdict import paired, per_metric_confidence

@@ -30,7 +30,6 @@ class GpuBenchmark:
         layers: list[dict[str, Any]],
         telemetry: Callable[[float], Any] | None,
         emulated: str | None = None,
-        judge: Callable[[Result], dict[str, Any]] | None = None,
         progress: Callable[[str, bool], None] | None = None,
         gpus_used: int = 1,
     ) -> None:
@@ -41,7 +40,6 @@ class GpuBenchmark:
         self._layers = layers
         self._telemetry = telemetry
         self.emulated = emulated
-        self._judge = judge
         self._progress = progress  # (line, verbose only) -> shown on the terminal
         self._started = time.monotonic()
         self.results: list[Result] = []  # measured and recorded, in call order
@@ -104,25 +102,6 @@ class GpuBenchmark:
         result = run()
         self._stamp(result)
         self._check_figures(result)
-        self._verdicts(result)
-        for attempt in range(cfg.remeasure):
-            if not self._regressed(result):
-                break
-            first = ", ".join(
-                f"{m} {v['change'] * 100:+.2f}%"
-                for m, v in result.verdicts.items()
-                if v["status"] == "regressed"
-            )
-            again = run()
-            self._stamp(again)
-            self._check_figures(again)
-            self._verdicts(again)
-            again.remeasured = attempt + 1
-            again.notes.append(
-                f"re-measured after a regression ({first}): "
-                + ("confirmed" if self._regressed(again) else "not confirmed; this result stands")
-            )
-            result = again
         if self.emulated:
             result.notes.append(
                 f"memory capped to emulate {self.emulated}; speed figures are this GPU's, "
@@ -175,7 +154,6 @@ class GpuBenchmark:
         if note:
             result.notes.append(note)
         self._check_figures(result)
-        self._verdicts(result)
         self.results.append(result)
         self._report(result)
         return result
@@ -186,6 +164,8 @@ class GpuBenchmark:
         result.emulated = self.emulated
         result.gpus_used = self.gpus_used
         gpu = self.snapshot.primary
+        if self.backend == "cuda" and gpu is not None:
+            result.gpu_uuid = gpu.uuid
         if gpu is not None:
             where = gpu.pci_bus_id or gpu.uuid
             result.gpu = f"GPU {gpu.index}" + (f" ({where})" if where else "")
@@ -223,21 +203,12 @@ class GpuBenchmark:
     @staticmethod
     def _check_figures(result: Result) -> None:
         """The loader's rules, applied now: a figure saved today must load tomorrow."""
-        from .baselines import metric_problem
-        from .gate import metrics_of
+        from .baseline.store import metric_problem, metrics_of
 
         for name, m in metrics_of(result).items():
             why = metric_problem(m)
             if why:
                 raise ValueError(f"{result.key} {name}: {why}")
-
-    def _verdicts(self, result: Result) -> None:
-        if self._judge is not None:
-            result.verdicts = self._judge(result)
-
-    @staticmethod
-    def _regressed(result: Result) -> bool:
-        return any(v.get("status") == "regressed" for v in result.verdicts.values())
 
     def record(
         self,
@@ -246,6 +217,10 @@ class GpuBenchmark:
         unit: str,
         higher_is_better: bool | None = None,
         note: str | None = None,
+        *,
+        gate: bool = True,
+        derived_from: str | None = None,
+        noise_class: str | None = None,
     ) -> Result:
         """Record a figure measured by other means (the largest batch that fits, a latency).
 
@@ -253,10 +228,31 @@ class GpuBenchmark:
         way. Lower is better for units of time ('ms', 's', 'us', 'ms/token', 'latency', ...),
         higher otherwise; `higher_is_better` overrides. The value is checked now with the
         rules the baseline loader applies (finite, >= 0, a unit), so nothing saved is
-        refused later."""
+        refused later.
+
+        `gate=False`: an informational figure (a compile time): reported and charted, never
+        judged. `derived_from`: the metric name of this test's measurement the figure was
+        computed from ("" for the test's unnamed one): one measurement, so it shares that
+        measurement's noise class and is not counted again in the run's false-alarm budget.
+        `noise_class`: one of baseline.noise.CLASSES, to override the assigned class."""
         import math
 
+        from .baseline.noise import CLASSES
+
         check_metric_name(metric)
+        if not isinstance(gate, bool):
+            raise ValueError(f"gate must be True or False, got {gate!r}")
+        if noise_class is not None and noise_class not in CLASSES:
+            raise ValueError(
+                f"noise_class must be one of {', '.join(CLASSES)}, got {noise_class!r}"
+            )
+        if derived_from is not None:
+            source = f"{self.nodeid}::{derived_from}" if derived_from else self.nodeid
+            if not any(r.key == source and r.kind == "measured" for r in self.results):
+                raise ValueError(
+                    f"derived_from={derived_from!r}: no measurement {source} in this test yet "
+                    "(measure it with gpu_benchmark(...) first)"
+                )
         if (
             isinstance(value, bool)
             or not isinstance(value, int | float)
@@ -288,10 +284,10 @@ class GpuBenchmark:
         self._stamp(result)
         result.config = self.config().to_dict()
         result.stop_reason = "recorded"
+        result.gate, result.derived_from, result.noise_class = gate, derived_from, noise_class
         if note:
             result.notes.append(str(note))
         self._check_figures(result)
-        self._verdicts(result)
         self.results.append(result)
         return result
 
@@ -301,8 +297,11 @@ def check_metric_name(metric: object) -> None:
     characters, without '::', '[' or ']', which would let two keys collide."""
     if not isinstance(metric, str) or not metric.strip():
         raise ValueError(f"metric must be a non-empty string, got {metric!r}")
-    if len(metric) > 100 or not metric.isprintable() or any(c in metric for c in "[]") or (
-        "::" in metric
+    if (
+        len(metric) > 100
+        or not metric.isprintable()
+        or any(c in metric for c in "[]")
+        or ("::" in metric)
     ):
         raise ValueError(
             f"metric {metric!r}: use printable text of at most 100 characters, without "

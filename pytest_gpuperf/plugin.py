@@ -155,6 +155,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the whole run's false-alarm rate (default 0.01): each of the m judged baseline "
         "metrics is tested at confidence 1 - RATE/m (Bonferroni), at least 99%%",
     )
+    group.addoption(
+        "--gpuperf-no-confirm",
+        action="store_true",
+        default=None,
+        help="fail on a suspected regression without re-measuring it in a fresh process "
+        "first (default: re-measure the flagged tests; ini gpuperf_confirm)",
+    )
+    parser.addini(
+        "gpuperf_confirm", "re-measure a suspected regression in a fresh process", type="bool",
+        default=True,
+    )
     parser.addini("gpuperf_false_alarm", "default for --gpuperf-false-alarm", default="0.01")
     parser.addini("gpuperf_profile", "default for --gpu-profile", default=AUTO)
     parser.addini("gpuperf_baseline", "default for --gpuperf-baseline", default="auto")
@@ -239,6 +250,13 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
         except (ValueError, pytest.UsageError) as exc:
             return f"{config.inipath}: gpuperf_warn_only: {exc}; use true or false"
     opts.warn_only = bool(warn)
+    if config.getoption("gpuperf_no_confirm"):
+        opts.confirm = False
+    else:
+        try:
+            opts.confirm = bool(config.getini("gpuperf_confirm"))
+        except (ValueError, pytest.UsageError) as exc:
+            return f"{config.inipath}: gpuperf_confirm: {exc}; use true or false"
     named = opts.explicit_dir and opts.baseline_mode in ("auto", "compare")
     if named and not opts.baseline_dir.is_dir():  # a typo must not pass as "no baseline yet"
         return (
@@ -302,6 +320,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if sess.layer_error:
         raise pytest.UsageError(f"gpuperf: {sess.layer_error}")
     config.pluginmanager.register(sess, "gpuperf-session")
+    from .session import Outputs
+
+    config.pluginmanager.register(Outputs(sess), "gpuperf-outputs")
     _default_benchmark_timer(config)
 
 
@@ -324,7 +345,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             # lacks, a CPU-only variant) costs nothing
             reasons = zip(ids, map(skip_reason, session.items), strict=True)
             skipped = {n: why for n, why in reasons if why}
-            for text in sess.base.plan_lines(ids, skipped):
+            from .outputs.text import plan_lines
+
+            where = str(sess.base.path) if sess.base.file is not None else None
+            for text in plan_lines(sess.base.entries, ids, where, skipped):
                 tr.write_line(text)
         pytest.exit("gpuperf: plan shown, nothing run (--gpuperf-plan)", returncode=0)
     if any("gpu_benchmark" in getattr(item, "fixturenames", ()) for item in session.items):
@@ -587,7 +611,6 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
         layers,
         telemetry,
         emulated=sess.options.emulate,
-        judge=sess.judge,
         progress=_progress_writer(request.config),
         gpus_used=_gpus_used(item),
     )
@@ -632,11 +655,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         from .outputs.junit import junit_properties
 
         item.user_properties.extend(junit_properties(bench.results))
-        sess = get_session(item.config)
-        lines = sess.base.failure_lines(bench.results)
-        if lines and report.passed and not sess.options.warn_only:
-            report.outcome = "failed"
-            report.longrepr = "\n".join(lines)
     return report
 
 

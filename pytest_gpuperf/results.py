@@ -74,19 +74,19 @@ class Throughput:
         interval of the median (`exact` False), the range of the `n` samples instead."""
         if not exact:
             if n == 1:
-                return f"{_fmt(self.median)} {self.unit} (1 sample)"
+                return f"{fmt_number(self.median)} {self.unit} (1 sample)"
             return (
-                f"{_fmt(self.median)} {self.unit} "
-                f"(range of {n} samples {_fmt(self.ci_low)}-{_fmt(self.ci_high)})"
+                f"{fmt_number(self.median)} {self.unit} "
+                f"(range of {n} samples {fmt_number(self.ci_low)}-{fmt_number(self.ci_high)})"
             )
         return (
-            f"{_fmt(self.median)} {self.unit} "
-            f"(95% CI {_fmt(self.ci_low)}-{_fmt(self.ci_high)}, "
+            f"{fmt_number(self.median)} {self.unit} "
+            f"(95% CI {fmt_number(self.ci_low)}-{fmt_number(self.ci_high)}, "
             f"±{self.rel_ci_halfwidth * 100:.2f}%)"
         )
 
 
-def _fmt(x: float) -> str:
+def fmt_number(x: float) -> str:
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
     mag = abs(x)
@@ -144,7 +144,12 @@ class Result:
     notes: list[str] = field(default_factory=list)
     error: str | None = None
     verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)  # metric -> verdict
-    remeasured: int = 0  # how many times a regression was re-measured
+    # the noise class the benchmark declared (marker noise_class=, record(noise_class=)):
+    # None lets the gate assign one from the unit and flags (baseline/noise.py)
+    noise_class: str | None = None
+    gate: bool = True  # False: an informational figure (compile time), never judged
+    derived_from: str | None = None  # the metric it was computed from ("": the unnamed one)
+    gpu_uuid: str | None = None  # the GPU's UUID: a baseline session is one run on one GPU
     # "measured" by gpu_benchmark(fn, ...), or "recorded" by gpu_benchmark.record(...): a
     # figure obtained by other means, held as a throughput whose interval is the value itself
     kind: str = "measured"
@@ -186,8 +191,6 @@ class Result:
             out.append("throttled")
         if self.emulated:
             out.append(f"emulated {self.emulated}")
-        if self.remeasured:
-            out.append("re-measured")
         return out
 
     @property
@@ -223,6 +226,7 @@ class Result:
             raise ValueError(f"a result must be an object, got {type(d).__name__}")
         d = dict(d)
         d.pop("key", None)
+        d.pop("remeasured", None)  # in-process re-measurement (before 0.2): never gates now
         for name in ("nodeid", "unit"):
             if not isinstance(d.get(name), str):
                 raise ValueError(f"result has no {name!r} string (got {d.get(name)!r})")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .runbaseline import RunBaseline
+from .baseline.run import RunBaseline
 
 if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never loads them
     from .device import DeviceSnapshot
@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never l
     from .results import Result
 
 AUTO = "auto"
+GATE_NODEID = "gpuperf::performance-gate"  # the failed test a performance regression shows as
 
 
 BASELINE_MODES = ("auto", "compare", "save", "off")
@@ -57,6 +58,7 @@ class Options:
         self.emulate = emulate
         self.profile_source = "--gpu-profile"  # where the profile was named, for errors
         self.false_alarm = 0.01  # the whole run's false-alarm rate (Bonferroni over metrics)
+        self.confirm = True  # re-measure a suspected regression in a fresh process
         self.explicit_dir = False  # the baseline directory was named, not the default
 
 
@@ -75,8 +77,12 @@ class GpuPerfSession:
         self.interrupted = False
         self.started = time.time()
         self.save_failed = False  # a requested baseline save that did not happen
+        self.saved = False  # this run's results entered the baseline file
         self.output_failed = False  # a requested output file that could not be written
-        self.base = RunBaseline(options)  # the baseline file, verdicts, the save
+        from .baseline.history import new_session_id
+
+        self.session_id = new_session_id()  # saved with each history item
+        self.base = RunBaseline(options, self.session_id)  # the baseline file, verdicts, save
         self.collected: set[str] = set()
         self.emulation_applied = False
         self.finish_notes: list[str] = []
@@ -204,7 +210,7 @@ class GpuPerfSession:
         A bad file stops the run with a usage error naming it (baselines.locate)."""
         if self.base.ready or self.options.baseline_mode == "off":
             return
-        from .baselines import BaselineError
+        from .baseline.store import BaselineError
 
         prof = self.profile()
         try:
@@ -213,14 +219,30 @@ class GpuPerfSession:
             raise pytest.UsageError(f"gpuperf: {exc}") from None
 
     def environment(self, emulated: str | None = None) -> dict[str, Any]:
-        from .gate import environment
+        from .baseline.history import environment
 
         return environment(self.snapshot().to_dict(), emulated)
 
-    def judge(self, result: Result) -> dict[str, dict[str, Any]]:
-        """Verdict dicts per metric of one result against the baseline."""
+    def judge(self, config: pytest.Config) -> None:
+        """Judge the whole run against the baseline (the noise model needs all of it), then
+        re-measure a suspected regression in a fresh process before it may fail the run."""
         env = self.environment(self.options.emulate)
-        return self.base.judge(result, env, self.collected, self.options.allow_mismatch)
+        judgement = self.base.judge(self.results, env, self.options.allow_mismatch)
+        if judgement is None or self.options.warn_only or not self.options.confirm:
+            return
+        from .baseline.judge import flagged_tests
+
+        flagged = flagged_tests(self.results, judgement)
+        if not flagged or os.environ.get("PYTEST_GPUPERF_CONFIRMATION"):
+            return
+        from .confirm import confirmation_run
+
+        again, failure = confirmation_run(config, flagged, self.results, self.durations)
+        self.finish_notes.append(
+            f"gpuperf: re-measured {len(flagged)} test(s) with a suspected regression in a "
+            "fresh process" + (f": {failure}" if failure else "")
+        )
+        self.base.confirm(self.results, again, env, self.options.allow_mismatch, failure)
 
     def save_baseline(self, session: pytest.Session) -> str | None:
         """Merge this run's results into the profile's baseline file (save mode)."""
@@ -237,6 +259,7 @@ class GpuPerfSession:
             environment=self.environment(self.options.emulate),
             durations=self.durations,
         )
+        self.saved = bool(note and note.startswith("saved"))
         return note
 
     # ------------------------------------------------------------ hooks (registered plugin)
@@ -288,7 +311,10 @@ class GpuPerfSession:
             emulated=(emu.name, emu.memory_gib) if emu is not None else None,
             results=list(self.results),
             missing=self.base.missing((r.key for r in self.results), self.collected),
-            confidence=self.base.run_confidence(self.collected),
+            confidence=self.base.judgement.confidence if self.base.judgement else None,
+            shifts=[s.line() for s in self.base.judgement.shifts] if self.base.judgement else [],
+            session_id=self.session_id,
+            saved=self.saved,
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -303,9 +329,42 @@ class GpuPerfSession:
                 tr.write_line(line)
         for line in self.finish_notes:
             tr.write_line(line)
+        if self.options.warn_only and self.base.judgement is not None:
+            # otherwise they are the failure text of the failed test GATE_NODEID
+            for line in self.base.failure_lines(self.results):
+                tr.write_line(f"{line} (--gpuperf-warn-only: not failing)")
 
-    @pytest.hookimpl(trylast=True)
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Judge the run (before JUnit XML and the terminal summary are written): a
+        regression is reported as the failed test GATE_NODEID, whose failure text is the
+        regression lines, so it shows wherever failed tests show."""
+        if hasattr(session.config, "workerinput") or not self.results:
+            return  # the controller judges, from the workers' reports
+        if self.options.baseline_mode == "save" or self.interrupted:
+            return
+        if not self.base.ready:
+            self.prepare_baseline()
+        self.judge(session.config)
+        judgement = self.base.judgement
+        if judgement is None or not judgement.failing(self.results) or self.options.warn_only:
+            return
+        report = pytest.TestReport(
+            nodeid=GATE_NODEID,
+            location=("gpuperf", None, "performance gate"),
+            keywords={},
+            outcome="failed",
+            longrepr="\n".join(self.base.failure_lines(self.results)),
+            when="call",
+        )
+        session.testscollected += 1  # the gate is reported as one more test
+        session.config.hook.pytest_runtest_logreport(report=report)
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a performance regression
+
+    def finish_outputs(self, session: pytest.Session) -> None:
+        """Save (save mode) and write the outputs asked for: last of the run's sessionfinish
+        hooks (Outputs below)."""
         if hasattr(session.config, "workerinput"):
             return  # the controller saves and reports, from the workers' reports
         note = self.save_baseline(session)
@@ -337,6 +396,18 @@ class GpuPerfSession:
             self.finish_notes.append(f"gpuperf: NOT WRITTEN: --benchmark-json: {exc}")
         if (self.save_failed or self.output_failed) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # an output asked for must not pass
+
+
+class Outputs:
+    """Registered beside the session: its sessionfinish runs last, after every other
+    plugin's (the session's own judges first, before JUnit XML is written)."""
+
+    def __init__(self, sess: GpuPerfSession) -> None:
+        self.sess = sess
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.sess.finish_outputs(session)
 
 
 def strip_group(nodeid: str) -> str:

@@ -104,6 +104,17 @@ def bound(value: Any) -> str:
     raise ValueError(f"use one of {', '.join(BOUNDS)}, got {value!r}")
 
 
+NOISE_CLASSES = ("auto", "bandwidth", "compute", "model", "launch-bound", "memory", "recorded")
+
+
+def noise_class(value: Any) -> str:
+    """The noise class a benchmark's throughput is judged with (baseline/noise.py), or
+    'auto': assigned from its unit and flags."""
+    if isinstance(value, str) and value.strip().lower() in NOISE_CLASSES:
+        return value.strip().lower()
+    raise ValueError(f"use one of {', '.join(NOISE_CLASSES)}, got {value!r}")
+
+
 def boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -177,11 +188,13 @@ SETTINGS: tuple[Setting, ...] = (
         cli=False,
     ),
     Setting(
-        "remeasure",
-        non_negative_int,
-        1,
-        1,
-        "re-measure a regressed benchmark this many times; fail only if it still regresses",
+        "noise_class",
+        noise_class,
+        "auto",
+        "auto",
+        "the noise class the gate judges the throughput with: bandwidth, compute, model, "
+        "launch-bound, memory, recorded, or auto (from its unit and flags)",
+        cli=False,
     ),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
@@ -206,7 +219,7 @@ class MeasureConfig:
     tolerance: float
     memory_tolerance: float
     bound: str
-    remeasure: int
+    noise_class: str
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

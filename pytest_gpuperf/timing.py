@@ -260,6 +260,7 @@ def measure(
     result = Result(nodeid=nodeid, metric=metric, unit=unit, work_per_call=work)
     result.backend, result.device, result.config = backend, device, cfg.to_dict()
     result.bound = cfg.bound if cfg.bound != "auto" else ("compute" if unit == "flop" else "memory")
+    result.noise_class = cfg.noise_class if cfg.noise_class != "auto" else None
     torch: Any = None
     if backend == "cuda":
         import torch

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from pytest_gpuperf.baselines import HISTORY, BaselineError, load, save
+from pytest_gpuperf.baseline.store import HISTORY, BaselineError, load, save
 
 
 def metric(median, unit="tokens/s", direction="higher"):

@@ -157,7 +157,7 @@ def test_one_gpu_or_a_mig_slice_has_no_interconnect(monkeypatch):
 
 
 def test_nvlink_and_pcie_baselines_are_not_compared():
-    from pytest_gpuperf.gate import environment, incomparable_reason
+    from pytest_gpuperf.baseline.history import environment, incomparable_reason
 
     a = FakeDev("NVIDIA H200", 143771, (9, 0), "GPU-a", nvlinks=18)
     b = FakeDev("NVIDIA H200", 143771, (9, 0), "GPU-b", nvlinks=18)

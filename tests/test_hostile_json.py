@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_gpuperf.__main__ import InputError, compare_files
-from pytest_gpuperf.baselines import BaselineError, BaselineFile, load, save
+from pytest_gpuperf.baseline.store import BaselineError, BaselineFile, load, save
 
 JSON = st.recursive(
     st.none()
@@ -41,7 +41,7 @@ VALID_BASELINE = {
                     "ci_low": 99.0,
                     "ci_high": 101.0,
                     "n": 10,
-                    "history": [{"median": 100.0, "date": "d", "commit": None}],
+                    "history": [{"median": 100.0, "date": "d", "commit": None}, {"median": 100.01, "date": "e", "commit": None}, {"median": 99.99, "date": "f", "commit": None}],
                 }
             },
         }
@@ -160,7 +160,7 @@ def check_compare(tmp_path, results_doc, baseline_doc):
     base.write_bytes(as_bytes(baseline_doc))
     before = (results.read_bytes(), base.read_bytes())
     try:
-        rows, failed, used, _ = compare_files(results, base)
+        rows, failed, used, _, _ = compare_files(results, base)
     except InputError as exc:
         assert str(results) in str(exc) or str(base) in str(exc) or "the run" in str(exc)
     else:
@@ -192,5 +192,5 @@ def test_the_valid_documents_are_valid(tmp_path):
     (tmp_path / "cpu.json").write_text(json.dumps(VALID_BASELINE))
     assert load(tmp_path / "cpu.json").profile == "cpu"
     (tmp_path / "r.json").write_text(json.dumps(VALID_RESULTS))
-    rows, failed, _, _ = compare_files(tmp_path / "r.json", tmp_path / "cpu.json")
+    rows, failed, _, _, _ = compare_files(tmp_path / "r.json", tmp_path / "cpu.json")
     assert rows[0][0] == "UNCHANGED" and failed is False

@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 from pytest_gpuperf.__main__ import main as gpuperf_main
-from pytest_gpuperf.baselines import BaselineError, load, merge, save
-from pytest_gpuperf.gate import key_collisions
+from pytest_gpuperf.baseline.run import key_collisions
+from pytest_gpuperf.baseline.store import BaselineError, load, merge, save
 from pytest_gpuperf.outputs.text import markdown_table, md_cell, plain, table
 from pytest_gpuperf.results import Result
 
@@ -196,10 +196,10 @@ def test_pytest_and_compare_give_the_same_verdicts(project, monkeypatch):
     monkeypatch.setenv("SLOW", "0.5")
     monkeypatch.setenv("OOM", "1")
     result = project.runpytest(*FAST, "--gpuperf-json=now.json")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=2, failed=1)  # the gate's failure, apart from the tests
     result.stdout.fnmatch_lines(["PERFORMANCE REGRESSION test_b.py::test_other throughput: no result now*"])
     data = json.loads((project.path / "now.json").read_text())
-    assert 0.99 <= data["confidence"] < 1  # compare reuses the run's confidence
+    assert 0.99 <= data["confidence"] < 1  # compare judges the same run at the same confidence
     in_pytest = {r["key"]: {m: v["status"] for m, v in r["verdicts"].items()} for r in data["results"]}
     assert in_pytest == {
         "test_b.py::test_spin": {"throughput": "unchanged"},
@@ -397,7 +397,7 @@ def test_special_files_are_refused_without_reading_them(tmp_path):
 
 
 def test_a_file_over_the_size_limit_is_refused_fast(tmp_path, monkeypatch):
-    import pytest_gpuperf.baselines as baselines
+    import pytest_gpuperf.baseline.store as baselines
 
     monkeypatch.setattr(baselines, "MAX_BYTES", 1000)
     path = tmp_path / "cpu.json"

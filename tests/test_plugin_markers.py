@@ -470,11 +470,11 @@ def test_a_baseline_knows_how_many_gpus_each_benchmark_used(on):
 
 
 def test_env_for_narrows_the_host_to_the_gpus_a_result_used():
-    from pytest_gpuperf.gate import env_for
+    from pytest_gpuperf.baseline.history import env_for
 
     env = {"gpu": "NVIDIA H200", "gpus": 2, "interconnect": "NVLink (18 links)"}
     one, two = Result("t", None, "samples", 1.0), Result("t", None, "GB/s", 1.0, gpus_used=2)
-    assert env_for(env, one) == {"gpu": "NVIDIA H200", "gpus": 1, "interconnect": None}
-    assert env_for(env, two) == env
+    assert env_for(env, one.gpus_used) == {"gpu": "NVIDIA H200", "gpus": 1, "interconnect": None}
+    assert env_for(env, two.gpus_used) == env
     single = {"gpu": "NVIDIA H200", "gpus": 1, "interconnect": None}
-    assert env_for(single, two) == single  # a 1-GPU host ran it on what it had
+    assert env_for(single, two.gpus_used) == single  # a 1-GPU host ran it on what it had

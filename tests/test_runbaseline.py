@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from pytest_gpuperf.baselines import BaselineError
-from pytest_gpuperf.runbaseline import RunBaseline
+from pytest_gpuperf.baseline.run import RunBaseline
+from pytest_gpuperf.baseline.store import BaselineError
 from pytest_gpuperf.session import Options
 
 
@@ -62,19 +62,32 @@ def test_an_interrupted_run_is_not_saved(tmp_path):
                         failed_tests=(), environment={}, durations={}) == (None, False)  # fmt: skip
 
 
-def test_confidence_is_shared_by_the_collected_tests_metrics(tmp_path):
+def test_confidence_is_shared_by_the_measurements_the_run_judges(tmp_path):
+    from pytest_gpuperf.results import Result, Throughput
+    from pytest_gpuperf.stats import summarize
+
     entry = {"environment": {}, "metrics": {
         "throughput": {"unit": "tokens/s", "direction": "higher", "median": 1.0,
-                       "history": [{"median": 1.0}]}}}  # fmt: skip
+                       "history": [{"median": 1.0}, {"median": 1.01}]}}}  # fmt: skip
     data = {"schema": "pytest-gpuperf/baseline", "version": 1, "profile": "cpu",
             "entries": {f"t.py::test_{i}": entry for i in range(4)}}  # fmt: skip
     (tmp_path / "cpu.json").write_text(json.dumps(data))
     b = base(tmp_path, "auto")
     b.options.false_alarm = 0.004  # set after the session exists, as the plugin does
     b.prepare("cpu", "cpu")
-    # 2 of the 4 entries collected: 2 judged metrics share the rate
-    assert b.run_confidence({"t.py::test_0", "t.py::test_1"}) == pytest.approx(1 - 0.004 / 2)
-    everything = base(tmp_path, "auto")
-    everything.options.false_alarm = 0.004
-    everything.prepare("cpu", "cpu")
-    assert everything.run_confidence(set()) == pytest.approx(1 - 0.004 / 4)
+
+    def result(i, **kw):
+        r = Result(f"t.py::test_{i}", None, "tokens", 1.0, **kw)
+        r.time = summarize([1.0, 1.0, 1.0], 0.95)
+        r.throughput = Throughput("tokens/s", 1.0, 0.99, 1.01)
+        return r
+
+    # 2 of the 4 entries measured: their 2 metrics share the rate
+    assert b.judge([result(0), result(1)], {}, False).confidence == pytest.approx(1 - 0.004 / 2)
+    # a figure derived from a measurement is that measurement again: no share of its own
+    derived = Result("t.py::test_1", "per_s", "x/s", 1.0, kind="recorded", derived_from="")
+    derived.throughput = Throughput("x/s", 2.0, 2.0, 2.0)
+    assert b.judge([result(0), result(1), derived], {}, False).confidence == pytest.approx(1 - 0.004 / 2)
+    # informational figures (gate=False) are never judged: no share either
+    info = Result("t.py::test_0", None, "tokens", 1.0, gate=False)
+    assert b.judge([info, result(1)], {}, False).confidence == pytest.approx(1 - 0.004)

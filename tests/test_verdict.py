@@ -136,7 +136,9 @@ def test_few_baseline_sessions_widen_the_uncertainty():
 
 # ------------------------------------------------------ power state, A/B, false alarms
 
-from pytest_gpuperf.gate import PER_CLOCK, compare, metrics_of  # noqa: E402
+from pytest_gpuperf.baseline.history import PER_CLOCK  # noqa: E402
+from pytest_gpuperf.baseline.judge import as_verdict, judge_run  # noqa: E402
+from pytest_gpuperf.baseline.store import metrics_of  # noqa: E402
 from pytest_gpuperf.results import Result, Throughput  # noqa: E402
 from pytest_gpuperf.stats import summarize  # noqa: E402
 from pytest_gpuperf.verdict import (  # noqa: E402
@@ -211,20 +213,27 @@ def entry_of(results):
     return {"environment": {"gpu": "G"}, "metrics": metrics}
 
 
+def compare(result, entry):
+    """The gate's verdicts of one result against one baseline entry."""
+    judge_run([result], {result.key: entry}, {"gpu": "G"})
+    return {name: as_verdict(vd) for name, vd in result.verdicts.items()}
+
+
 def test_a_power_state_change_is_not_a_regression():
     # three saved sessions in different power states: time spread 2%, per clock 0.1%
     base = entry_of([measured(694.5, 1545), measured(680.0, 1513), measured(687.0, 1529)])
     slow_clock = measured(651.6, 1450)  # 5.2% slower in time, the same per cycle
-    v = compare(metrics_of(slow_clock), {"gpu": "G"}, base, tolerance=0.03, memory_tolerance=0.05)
+    v = compare(slow_clock, base)
     assert v["throughput"].status == INCONCLUSIVE_POWER
     assert "power state differs: SM clock median 1450 vs 1529 MHz" in v["throughput"].reason
     assert PER_CLOCK not in v  # part of the throughput verdict, never its own
     # time alone would have been blind (the three sessions' spread in time is 2%)
-    time_only = compare({"throughput": metrics_of(slow_clock)["throughput"]}, {"gpu": "G"}, base, tolerance=0.03, memory_tolerance=0.05)
+    slow_clock.telemetry = None  # no clock: judged in time alone
+    time_only = compare(slow_clock, base)
     assert time_only["throughput"].status == INCONCLUSIVE and time_only["throughput"].uncertainty > 0.05
     # a real 5% slowdown at the same clock is seen per cycle, with a tight interval
     code = measured(687.0 * 0.95, 1529)
-    v = compare(metrics_of(code), {"gpu": "G"}, base, tolerance=0.03, memory_tolerance=0.05)
+    v = compare(code, base)
     assert v["throughput"].status == REGRESSED and v["throughput"].uncertainty < 0.02
     assert v["throughput"].mde < 0.03 + 1e-9 or v["throughput"].mde == pytest.approx(0.03)
 
@@ -273,7 +282,7 @@ def test_inconclusive_says_how_many_more_sessions():
 
 
 def test_a_baseline_of_another_gpu_count_is_incomparable():
-    from pytest_gpuperf.gate import incomparable_reason
+    from pytest_gpuperf.baseline.history import incomparable_reason
 
     assert incomparable_reason({"gpu": "G", "gpus": 2}, {"gpu": "G", "gpus": 1}) == "GPU count differs: baseline 2, now 1"
     assert incomparable_reason({"gpu": "G"}, {"gpu": "G", "gpus": 1}) is None  # older files: unknown

@@ -62,10 +62,16 @@ def metric_class(name: str, base_m: dict[str, Any], entry: dict[str, Any]) -> st
 
 
 def series_of(
-    entries: dict[str, dict[str, Any]], exclude_session: str | None = None
+    entries: dict[str, dict[str, Any]],
+    exclude_session: str | None = None,
+    classes: dict[str, str] | None = None,
+    derived: set[str] | None = None,
 ) -> list[Series]:
     """Every saved metric as a noise-model series. Items of `exclude_session` (the run
-    being judged, when it saved itself into the file) are left out."""
+    being judged, when it saved itself into the file) are left out. `classes` ("key::metric"
+    -> class) overrides the saved class: what the run being judged knows of its figures
+    (a figure now declared as derived from a measurement joins that measurement's class)."""
+    classes, derived = classes or {}, derived or set()
     out = []
     for key, entry in entries.items():
         for name, m in (entry.get("metrics") or {}).items():
@@ -74,14 +80,17 @@ def series_of(
                 if not (exclude_session and h.get("session") == exclude_session)
             ]  # fmt: skip
             values = [h.get("median") for h in items]
-            if not items or not all(isinstance(v, int | float) and math.isfinite(v) for v in values):
+            if not items or not all(
+                isinstance(v, int | float) and math.isfinite(v) for v in values
+            ):
                 continue
             out.append(
                 Series(
                     f"{key}::{name}",
-                    metric_class(name, m, entry),
+                    classes.get(f"{key}::{name}") or metric_class(name, m, entry),
                     tuple(session_key(h) for h in items),
-                    tuple(float(v) for v in values),  # type: ignore[arg-type]
+                    tuple(float(v) for v in values),
+                    f"{key}::{name}" in derived or m.get("derived_from") is not None,
                 )
             )
     return out
@@ -96,7 +105,7 @@ def values_of(base_m: dict[str, Any], exclude_session: str | None = None) -> lis
 
 def sessions_of(entries: dict[str, dict[str, Any]], keys: Iterable[str]) -> int:
     """How many distinct sessions the given entries were saved in."""
-    seen = set()
+    seen: set[str] = set()
     for k in keys:
         for m in (entries.get(k) or {}).get("metrics", {}).values():
             seen.update(session_key(h) for h in m.get("history") or [])

@@ -98,9 +98,12 @@ class _Item:
     spread: Spread
     tolerance: float
     d: float  # log(now / level)
+    raw: Spread | None = None  # the spread with session offsets kept in (no run offset)
 
 
-def tolerances(result: Result, tolerance: float | None, memory_tolerance: float | None) -> tuple[float, float]:
+def tolerances(
+    result: Result, tolerance: float | None, memory_tolerance: float | None
+) -> tuple[float, float]:
     cfg = result.config or {}
     tol = tolerance if tolerance is not None else cfg.get("tolerance", DEFAULT_TOLERANCE)
     mem = (
@@ -134,8 +137,16 @@ def judge_run(
     `exclude_session`: the run's own session, when it was saved into these entries (its
     values are left out of the history it is judged against). `offsets`: this run's class
     offsets, given (a confirmation run re-measures a few tests: too few to estimate them)."""
-    model = NoiseModel.fit(series_of(entries, exclude_session))
     classes = result_classes(results)
+    current = {
+        f"{r.key}::{name}": str(m["noise_class"])
+        for r in results
+        for name, m in metrics_of(r, classes.get(r.key)).items()
+    }
+    derived = {f"{r.key}::value" for r in results if r.derived_from is not None}
+    series = series_of(entries, exclude_session, current, derived)
+    model = NoiseModel.fit(series)
+    raw_model = NoiseModel.fit(series, offsets=False)
     items: list[_Item] = []
     per_clock: dict[str, _Item] = {}
     out: dict[str, dict[str, Verdict]] = {}
@@ -149,8 +160,14 @@ def judge_run(
             if base is not None:
                 for name in base.get("metrics", {}):
                     if name != PER_CLOCK:
-                        verdicts[name] = Verdict(FAILED, None, None, None, tol,
-                                                 r.error or "the benchmark produced no result")  # fmt: skip
+                        verdicts[name] = Verdict(
+                            FAILED,
+                            None,
+                            None,
+                            None,
+                            tol,
+                            r.error or "the benchmark produced no result",
+                        )
             continue
         why_not = None
         if base is not None:
@@ -172,8 +189,16 @@ def judge_run(
             spread = model.spread(f"{r.key}::{name}")
             if spread is None:  # not a usable history (e.g. a non-finite value)
                 continue
-            item = _Item(r, name, m, str(m.get("noise_class")), spread, t,
-                         math.log(m["median"]) - spread.level)  # fmt: skip
+            item = _Item(
+                r,
+                name,
+                m,
+                str(m.get("noise_class")),
+                spread,
+                t,
+                math.log(m["median"]) - spread.level,
+                raw_model.spread(f"{r.key}::{name}"),
+            )
             if name == PER_CLOCK:
                 per_clock[r.key] = item
             else:
@@ -201,7 +226,9 @@ def judge_run(
     for r in results:
         base = entries.get(r.key)
         r.verdicts = {
-            name: verdict_dict(v, len((base or {}).get("metrics", {}).get(name, {}).get("history", [])))
+            name: verdict_dict(
+                v, len((base or {}).get("metrics", {}).get(name, {}).get("history", []))
+            )
             for name, v in out.get(r.key, {}).items()
         }
     return Judgement(confidence, m_total, [s for s in shifts if s is not None], dict(offsets))
@@ -245,18 +272,32 @@ def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
     higher = m["direction"] == "higher"
     if all(v == 0 for v in values):
         if now == 0:
-            return Verdict(UNCHANGED, 0.0, 0.0, 0.0, tol, f"0 in all {len(values)} session(s) and now")
+            return Verdict(
+                UNCHANGED, 0.0, 0.0, 0.0, tol, f"0 in all {len(values)} session(s) and now"
+            )
         if len(values) < 2:
-            return Verdict(INCONCLUSIVE, None, None, None, tol,
-                           f"0 in the only baseline session, now {now:g}: save another session "
-                           "to tell a constant from noise")  # fmt: skip
+            return Verdict(
+                INCONCLUSIVE,
+                None,
+                None,
+                None,
+                tol,
+                f"0 in the only baseline session, now {now:g}: save another session "
+                "to tell a constant from noise",
+            )
         status = IMPROVED if higher else REGRESSED
         why = f"was exactly 0 in all {len(values)} baseline sessions, now {now:g} {m['unit']}"
         return Verdict(status, None, None, 0.0, tol, why, basis="judged by the difference from 0")
     ref = statistics.median(values)
     change = now / ref - 1 if ref > 0 else None
-    return Verdict(INCONCLUSIVE, change, None, None, tol,
-                   f"a value of 0 in the baseline or now ({values} -> {now:g}): no ratio to judge")  # fmt: skip
+    return Verdict(
+        INCONCLUSIVE,
+        change,
+        None,
+        None,
+        tol,
+        f"a value of 0 in the baseline or now ({values} -> {now:g}): no ratio to judge",
+    )
 
 
 def _run_offsets(items: list[_Item], model: NoiseModel) -> Offsets:
@@ -302,29 +343,53 @@ def _judge_item(it: _Item, model: NoiseModel, offsets: Offsets, confidence: floa
     higher = it.metric["direction"] == "higher"
     if not math.isfinite(sp.var):
         change = math.expm1(it.d)
-        return Verdict(INCONCLUSIVE, change, -change if higher else change, None, it.tolerance,
-                       "one baseline session and no class spread to borrow: save another "
-                       "session to know how much this figure varies", it.tolerance,
-                       basis="one baseline session")  # fmt: skip
+        return Verdict(
+            INCONCLUSIVE,
+            change,
+            -change if higher else change,
+            None,
+            it.tolerance,
+            "one baseline session and no class spread to borrow: save another "
+            "session to know how much this figure varies",
+            it.tolerance,
+            basis="one baseline session",
+        )
     fit = model.classes.get(it.cls)
     d, extra, df = it.d, 0.0, sp.df
     after = ""
     if fit is not None and fit.offsets and sp.offsets_removed:
         found = _offset_of(offsets, it.cls, it.result.gpu)
-        n = sum(1 for _ in fit.offsets)
         if found is not None:
             d -= found[0]
             pool = fit.pooled_var if fit.pooled_var is not None else sp.var
             extra = (math.pi / 2) * pool / found[1]  # the variance of a median of found[1]
             after = f", after this run's class-wide {math.expm1(found[0]) * 100:+.1f}%"
-        else:  # too few of the class in this run: its offset is unknown, not removed
-            ov = _offset_var(model)
-            if ov is not None:
-                extra = ov[0] * (1 + 1 / max(1, n))
-                df = min(df, ov[1])
-            after = "; this run's class offset unknown (too few of its class) and allowed for"
-    v = decide(d, higher_is_better=higher, s_cur=_s_cur(it.metric), var=sp.var, df=df, k=sp.k,
-               tolerance=it.tolerance, confidence=confidence, extra_var=extra)  # fmt: skip
+        elif it.raw is not None and math.isfinite(it.raw.var):
+            # too few of its class in this run to estimate the run's offset: judged with
+            # the spread that keeps the sessions' offsets in
+            sp = it.raw
+            d, df = math.log(it.metric["median"]) - sp.level, sp.df
+            after = "; its class's offsets kept in the spread (too few of its class in this run)"
+    if sp.aside_dev is not None and d * sp.aside_dev > 0 and abs(d) >= abs(sp.aside_dev) / 2:
+        change = math.expm1(d)
+        why = (
+            f"{change * 100:+.1f}%, the way a baseline session went that was set aside as an "
+            "outlier: this may be the same cause, not the code (a model left resident, a "
+            "throttled card); fix the cause, or save sessions that show which is normal"
+        )
+        return Verdict(INCONCLUSIVE, change, -change if higher else change, None, it.tolerance,
+                       why, basis="; ".join(sp.set_aside))  # fmt: skip
+    v = decide(
+        d,
+        higher_is_better=higher,
+        s_cur=_s_cur(it.metric),
+        var=sp.var,
+        df=df,
+        k=sp.k,
+        tolerance=it.tolerance,
+        confidence=confidence,
+        extra_var=extra,
+    )
     return replace(v, basis=_basis(v, sp, it.cls, df) + after)
 
 
@@ -335,13 +400,19 @@ def _basis(v: Verdict, sp: Spread, cls: str, df: float) -> str:
     if sp.source == "class":
         text = f"{unc} from the spread of {sp.pool_metrics} {name} metrics ({dft} df)"
     elif sp.source == "class (1 session)":
-        text = f"{unc}: one baseline session, with the spread of {sp.pool_metrics} {name} metrics ({dft} df)"
+        text = (
+            f"{unc}: one baseline session, with the spread of {sp.pool_metrics} {name} "
+            f"metrics ({dft} df)"
+        )
     elif sp.source.startswith("own,"):
         text = f"{unc} from its own {sp.k} sessions ({dft} df): noisier than its class (F test)"
     else:
         text = f"{unc} from its own {sp.k} sessions ({dft} df)"
     if cls == LAUNCH:
-        text += "; launch-bound: judged against the launch-bound class only"
+        text += (
+            "; launch-bound: judged against the launch-bound class only (it times the host "
+            "CPU's launches: a GPU-bound configuration, or gpuperf ab, can see a change)"
+        )
     if sp.set_aside:
         text += "; " + "; ".join(sp.set_aside)
     return text
@@ -364,10 +435,22 @@ def _shift(
         return None
     tol = statistics.median(i.tolerance for i in mine)
     pool = fit.pooled_var or 0.0
-    v = decide(offset[0], higher_is_better=True, s_cur=0.0, var=ov[0], df=ov[1], k=len(fit.offsets),
-               tolerance=tol, confidence=confidence, extra_var=(math.pi / 2) * pool / len(mine))  # fmt: skip
-    v = replace(v, basis=f"±{(v.uncertainty or 0) * 100:.2f}% from the spread of "
-                f"{len(fit.offsets)} baseline sessions' offsets ({ov[1]} df)")  # fmt: skip
+    v = decide(
+        offset[0],
+        higher_is_better=True,
+        s_cur=0.0,
+        var=ov[0],
+        df=ov[1],
+        k=len(fit.offsets),
+        tolerance=tol,
+        confidence=confidence,
+        extra_var=(math.pi / 2) * pool / len(mine),
+    )
+    v = replace(
+        v,
+        basis=f"±{(v.uncertainty or 0) * 100:.2f}% from the spread of "
+        f"{len(fit.offsets)} baseline sessions' offsets ({ov[1]} df)",
+    )
     return ClassShift(cls, gpu, v, len(mine), tuple(sorted({i.result.key for i in mine})))
 
 
@@ -379,8 +462,13 @@ def _base_clock(base_m: dict[str, Any]) -> float | None:
 # ------------------------------------------------------------------- confirmation
 
 
-def confirm(results: list[Result], first: Judgement, again: list[Result], again_j: Judgement,
-            failure: str | None) -> None:  # fmt: skip
+def confirm(
+    results: list[Result],
+    first: Judgement,
+    again: list[Result],
+    again_j: Judgement,
+    failure: str | None,
+) -> None:
     """Merge a confirmation run (the flagged tests re-measured in a fresh process, judged
     with this run's class offsets) into the first verdicts: a regression stands only if it
     holds in both; otherwise it becomes inconclusive, and says so."""
@@ -397,9 +485,21 @@ def confirm(results: list[Result], first: Judgement, again: list[Result], again_
                 vd["basis"] = (vd.get("basis") or "") + f"; not re-measured ({why})"
                 continue
             again_text = (
-                f"{v2['change'] * 100:+.2f}%" if isinstance(v2.get("change"), float) else "no change"
+                f"{v2['change'] * 100:+.2f}%"
+                if isinstance(v2.get("change"), float)
+                else "no change"
             )
-            if v2.get("status") == REGRESSED:
+            apart = _apart(vd, v2)
+            if v2.get("status") == REGRESSED and apart is not None:
+                vd["confirmed"] = False
+                vd["status"] = INCONCLUSIVE
+                vd["reason"] = (
+                    f"the fresh process measured {again_text} where this run measured "
+                    f"{first_text}, further apart than their uncertainty (±{apart * 100:.1f}%): "
+                    "the figure depends on what ran before it in the process, not on the "
+                    "code alone"
+                )
+            elif v2.get("status") == REGRESSED:
                 vd["confirmed"] = True
                 vd["reason"] = f"{vd.get('reason')}; confirmed in a fresh process ({again_text})"
             else:
@@ -409,25 +509,47 @@ def confirm(results: list[Result], first: Judgement, again: list[Result], again_
                     f"not confirmed in a fresh process: {first_text} here, {again_text} "
                     f"({v2.get('status')}) there"
                 )
-    again_shift = {(s.cls, s.gpu): s for s in again_j.shifts}
+    again_shift = {(sh.cls, sh.gpu): sh for sh in again_j.shifts}
     for i, s in enumerate(first.shifts):
         if s.verdict.status != REGRESSED:
             continue
-        twin = again_shift.get((s.cls, s.gpu)) or again_shift.get((s.cls, None))
-        if failure is None and twin is not None and twin.verdict.status == REGRESSED:
-            v = replace(s.verdict, confirmed=True, reason=s.verdict.reason + "; confirmed in a fresh process")
+        shift_twin = again_shift.get((s.cls, s.gpu)) or again_shift.get((s.cls, None))
+        if failure is None and shift_twin is not None and shift_twin.verdict.status == REGRESSED:
+            v = replace(
+                s.verdict,
+                confirmed=True,
+                reason=s.verdict.reason + "; confirmed in a fresh process",
+            )
         elif failure is None:
-            v = replace(s.verdict, status=INCONCLUSIVE, confirmed=False,
-                        reason="not confirmed in a fresh process")  # fmt: skip
+            v = replace(
+                s.verdict,
+                status=INCONCLUSIVE,
+                confirmed=False,
+                reason="not confirmed in a fresh process",
+            )
         else:
             v = replace(s.verdict, basis=s.verdict.basis + f"; not re-measured ({failure})")
         first.shifts[i] = replace(s, verdict=v)
 
 
+def _apart(first: dict[str, Any], again: dict[str, Any]) -> float | None:
+    """The two figures' combined uncertainty when the change measured in the fresh process
+    differs from this run's by more than it (a regression must repeat, and repeat alike);
+    None when they agree."""
+    c1, c2 = first.get("change"), again.get("change")
+    u1, u2 = first.get("uncertainty") or 0.0, again.get("uncertainty") or 0.0
+    if not isinstance(c1, float) or not isinstance(c2, float) or c1 <= -1 or c2 <= -1:
+        return None
+    bound = math.sqrt(u1 * u1 + u2 * u2)
+    return bound if abs(math.log1p(c1) - math.log1p(c2)) > bound else None
+
+
 def flagged_tests(results: list[Result], judgement: Judgement) -> list[str]:
     """The tests a confirmation run re-measures: those with a regressed metric, and every
     test of a class whose run-wide shift regressed."""
-    out = {r.nodeid for r in results if any(v.get("status") == REGRESSED for v in r.verdicts.values())}
+    out = {
+        r.nodeid for r in results if any(v.get("status") == REGRESSED for v in r.verdicts.values())
+    }
     keys = {k for s in judgement.shifts if s.verdict.status == REGRESSED for k in s.keys}
     out |= {r.nodeid for r in results if r.key in keys}
     return sorted(out)
@@ -448,7 +570,15 @@ def as_verdict(vd: dict[str, Any]) -> Verdict:
     """A Verdict from verdict_dict's output (fields a file lacks take their defaults)."""
     names = ("status", "change", "worse", "uncertainty", "tolerance", "reason")
     optional = [k for k in Verdict.__dataclass_fields__ if k not in names and k in vd]
-    return Verdict(*(vd.get(k) for k in names), **{k: vd[k] for k in optional})
+    return Verdict(
+        str(vd.get("status")),
+        vd.get("change"),
+        vd.get("worse"),
+        vd.get("uncertainty"),
+        float(vd.get("tolerance") or 0.0),
+        str(vd.get("reason") or ""),
+        **{k: vd[k] for k in optional},
+    )
 
 
 def failing(result: Result) -> bool:
@@ -498,11 +628,14 @@ def failure_lines(
                 f"PERFORMANCE REGRESSION {r.key} {name}: {describe_value(ref, unit)} -> "
                 f"{describe_value(metrics[name]['median'], unit)}: regressed {change} "
                 f"(tolerance {v.tolerance * 100:.1f}%; {v.basis or 'no spread'}; at {conf}); "
-                f"baseline " + _base_text(base_entry, name, profile)
+                f"baseline "
+                + _base_text(base_entry, name, profile)
                 + (
                     "; confirmed in a fresh process"
                     if v.confirmed
-                    else "; NOT re-measured in a fresh process" if v.confirmed is None else ""
+                    else "; NOT re-measured in a fresh process"
+                    if v.confirmed is None
+                    else ""
                 )
             )
     if judgement is not None:

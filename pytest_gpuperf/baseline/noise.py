@@ -17,9 +17,11 @@ What `fit` does, class by class:
    a session): b[s] is the median over the class's metrics of their deviation from their
    own level (medians: a metric that moved does not move the offset), iterated with the
    levels; the offsets are centred, so mu is the level of an average session.
-2. Set aside: a session value that differs from the metric's other sessions by more than
-   SET_ASIDE_MIN and SET_ASIDE_SDS times the class's spread (a model left resident, a
-   throttled card) is not used, and the reason is kept to be shown.
+2. Set aside: with MIN_SET_ASIDE sessions or more, a session value that differs from the
+   metric's other sessions by more than SET_ASIDE_MIN and SET_ASIDE_SDS times the class's
+   spread (a model left resident, a throttled card) is not used, and the reason is kept to
+   be shown. Such a metric keeps its own spread (it is never pooled), and a change the way
+   the set-aside session went is inconclusive (judge.py).
 3. Residual spread: each metric's own variance of the residuals, with k - 1 degrees of
    freedom; a class of at least MIN_POOL such metrics pools them (weighted by their degrees
    of freedom). A metric clearly noisier than the pool (F test at SCREEN_P) is left out of
@@ -34,7 +36,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 BANDWIDTH = "bandwidth"
 COMPUTE = "compute"
@@ -58,6 +60,7 @@ MIN_POOL = 3  # metrics with a spread of their own for a class pool
 SCREEN_P = 0.01  # F test: a metric noisier than its class keeps its own spread
 SET_ASIDE_MIN = 0.05  # a session value this far (relative) from the metric's others ...
 SET_ASIDE_SDS = 10.0  # ... and this many class spreads away is set aside
+MIN_SET_ASIDE = 4  # sessions a metric needs before one may be set aside (3 remain to agree)
 OFFSET_ITERATIONS = 20
 
 
@@ -89,6 +92,7 @@ class Series:
     cls: str
     sessions: tuple[str, ...]  # the session of each value (session id and GPU, or date)
     values: tuple[float, ...]
+    derived: bool = False  # computed from another series' measurement: takes, never gives
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,7 @@ class Spread:
     pool_metrics: int = 0  # metrics the class pool was made of
     set_aside: tuple[str, ...] = ()  # why a session's value was not used
     offsets_removed: bool = False  # the baseline's class offsets were removed
+    aside_dev: float | None = None  # how far (log) the set-aside value was from the others
 
 
 @dataclass
@@ -145,10 +150,14 @@ class NoiseModel:
         self.classes: dict[str, ClassFit] = {}
         self.spreads: dict[str, Spread] = {}
         self.series: dict[str, Series] = {}
+        self.use_offsets = True
 
     @classmethod
-    def fit(cls, series: Iterable[Series]) -> NoiseModel:
+    def fit(cls, series: Iterable[Series], offsets: bool = True) -> NoiseModel:
+        """The model of these series; `offsets=False` keeps each session's class offset
+        in the spread (for a run too small to estimate its own offset)."""
         model = cls()
+        model.use_offsets = offsets
         by_class: dict[str, list[Series]] = defaultdict(list)
         for s in series:
             logs = [v for v in s.values if v > 0 and math.isfinite(v)]
@@ -165,23 +174,29 @@ class NoiseModel:
         self.classes[c] = fit
         logs = {s.key: [math.log(v) for v in s.values] for s in members}
         sessions = {s.key: s.sessions for s in members}
-        if c in OFFSET_CLASSES:
-            fit.offsets = _offsets(logs, sessions)
+        derived = {s.key for s in members if s.derived}  # copies of a measurement: no vote
+        if c in OFFSET_CLASSES and self.use_offsets:
+            fit.offsets = _offsets({k: v for k, v in logs.items() if k not in derived}, sessions)
         own: dict[str, tuple[float, float, int, tuple[str, ...]]] = {}
-        m_fit = sum(1 for s in members if len(s.values) > 1)
+        aside_dev: dict[str, float] = {}
+        m_fit = sum(1 for s in members if len(s.values) > 1 and not s.derived)
         for s in members:
-            res = [y - fit.offsets.get(ss, 0.0) for y, ss in zip(logs[s.key], s.sessions, strict=True)]
+            res = [
+                y - fit.offsets.get(ss, 0.0) for y, ss in zip(logs[s.key], s.sessions, strict=True)
+            ]
             own[s.key] = (statistics.fmean(res), _var(res), len(res), ())
         # set aside wild session values, against the class's typical spread
         typical = [v for _, v, k, _ in own.values() if k > 1 and math.isfinite(v)]
         typical_sd = math.sqrt(_median(typical)) if typical else 0.0
         for s in members:
-            res = [y - fit.offsets.get(ss, 0.0) for y, ss in zip(logs[s.key], s.sessions, strict=True)]
-            if len(res) < 3:
+            res = [
+                y - fit.offsets.get(ss, 0.0) for y, ss in zip(logs[s.key], s.sessions, strict=True)
+            ]
+            if len(res) < MIN_SET_ASIDE:
                 continue
             bound = max(math.log1p(SET_ASIDE_MIN), SET_ASIDE_SDS * typical_sd)
-            far = max(range(len(res)), key=lambda i: abs(res[i] - _median(res[:i] + res[i + 1:])))
-            others = res[:far] + res[far + 1:]
+            far = max(range(len(res)), key=lambda i: abs(res[i] - _median(res[:i] + res[i + 1 :])))
+            others = res[:far] + res[far + 1 :]
             dev = res[far] - _median(others)
             if abs(dev) > bound:
                 why = (
@@ -191,42 +206,58 @@ class NoiseModel:
                     "card?)"
                 )
                 own[s.key] = (statistics.fmean(others), _var(others), len(others), (why,))
+                aside_dev[s.key] = dev
         # the degrees of freedom the offsets took: a metric's residuals are a little small
         scale = m_fit / (m_fit - 1) if fit.offsets and m_fit > 1 else 1.0
         with_spread = {
             k: (v * scale, n - 1) for k, (_, v, n, _) in own.items() if n > 1 and math.isfinite(v)
         }
         pooled_keys: set[str] = set()
-        if c not in UNPOOLED and len(with_spread) >= MIN_POOL:
-            keep = set(with_spread)
+        # a metric with a session set aside keeps its own spread: the sessions left may
+        # agree by chance, and one that strays that far may be how the metric behaves
+        unpooled = derived | set(aside_dev)
+        voters = {k: v for k, v in with_spread.items() if k not in unpooled}
+        if c not in UNPOOLED and len(voters) >= MIN_POOL:
+            keep = set(voters)
             for _ in range(10):
-                df = sum(with_spread[k][1] for k in keep)
-                sp = sum(with_spread[k][0] * with_spread[k][1] for k in keep) / df
-                crit = {k: sp * f_isf(SCREEN_P, d, df) for k, (_, d) in with_spread.items()}
-                new = {k for k, (v, _) in with_spread.items() if v <= crit[k]}
+                df = sum(voters[k][1] for k in keep)
+                sp = sum(voters[k][0] * voters[k][1] for k in keep) / df
+                crit = {k: sp * f_isf(SCREEN_P, d, df) for k, (_, d) in voters.items()}
+                new = {k for k, (v, _) in voters.items() if v <= crit[k]}
                 if new == keep or len(new) < MIN_POOL:
                     break
                 keep = new
             fit.pooled_df = sum(with_spread[k][1] for k in keep)
-            fit.pooled_var = sum(with_spread[k][0] * with_spread[k][1] for k in keep) / fit.pooled_df
+            fit.pooled_var = (
+                sum(with_spread[k][0] * with_spread[k][1] for k in keep) / fit.pooled_df
+            )
             fit.pool_metrics = len(keep)
-            fit.screened = len(with_spread) - len(keep)
-            pooled_keys = keep
+            fit.screened = len(voters) - len(keep)
+            pooled_keys = keep | {  # a derived figure as quiet as the pool takes its spread
+                k
+                for k in (derived - set(aside_dev)) & set(with_spread)
+                if with_spread[k][0]
+                <= fit.pooled_var * f_isf(SCREEN_P, with_spread[k][1], fit.pooled_df)
+            }
         for s in members:
             level, _, n, aside = own[s.key]
+            spread: Spread
             if s.key in pooled_keys and fit.pooled_var is not None:
                 v, _d = with_spread[s.key]
                 spread = Spread(level, max(v, fit.pooled_var), fit.pooled_df, n, "class",
                                 fit.pool_metrics, aside, bool(fit.offsets))  # fmt: skip
             elif s.key in with_spread:
                 v, d = with_spread[s.key]
-                source = "own" if fit.pooled_var is None else "own, noisier than its class"
+                noisier = fit.pooled_var is not None and s.key not in unpooled
+                source = "own, noisier than its class" if noisier else "own"
                 spread = Spread(level, v, d, n, source, fit.pool_metrics, aside, bool(fit.offsets))
             elif fit.pooled_var is not None:  # one session: the class's spread
                 spread = Spread(level, fit.pooled_var, fit.pooled_df, n, "class (1 session)",
                                 fit.pool_metrics, aside, bool(fit.offsets))  # fmt: skip
             else:
                 spread = Spread(level, math.nan, 0, n, "none", 0, aside, bool(fit.offsets))
+            if s.key in aside_dev:
+                spread = replace(spread, aside_dev=aside_dev[s.key])
             self.spreads[s.key] = spread
 
     def spread(self, key: str) -> Spread | None:

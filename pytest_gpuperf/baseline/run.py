@@ -76,13 +76,15 @@ class RunBaseline:
         n = len(self.file.entries)
         return f"comparing with baseline {self.path} (profile {self.profile}, {n} entries)"
 
-    def judge(self, results: list[Result], env: dict[str, Any], allow_cross_gpu: bool) -> Judgement | None:
+    def judge(
+        self, results: list[Result], env: dict[str, Any], allow_cross_gpu: bool
+    ) -> Judgement | None:
         """Judge the whole run (sets each result's verdicts); None when not comparing."""
-        if not self.comparing or self.file is None:
+        if not self.comparing or self.path is None:
             return None
         from .judge import judge_run
 
-        self.judgement = judge_run(
+        self.judgement = judge_run(  # no file yet: every result is new
             results,
             self.entries,
             env,
@@ -100,8 +102,14 @@ class RunBaseline:
 
         again = again or []
         again_j = (
-            judge_run(again, self.entries, env, false_alarm=self.options.false_alarm,
-                      allow_cross_gpu=allow_cross_gpu, offsets=self.judgement.offsets)  # fmt: skip
+            judge_run(
+                again,
+                self.entries,
+                env,
+                false_alarm=self.options.false_alarm,
+                allow_cross_gpu=allow_cross_gpu,
+                offsets=self.judgement.offsets,
+            )
             if again
             else Judgement(self.judgement.confidence, 0)
         )

@@ -305,7 +305,7 @@ def read_text(path: Path, what: str = "baseline file", limit: int | None = None)
     if not stat.S_ISREG(st.st_mode):
         raise ValueError(f"{what} {path}: is not a regular file")
     if st.st_size > limit:
-        from .units import format_size
+        from ..units import format_size
 
         raise ValueError(
             f"{what} {path}: is {format_size(st.st_size)}, over the {format_size(limit)} limit"
@@ -474,16 +474,23 @@ def result_classes(results: list[Result]) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in results:
         if r.kind == "measured" and r.throughput is not None:
-            out[r.key] = classify("throughput", r.throughput.unit, launch_bound=bool(r.launch_bound),
-                                  bound=r.bound, declared=r.noise_class)  # fmt: skip
+            out[r.key] = classify(
+                "throughput",
+                r.throughput.unit,
+                launch_bound=bool(r.launch_bound),
+                bound=r.bound,
+                declared=r.noise_class,
+            )
     for r in results:
         if r.kind == "recorded":
             src = None
             if r.derived_from is not None:
                 src = out.get(f"{r.nodeid}::{r.derived_from}" if r.derived_from else r.nodeid)
             unit = r.throughput.unit if r.throughput else r.unit
-            out[r.key] = r.noise_class or src or classify(
-                "value", unit, launch_bound=False, bound=None, declared=None
+            out[r.key] = (
+                r.noise_class
+                or src
+                or classify("value", unit, launch_bound=False, bound=None, declared=None)
             )
     return out
 
@@ -504,8 +511,10 @@ def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict
     gate = {"gate": False} if not result.gate else {}
     if result.kind == "recorded":
         v = t.median
-        cls = noise_class or result.noise_class or classify(
-            "value", t.unit, launch_bound=False, bound=None, declared=None
+        cls = (
+            noise_class
+            or result.noise_class
+            or classify("value", t.unit, launch_bound=False, bound=None, declared=None)
         )
         out["value"] = {
             "unit": t.unit,
@@ -610,9 +619,7 @@ def entries_to_save(
     return updates
 
 
-def expected_durations(
-    entries: dict[str, dict[str, Any]], nodeids: list[str]
-) -> dict[str, float]:
+def expected_durations(entries: dict[str, dict[str, Any]], nodeids: list[str]) -> dict[str, float]:
     """Seconds each test took when its baseline entries were saved (tests without one are
     left out)."""
     out: dict[str, float] = {}

@@ -469,7 +469,7 @@ def history_charts(report: Report, limit: int = 12) -> list[Chart]:
     """Per judged benchmark: the baseline's saved sessions and this run (median and
     interval), so a drift is visible. The worst verdicts first, at most `limit`."""
     plt = _plt()
-    from ..gate import metrics_of
+    from ..baseline.store import metrics_of
 
     picks = []
     for run in report.runs:

@@ -36,6 +36,9 @@ class RunSummary:
         missing: list[str],
         confidence: float | None = None,
         source: str | None = None,
+        shifts: list[str] | None = None,
+        session_id: str | None = None,
+        saved: bool = False,
     ) -> None:
         self.device = device
         self.describe = describe
@@ -51,6 +54,9 @@ class RunSummary:
         self.missing = missing
         self.confidence = confidence  # of each metric's verdict (the run's false-alarm budget)
         self.source = source  # the results file it was read from, if any
+        self.shifts = shifts or []  # class-wide shift lines of the run
+        self.session_id = session_id  # the run's session id (history items carry it)
+        self.saved = saved  # the run saved itself into its baseline file
 
     def verdict_rows(self) -> list[list[str]]:
         from .text import verdict_rows
@@ -66,6 +72,9 @@ class RunSummary:
             "baseline": self.baseline_path,
             "baseline_mode": self.baseline_mode,
             "confidence": self.confidence,
+            "class_shifts": list(self.shifts),
+            "session_id": self.session_id,
+            "saved": self.saved,
             "emulated": list(self.emulated) if self.emulated else None,
             "results": [r.to_dict() for r in self.results],
             "missing": list(self.missing),
@@ -112,6 +121,9 @@ class RunSummary:
             if isinstance(data.get("confidence"), float)
             else None,
             source=source,
+            shifts=[x for x in data.get("class_shifts") or [] if isinstance(x, str)],
+            session_id=data.get("session_id") if isinstance(data.get("session_id"), str) else None,
+            saved=data.get("saved") is True,
         )
 
     def terminal_lines(self, verbosity: int = 0) -> list[str]:
@@ -129,8 +141,7 @@ def read_results(raw: Any, where: str) -> list[Result]:
     """The results of a results file, each figure checked as a baseline's are. Raises
     SchemaError naming `where`, the result and what is wrong (`gpuperf compare` and
     `gpuperf report` both read files through here)."""
-    from ..baselines import metric_problem
-    from ..gate import metrics_of
+    from ..baseline.store import metric_problem, metrics_of
 
     if not isinstance(raw, list):
         raise SchemaError(f"{where}: 'results' must be a list")

@@ -48,6 +48,7 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
         if verdicts:
             out.append(f"--- gpuperf verdicts against baseline {summary.baseline_path}")
             out += table(VERDICT_HEADER, rows)
+            out.extend(summary.shifts)
             out.append(verdict_count_line(rows, summary.confidence, verbosity))
         else:
             out.append(f"no baseline at {summary.baseline_path}: every result is new")

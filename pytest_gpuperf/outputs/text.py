@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from ..results import Result, _fmt
+from ..results import Result, fmt_number
 from ..units import format_size
 
 
@@ -29,7 +29,7 @@ def result_rows(results: Iterable[Result]) -> list[list[str]]:
         rows.append(
             [
                 r.key,
-                f"{_fmt(r.throughput.median)} {r.throughput.unit}",
+                f"{fmt_number(r.throughput.median)} {r.throughput.unit}",
                 interval_text(r),
                 f"{r.time.median * 1e3:.4g} ms",
                 str(r.time.n),
@@ -82,7 +82,8 @@ VERDICT_HEADER = ["verdict", "benchmark", "metric", "now", "change (CI)", "detec
 
 def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list[list[str]]:
     """Rows of the session's verdict table, worst first."""
-    from ..gate import describe_value, metrics_of
+    from ..baseline.judge import describe_value
+    from ..baseline.store import metrics_of
     from ..verdict import FAILED, INCONCLUSIVE_POWER, SEVERITY
 
     rows: list[tuple[int, list[str]]] = []
@@ -102,7 +103,7 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
             mde = v.get("mde")
             detects = f"{mde * 100:.1f}% ({tol})" if mde is not None else f"- ({tol})"
             notes = flags
-            if v["status"] in (INCONCLUSIVE_POWER, FAILED):  # the reason is the finding
+            if v["status"] in (INCONCLUSIVE_POWER, FAILED) or v.get("confirmed") is not None:
                 notes = ", ".join(x for x in (flags, v.get("reason") or "") if x)
             rows.append(
                 (
@@ -168,7 +169,7 @@ def plan_lines(
     """--gpuperf-plan: the selected tests with the time each took when the baseline was
     saved, and the total. Tests this machine would skip (`skipped`: id -> the plugin's
     reason, e.g. too few GPUs) say so and count for nothing."""
-    from ..gate import expected_durations
+    from ..baseline.store import expected_durations
 
     skipped = skipped or {}
     run = [n for n in nodeids if n not in skipped]

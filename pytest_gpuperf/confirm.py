@@ -1,0 +1,109 @@
+"""Confirmation: a suspected regression is re-measured in a fresh process before it may
+fail the run. The in-process figure shares the process's state (allocator, compiled
+kernels, a model left resident, the clock the card settled at); a fresh pytest process with
+a cold compile cache does not. Only the flagged tests run, with this run's measurement
+settings and without baselines; their results come back through a JSON results file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .results import Result
+
+ENV_FLAG = "PYTEST_GPUPERF_CONFIRMATION"
+RUN_OPTIONS = ("gpu_profile", "gpu_emulate")  # run-wide options the fresh process repeats
+
+
+def command(config: Any, nodeids: list[str], json_path: Path) -> list[str]:
+    """The fresh process's command line: the flagged tests, this run's settings and
+    plugins (-p), the same ini file and rootdir, baselines off, results as JSON."""
+    from .settings import SETTINGS
+
+    args = [sys.executable, "-m", "pytest", *nodeids, "-q", "-p", "no:cacheprovider"]
+    given = list(map(str, config.invocation_params.args))
+    for i, a in enumerate(given):
+        if a == "-p" and i + 1 < len(given) and given[i + 1] != "no:cacheprovider":
+            args += ["-p", given[i + 1]]
+        elif a.startswith("-p") and len(a) > 2 and a[2:] != "no:cacheprovider":
+            args.append(a)
+    for s in SETTINGS:
+        if s.cli and config.getoption(f"gpuperf_{s.name}") is not None:
+            args.append(
+                f"--gpuperf-{s.name.replace('_', '-')}={config.getoption(f'gpuperf_{s.name}')}"
+            )
+    for dest in RUN_OPTIONS:
+        value = config.getoption(dest)
+        if value:
+            args.append(f"--{dest.replace('_', '-')}={value}")
+    if config.getoption("gpu_allow_mismatch"):
+        args.append("--gpu-allow-mismatch")
+    if config.inipath is not None:
+        args += ["-c", str(config.inipath)]
+    args += [
+        f"--rootdir={config.rootpath}",
+        "--gpuperf-baseline=off",
+        f"--gpuperf-json={json_path}",
+    ]
+    if config.pluginmanager.hasplugin("xdist"):
+        args += ["-p", "no:xdist"]
+    return args
+
+
+def _gpu_of(results: list[Result], nodeids: list[str]) -> str | None:
+    """The GPU the flagged tests ran on, when one (a fresh process on the same card)."""
+    uuids = {r.gpu_uuid for r in results if r.nodeid in nodeids and r.gpu_uuid}
+    return uuids.pop() if len(uuids) == 1 else None
+
+
+def confirmation_run(
+    config: Any, nodeids: list[str], results: list[Result], durations: dict[str, float]
+) -> tuple[list[Result] | None, str | None]:
+    """Run `nodeids` in a fresh pytest process. Returns its results, or None and why not."""
+    from .baseline.store import parse_json, read_text
+    from .outputs.summary import SchemaError, read_results
+
+    budget = 120 + 3 * sum(durations.get(n, 60.0) for n in nodeids)
+    with tempfile.TemporaryDirectory(prefix="gpuperf-confirm-") as tmp:
+        json_path = Path(tmp) / "confirm.json"
+        env = dict(os.environ)
+        env[ENV_FLAG] = "1"
+        # a cold compile cache: a compiled step is compiled again, as in a fresh CI job
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(tmp) / "inductor")
+        env["TRITON_CACHE_DIR"] = str(Path(tmp) / "triton")
+        for name in [k for k in env if k.startswith("PYTEST_XDIST")]:
+            env.pop(name)
+        gpu = _gpu_of(results, nodeids)
+        if gpu:
+            env["CUDA_VISIBLE_DEVICES"] = gpu
+        try:
+            proc = subprocess.run(
+                command(config, nodeids, json_path),
+                cwd=str(config.rootpath),
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=budget,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return None, f"the fresh process ran over {budget:.0f} s and was stopped"
+        except OSError as exc:
+            return None, f"the fresh process could not start: {exc}"
+        try:
+            text = read_text(json_path, "confirmation results")
+            if text is None:
+                tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+                said = " / ".join(tail)
+                return None, f"the fresh process wrote no results (exit {proc.returncode}: {said})"
+            data = parse_json(text)
+            return read_results(
+                data.get("results") if isinstance(data, dict) else None, str(json_path)
+            ), None
+        except (ValueError, SchemaError) as exc:
+            return None, f"the fresh process's results could not be read: {exc}"
