@@ -59,6 +59,7 @@ def test_collective_bandwidth(gpu_benchmark, gpu, gpu_device, gpu_profile, op, n
         "bus_bandwidth", busbw, "GB/s",
         note=f"{op} busbw = algbw x {bus_factor(op, WORLD):g} ({WORLD} ranks)"
         + _of_peak(busbw, gpu_device, gpu_profile),
+        derived_from="",
     )  # fmt: skip
     assert r.throughput.median > 0
 
@@ -110,5 +111,6 @@ def test_ddp_lora_scaling(gpu_benchmark, gpu, preset, batch, seq_len):
         "scaling_efficiency", efficiency, "fraction",
         note=f"{WORLD}-GPU tokens/s over {WORLD} x 1-GPU tokens/s, {batch} x {seq_len} tokens "
         "per GPU" + ("" if gpu else " (CPU processes sharing cores: proves the flow only)"),
+        derived_from=f"{WORLD}ranks",
     )  # fmt: skip
     assert efficiency > 0
