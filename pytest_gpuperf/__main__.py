@@ -270,8 +270,26 @@ def report_command(args: argparse.Namespace) -> int:
     from .baselines import load as load_baseline
     from .outputs import RunSummary, SchemaError
     from .outputs.html import baseline_name, build_html
+    from .outputs.paths import first_clash
     from .profiles import ProfileError, load_registry
 
+    pyproject = args.pyproject or Path("pyproject.toml")
+    try:
+        registry = load_registry(pyproject if pyproject.is_file() else None)
+    except ProfileError as exc:
+        print(f"gpuperf report: {plain(exc)}", file=sys.stderr)
+        return 2
+    clash = first_clash(
+        [("-o", args.output)],
+        [
+            *(("results file", p) for p in args.results),
+            ("profiles file", pyproject if pyproject.is_file() else None),
+        ],
+        [("--baseline-dir", args.baseline_dir, registry.names())] if args.baseline_dir else [],
+    )
+    if clash:
+        print(f"gpuperf report: {plain(clash)}; nothing written", file=sys.stderr)
+        return 2
     problems: list[str] = []
     summaries = []
     for path in args.results:
@@ -280,12 +298,6 @@ def report_command(args: argparse.Namespace) -> int:
             summaries.append(RunSummary.from_payload(data, str(path)))
         except (InputError, SchemaError) as exc:
             problems.append(f"left out: {exc}")
-    pyproject = args.pyproject or Path("pyproject.toml")
-    try:
-        registry = load_registry(pyproject if pyproject.is_file() else None)
-    except ProfileError as exc:
-        print(f"gpuperf report: {plain(exc)}", file=sys.stderr)
-        return 2
     baselines: dict[str, Any] = {}
     if args.baseline_dir is not None:
         if not args.baseline_dir.is_dir():
