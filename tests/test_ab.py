@@ -2,10 +2,15 @@
 Real git repositories and real pytest processes; the virtual clock makes times exact."""
 
 import json
+import math
 import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_gpuperf.outputs.text import json_safe
 
 from . import vclock
 
@@ -104,3 +109,105 @@ def test_a_side_that_cannot_run_is_exit_2_with_its_output(repo):
     assert r.returncode == 2
     assert "head round 1: pytest exited 2 without results" in r.stderr
     assert "nonexistent_module_xyz" in r.stderr
+
+
+# ------------------------------------------------------------------ judging the rounds
+
+
+def rounds(base, head, n=3, key=("t.py::test_r", "lat")):
+    """Figures of n rounds per side: (median, unit, higher is better) of one metric."""
+    return {"base": [{key: base}] * n, "head": [{key: head}] * n}
+
+
+@pytest.mark.parametrize(
+    ("base", "head", "reason"),
+    [
+        ((5.0, "ms", False), (5.0, "s", False), "unit differs: base 'ms', head 's'"),
+        ((5.0, "ms", False), (0.005, "s", False), "unit differs: base 'ms', head 's'"),
+        ((5.0, "x", True), (5.0, "x", False), "direction differs: base higher is better, head lower is better"),
+    ],
+)
+def test_a_unit_or_direction_that_differs_is_incomparable_never_converted(base, head, reason):
+    from pytest_gpuperf.ab import _judge
+
+    report = _judge(rounds(base, head), None, 0.03, 0.01, {})
+    v = report["verdicts"]["t.py::test_r"]["lat"]
+    assert v["status"] == "incomparable" and v["change"] is None
+    assert v["reason"].startswith(reason)
+    assert not report["regressed"]
+
+
+def test_the_same_unit_and_direction_are_judged():
+    from pytest_gpuperf.ab import _judge
+
+    report = _judge(rounds((5.0, "ms", False), (5.0, "ms", False)), None, 0.03, 0.01, {})
+    assert report["verdicts"]["t.py::test_r"]["lat"]["status"] == "unchanged"
+
+
+def test_a_metric_missing_from_some_rounds_is_inconclusive_not_dropped():
+    from pytest_gpuperf.ab import judge_rounds
+
+    key = ("t.py::test_r", "lat")
+    figures = {"base": [{key: (5.0, "ms", False)}, {}], "head": [{key: (5.0, "ms", False)}] * 2}
+    v = judge_rounds(figures, 0.03, 0.01)["verdicts"]["t.py::test_r"]["lat"]
+    assert v["status"] == "inconclusive" and v["reason"] == "measured in 1 of 2 base and 2 of 2 head rounds"
+
+
+def mostly(good, bad, one_in=5):
+    """`bad` one time in `one_in`: malformed input is tried, well formed input is judged."""
+    return st.integers(1, one_in).flatmap(lambda i: bad if i == one_in else good)
+
+
+NUMBER = st.floats(allow_nan=True, allow_infinity=True) | st.integers() | st.sampled_from([0, -1, 5.0, 0.005, 10**400])
+ANYTHING = st.none() | st.booleans() | st.text(max_size=5) | st.lists(st.integers(), max_size=2)
+HASHABLE = st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.tuples(st.text(max_size=3))
+UNIT = st.sampled_from(["ms", "s", "tokens/s", "", "ms "]) | ANYTHING
+DIRECTION = st.booleans() | ANYTHING | st.integers(0, 1)
+FIGURE = st.tuples(NUMBER | ANYTHING, UNIT, DIRECTION) | st.tuples(NUMBER) | st.lists(NUMBER, max_size=4) | ANYTHING
+NAMES = st.tuples(st.sampled_from(["t.py::a", "t.py::b"]), st.sampled_from(["throughput", "lat"]))
+GOOD_FIGURE = st.tuples(
+    mostly(st.sampled_from([1.0, 1.01, 1.5]) | st.floats(0.5, 2.0), NUMBER),
+    mostly(st.just("ms"), st.sampled_from(["s", "ms "])),
+    mostly(st.just(False), st.just(True)),
+)
+ROUND = mostly(
+    st.dictionaries(NAMES, GOOD_FIGURE, max_size=3), st.dictionaries(NAMES | HASHABLE, FIGURE, max_size=3) | ANYTHING, 20
+)
+SIDE = mostly(
+    st.lists(ROUND, min_size=2, max_size=4) | st.tuples(ROUND, st.integers(2, 4)).map(lambda rn: [rn[0]] * rn[1]),
+    st.lists(ROUND, max_size=1) | ANYTHING,
+)
+FIGURES = mostly(
+    st.fixed_dictionaries({"base": SIDE, "head": SIDE}),
+    st.dictionaries(st.sampled_from(["base", "head", "x"]), SIDE, max_size=2) | ANYTHING,
+)
+TOLERANCE = mostly(st.floats(0.001, 0.5), NUMBER | ANYTHING)
+FALSE_ALARM = mostly(st.floats(0.001, 0.2), NUMBER | ANYTHING)
+STATUSES = {"regressed", "improved", "unchanged", "inconclusive", "incomparable", "new"}
+
+
+@settings(max_examples=400)
+@given(
+    figures=FIGURES,
+    tolerance=TOLERANCE,
+    false_alarm=FALSE_ALARM,
+)
+def test_judging_arbitrary_rounds_gives_verdicts_or_one_clear_error(figures, tolerance, false_alarm):
+    from pytest_gpuperf.ab import ABError, judge_rounds
+
+    try:
+        out = judge_rounds(figures, tolerance, false_alarm)
+    except ABError as exc:
+        assert str(exc) and "\n" not in str(exc)
+        return
+    assert set(out) == {"confidence", "verdicts", "values", "missing"}
+    assert 0.99 <= out["confidence"] < 1
+    both = {k for r in figures["base"] for k in r} & {k for r in figures["head"] for k in r}
+    for key, metric in both:  # every metric measured on both sides has a verdict
+        v = out["verdicts"][key][metric]
+        assert v["status"] in STATUSES and v["status"] != "new" and v["reason"]
+        assert v["change"] is None or math.isfinite(v["change"])
+        units = {r[(key, metric)][1:] for side in ("base", "head") for r in figures[side] if (key, metric) in r}
+        if len(units) > 1:  # another unit or direction is never judged, never converted
+            assert v["status"] == "incomparable" and "differs" in v["reason"]
+    json.dumps(json_safe(out), allow_nan=False)  # the report is valid JSON
