@@ -340,6 +340,10 @@ def main(args: Any) -> int:
     print(f"{report['rounds']} rounds, {report['wall_s']} s")
     for line in table(VERDICT_HEADER, report["rows"]):
         print(line)
+    for key, metrics in sorted(report["verdicts"].items()):
+        for metric, v in sorted(metrics.items()):
+            if v.get("status") == INCOMPARABLE:  # the row does not say why
+                print(f"incomparable: {plain(key)} {plain(metric)}: {plain(v.get('reason'))}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     step = os.environ.get("GITHUB_STEP_SUMMARY")

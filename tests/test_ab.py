@@ -137,6 +137,24 @@ def test_a_unit_or_direction_that_differs_is_incomparable_never_converted(base, 
     assert not report["regressed"]
 
 
+def test_a_figure_recorded_in_another_unit_at_the_head_is_incomparable_end_to_end(repo):
+    record = "def test_r(gpu_benchmark):\n    gpu_benchmark.record('lat', {}, {!r})\n"
+    repo.makepyfile(test_r=record.format(5.0, "ms"))
+    git(repo.path, "add", "-A")
+    git(repo.path, "commit", "-qm", "ms")
+    repo.makepyfile(test_r=record.format(0.005, "s"))
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuperf", "ab", "--base", "HEAD", "--rounds", "2", "--", "test_r.py"],
+        cwd=repo.path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "INCOMPARABLE  test_r.py::test_r::lat  value" in r.stdout
+    assert (
+        "incomparable: test_r.py::test_r::lat value: unit differs: base 'ms', head 's'; "
+        "figures in another unit are never converted"
+    ) in r.stdout
+
+
 def test_the_same_unit_and_direction_are_judged():
     from pytest_gpuperf.ab import _judge
 
