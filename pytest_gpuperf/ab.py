@@ -16,6 +16,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .gate import PER_CLOCK, failing, metrics_of, verdict_dict
-from .outputs.text import VERDICT_HEADER, markdown_table, plain, table, verdict_rows
+from .outputs.text import VERDICT_HEADER, json_safe, markdown_table, plain, table, verdict_rows
 from .results import Result
 from .verdict import INCOMPARABLE, INCONCLUSIVE, NEW, Verdict, paired, per_metric_confidence
 
@@ -121,6 +122,7 @@ def run_ab(
                 out = work / f"{side}-{i}.json"
                 run_cwd = (tree if side == "base" else root) / rel
                 env = dict(os.environ, GPUPERF_AB_SIDE=side)
+                env.pop("GITHUB_STEP_SUMMARY", None)  # ab's own report goes there, not each round's
                 if side == "base":
                     env["PYTHONPATH"] = os.pathsep.join(
                         p for p in (str(tree), env.get("PYTHONPATH", "")) if p
@@ -318,11 +320,71 @@ def markdown(report: dict[str, Any]) -> str:
     )
 
 
+def _outputs(args: Any) -> list[tuple[str, str, str]]:
+    """(what, path, mode) of each output asked for: --json, --markdown, the step summary."""
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    out = [("--json", args.json, "w"), ("--markdown", args.markdown, "w")]
+    return [(what, p, mode) for what, p, mode in [*out, ("GITHUB_STEP_SUMMARY", step, "a")] if p]
+
+
+def check_outputs(outputs: list[tuple[str, str, str]]) -> str | None:
+    """Why the outputs cannot be written (one on another, on a baseline, or unwritable),
+    before anything is measured; None when they can."""
+    from .outputs.paths import first_clash, unwritable
+
+    clash = first_clash([(what, p) for what, p, _ in outputs])
+    if clash:
+        return clash
+    for what, p, mode in outputs:  # the runner's step summary: its directory is never made
+        why = unwritable(what, p, create_dirs=mode == "w")
+        if why:
+            return why
+    return None
+
+
+def write_outputs(report: dict[str, Any], outputs: list[tuple[str, str, str]]) -> list[str]:
+    """Write the report to each output; returns one line per output that failed."""
+    failed = []
+    for what, p, mode in outputs:
+        if what == "--json":
+            text = json.dumps(json_safe(report), indent=2) + "\n"
+        else:
+            text = markdown(report) + "\n\n"
+        try:
+            if mode == "w":
+                Path(p).parent.mkdir(parents=True, exist_ok=True)
+            with open(p, mode, encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            failed.append(f"NOT WRITTEN: {what} {p}: {exc.strerror or exc}")
+    return failed
+
+
 def main(args: Any) -> int:
+    """`gpuperf ab`: exit 0, 1 (a regression), 2 (bad input, a failed run, an output that
+    cannot be written) or 130 (Ctrl-C)."""
+    try:
+        return _main(args)
+    except KeyboardInterrupt:
+        signum = signal.SIGINT
+        print(
+            f"gpuperf ab: stopped by SIGINT (exit {128 + signum}); the base worktree and "
+            "its temporary directory were removed",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 128 + signum
+
+
+def _main(args: Any) -> int:
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    outputs = _outputs(args)
     try:
+        problem = check_outputs(outputs)
+        if problem:
+            raise ABError(problem)
         report = run_ab(
             Path.cwd(),
             args.base,
@@ -344,14 +406,11 @@ def main(args: Any) -> int:
         for metric, v in sorted(metrics.items()):
             if v.get("status") == INCOMPARABLE:  # the row does not say why
                 print(f"incomparable: {plain(key)} {plain(metric)}: {plain(v.get('reason'))}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    step = os.environ.get("GITHUB_STEP_SUMMARY")
-    for target, mode in ((args.markdown, "w"), (step, "a")):
-        if target:
-            with open(target, mode, encoding="utf-8") as fh:
-                fh.write(markdown(report) + "\n\n")
+    failed = write_outputs(report, outputs)
+    for line in failed:
+        print(f"gpuperf ab: {plain(line)}", file=sys.stderr)
     if report["regressed"]:
         print("performance regression" + (" (--warn-only: not failing)" if args.warn_only else ""))
-        return 0 if args.warn_only else 1
-    return 0
+    if failed:
+        return 2  # an output asked for is missing: not a verdict on the code
+    return 1 if report["regressed"] and not args.warn_only else 0

@@ -49,7 +49,8 @@ def ab(path, *args, rounds=3):
     )  # fmt: skip
 
 
-def test_identical_base_and_head_pass(repo):
+def test_identical_base_and_head_pass(repo, monkeypatch):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(repo.path / "step.md"))
     r = ab(repo.path, "--json", "ab.json", "--markdown", "ab.md")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "UNCHANGED  test_b.py::test_spin  throughput" in r.stdout
@@ -58,6 +59,8 @@ def test_identical_base_and_head_pass(repo):
     assert report["rounds"] == 3 and report["verdicts"]["test_b.py::test_spin"]["throughput"]["status"] == "unchanged"
     assert len(report["values"]["test_b.py::test_spin"]["throughput"]["base"]) == 3
     assert "## gpuperf A/B:" in (repo.path / "ab.md").read_text()
+    # the step summary gets ab's report once, not also the summary of each round's pytest
+    assert (repo.path / "step.md").read_text() == (repo.path / "ab.md").read_text()
     # interleaved: each round runs both sides, in alternating order
     order = [line.split(":")[0] for line in r.stderr.splitlines() if line.startswith("round")]
     assert order == ["round 1/3 base", "round 1/3 head", "round 2/3 head", "round 2/3 base", "round 3/3 base", "round 3/3 head"]
@@ -229,3 +232,52 @@ def test_judging_arbitrary_rounds_gives_verdicts_or_one_clear_error(figures, tol
         if len(units) > 1:  # another unit or direction is never judged, never converted
             assert v["status"] == "incomparable" and "differs" in v["reason"]
     json.dumps(json_safe(out), allow_nan=False)  # the report is valid JSON
+
+
+# ------------------------------------------------------------------ outputs, signals, leftovers
+
+
+def ab_cmd(*args):
+    return [sys.executable, "-m", "pytest_gpuperf", "ab", "--base", "HEAD", *args, "--", "test_b.py", *FAST]
+
+
+@pytest.mark.parametrize("where", ["--json", "GITHUB_STEP_SUMMARY"])
+def test_an_unwritable_output_is_one_line_and_exit_2_before_any_round(repo, monkeypatch, where):
+    (repo.path / "afile").write_text("x")
+    args = []
+    if where == "--json":
+        args, bad = ["--json", "afile/ab.json"], "--json afile/ab.json: afile is not a directory"
+    else:  # the runner's file: its directory is never created
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(repo.path / "gone" / "summary.md"))
+        bad = f"GITHUB_STEP_SUMMARY {repo.path / 'gone' / 'summary.md'}: its directory {repo.path / 'gone'} does not exist"
+    r = subprocess.run(ab_cmd(*args), cwd=repo.path, capture_output=True, text=True)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr == f"gpuperf ab: {bad}\n"  # one line, no traceback, no round run
+
+
+def test_ab_outputs_on_one_file_or_a_baseline_are_refused(repo):
+    r = subprocess.run(ab_cmd("--json", "out.txt", "--markdown", "./out.txt"), cwd=repo.path, capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr == "gpuperf ab: --json out.txt and --markdown ./out.txt are the same file: give each output its own path\n"
+    baseline = repo.path / "baselines" / "cpu.json"
+    baseline.parent.mkdir()
+    baseline.write_text(json.dumps({"schema": "pytest-gpuperf/baseline", "version": 1, "entries": {}}))
+    before = baseline.read_bytes()
+    r = subprocess.run(ab_cmd("--markdown", "baselines/cpu.json"), cwd=repo.path, capture_output=True, text=True)
+    assert r.returncode == 2 and "--markdown baselines/cpu.json is a pytest-gpuperf baseline file" in r.stderr
+    assert baseline.read_bytes() == before
+
+
+def test_an_output_that_fails_after_the_rounds_is_exit_2_not_a_regression(repo, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    # the --setup (in the base worktree, before the rounds) turns the output's directory into a file
+    r = subprocess.run(
+        ab_cmd("--rounds", "2", "--json", str(out / "ab.json"), "--setup", f"rmdir {out} && touch {out}"),
+        cwd=repo.path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "UNCHANGED  test_b.py::test_spin" in r.stdout  # the report is shown
+    errors = [line for line in r.stderr.splitlines() if not line.startswith("round ")]
+    assert len(errors) == 1 and errors[0].startswith(f"gpuperf ab: NOT WRITTEN: --json {out / 'ab.json'}: ")
+    assert "Traceback" not in r.stderr
