@@ -241,6 +241,19 @@ def ab_cmd(*args):
     return [sys.executable, "-m", "pytest_gpuperf", "ab", "--base", "HEAD", *args, "--", "test_b.py", *FAST]
 
 
+def worktrees(path):
+    out = subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=path, capture_output=True, text=True, check=True)
+    return [line.split(" ", 1)[1] for line in out.stdout.splitlines() if line.startswith("worktree ")]
+
+
+def user_state(path):
+    """What a user sees of their checkout: HEAD, status (with untracked files), stashes."""
+    return [
+        subprocess.run(["git", *cmd], cwd=path, capture_output=True, text=True, check=True).stdout
+        for cmd in (["rev-parse", "HEAD"], ["status", "--porcelain"], ["stash", "list"])
+    ]
+
+
 @pytest.mark.parametrize("where", ["--json", "GITHUB_STEP_SUMMARY"])
 def test_an_unwritable_output_is_one_line_and_exit_2_before_any_round(repo, monkeypatch, where):
     (repo.path / "afile").write_text("x")
@@ -281,3 +294,95 @@ def test_an_output_that_fails_after_the_rounds_is_exit_2_not_a_regression(repo, 
     errors = [line for line in r.stderr.splitlines() if not line.startswith("round ")]
     assert len(errors) == 1 and errors[0].startswith(f"gpuperf ab: NOT WRITTEN: --json {out / 'ab.json'}: ")
     assert "Traceback" not in r.stderr
+
+
+def wait_for(path, proc, limit=2400):
+    """Until `path` exists (bounded: 2400 polls of 0.05 s); fails with the output if the
+    process ends first."""
+    import time
+
+    for _ in range(limit):
+        if path.exists():
+            return path.read_text().split()
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"ab ended early ({proc.returncode}):\n{out}\n{err}")
+        time.sleep(0.05)
+    pytest.fail(f"{path} never appeared")
+
+
+def started_and_waiting(repo, tmp_path):
+    """An ab run held in its --setup (in the base worktree) until it is stopped: the setup
+    writes its process id and directory to a file the test waits for, then blocks."""
+    ready = tmp_path / "ready"
+    setup = f'echo "$$ $(pwd)" > {ready}.tmp && mv {ready}.tmp {ready} && sleep 300'
+    proc = subprocess.Popen(ab_cmd("--setup", setup), cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid, tree = wait_for(ready, proc)
+    return proc, int(pid), tree
+
+
+def kill_group(pid):
+    import contextlib
+    import os
+    import signal
+
+    for kill in (os.killpg, os.kill):  # the setup's group, or itself where it has none
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_stopped_run_removes_its_worktree_and_temporary_directory(repo, tmp_path, sig):
+    import os
+    import signal
+    from pathlib import Path
+
+    repo.makepyfile(test_b=BENCH + "\n# uncommitted\n")
+    (repo.path / "untracked.txt").write_text("mine")
+    git(repo.path, "stash", "push", "-q", "--include-untracked", "--", "untracked.txt")
+    (repo.path / "untracked.txt").write_text("mine again")
+    before = user_state(repo.path)
+    proc, pid, tree = started_and_waiting(repo, tmp_path)
+    try:
+        assert str(Path(tree).resolve()) in [str(Path(p).resolve()) for p in worktrees(repo.path)]
+        proc.send_signal(getattr(signal, sig))
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_group(pid)
+    number = getattr(signal, sig).value
+    assert proc.returncode == 128 + number, out + err
+    assert err == (
+        f"gpuperf ab: stopped by {sig} (exit {128 + number}); the base worktree and its temporary directory were removed\n"
+    )
+    assert worktrees(repo.path) == [str(repo.path)]  # nothing registered but the checkout
+    assert not Path(tree).parent.exists()  # the temporary directory is gone
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # the setup was stopped with it
+    assert user_state(repo.path) == before
+
+
+def test_a_worktree_left_by_a_killed_run_is_removed_by_the_next_run(repo, tmp_path):
+    import shutil
+    from pathlib import Path
+
+    runs = []
+    for name in ("kept", "gone"):  # two at once: the second leaves the live first alone
+        (tmp_path / name).mkdir()
+        runs.append(started_and_waiting(repo, tmp_path / name))
+    assert len(worktrees(repo.path)) == 3
+    left = []
+    for proc, pid, tree in runs:  # SIGKILL: no handler runs, the worktree stays registered
+        proc.kill()
+        proc.communicate()
+        kill_group(pid)
+        left.append(Path(tree))
+    shutil.rmtree(left[1].parent)  # a temporary directory cleaned away, its registration kept
+    assert len(worktrees(repo.path)) == 3 and left[0].is_dir()
+    r = subprocess.run(ab_cmd("--setup", "exit 3"), cwd=repo.path, capture_output=True, text=True)
+    assert r.returncode == 2 and "--setup 'exit 3' failed" in r.stderr
+    assert f"gpuperf ab: removed the base worktree {left[0]} of an earlier run that was stopped" in r.stderr
+    assert worktrees(repo.path) == [str(repo.path)]
+    assert not left[0].parent.exists()
