@@ -28,7 +28,10 @@ EXIT_CODES = """exit codes:
   0  no regression (also with --warn-only when there is one)
   1  a performance regression, or a benchmark that had a baseline and failed
   2  bad input: a results or baseline file that is missing, unreadable or malformed, a
-     baseline of another profile than the run's, a run with no results; nothing is judged
+     baseline of another profile than the run's, a run with no results; nothing is judged.
+     Also an output that would land on an input, a baseline file or another output, or
+     that cannot be written
+  130, 143, 129  (ab) stopped by Ctrl-C, SIGTERM or SIGHUP; its base worktree is removed
 """
 
 

@@ -8,6 +8,8 @@ REF in a temporary directory; its pytest runs there, with the worktree first on
 PYTHONPATH, so `import yourpackage` (and this plugin, when it is the code under test)
 resolves to the base's code. `--setup CMD` runs once in the worktree before the rounds
 (e.g. to build an extension). Nothing is written to baselines (--gpuperf-baseline=off).
+Stopped by Ctrl-C, SIGTERM or SIGHUP, it removes the worktree and its temporary directory
+(exit 128 + the signal); the next run removes what a run killed with SIGKILL left.
 """
 
 from __future__ import annotations
