@@ -262,6 +262,7 @@ def _remove_worktree(root: Path, tree: Path) -> None:
     stopped `git worktree add` left them in."""
     _git(root, "worktree", "remove", "--force", "--force", str(tree))  # twice: also locked
     shutil.rmtree(tree.parent, ignore_errors=True)
+    _git(root, "worktree", "unlock", str(tree))  # an add stopped midway leaves it locked
     _git(root, "worktree", "prune")
 
 

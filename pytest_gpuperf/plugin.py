@@ -282,7 +282,8 @@ def _output_clash(config: pytest.Config, sess: GpuPerfSession) -> str | None:
         ("--junitxml", getattr(config.option, "xmlpath", None)),
         ("GITHUB_STEP_SUMMARY", os.environ.get("GITHUB_STEP_SUMMARY")),
     ]
-    return first_clash(outputs, (), [("--gpuperf-baseline-dir", opts.baseline_dir, names)])
+    inputs = [("the ini file", config.inipath), ("the profiles file", sess.pyproject)]
+    return first_clash(outputs, inputs, [("--gpuperf-baseline-dir", opts.baseline_dir, names)])
 
 
 def get_session(config: pytest.Config) -> GpuPerfSession:

@@ -132,6 +132,15 @@ def test_two_outputs_on_one_path_are_refused(recorder, other):
     assert not (recorder.path / "out.x").exists()
 
 
+def test_an_output_onto_the_projects_configuration_is_refused(recorder):
+    recorder.makepyprojecttoml("[tool.pytest.ini_options]\n")
+    before = (recorder.path / "pyproject.toml").read_bytes()
+    r = recorder.runpytest("--gpuperf-html=pyproject.toml")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["ERROR: gpuperf: --gpuperf-html pyproject.toml is the ini file */pyproject.toml, which this run reads*"])
+    assert (recorder.path / "pyproject.toml").read_bytes() == before
+
+
 def test_distinct_outputs_are_written(recorder):
     r = recorder.runpytest("--gpuperf-json=bl/results.json", "--gpuperf-html=report.html")
     assert r.ret == 0
