@@ -28,7 +28,10 @@ EXIT_CODES = """exit codes:
   0  no regression (also with --warn-only when there is one)
   1  a performance regression, or a benchmark that had a baseline and failed
   2  bad input: a results or baseline file that is missing, unreadable or malformed, a
-     baseline of another profile than the run's, a run with no results; nothing is judged
+     baseline of another profile than the run's, a run with no results; nothing is judged.
+     Also an output that would land on an input, a baseline file or another output, or
+     that cannot be written
+  130, 143, 129  (ab) stopped by Ctrl-C, SIGTERM or SIGHUP; its base worktree is removed
 """
 
 
@@ -277,8 +280,26 @@ def report_command(args: argparse.Namespace) -> int:
     from .baseline.store import load as load_baseline
     from .outputs import RunSummary, SchemaError
     from .outputs.html import baseline_name, build_html
+    from .outputs.paths import first_clash
     from .profiles import ProfileError, load_registry
 
+    pyproject = args.pyproject or Path("pyproject.toml")
+    try:
+        registry = load_registry(pyproject if pyproject.is_file() else None)
+    except ProfileError as exc:
+        print(f"gpuperf report: {plain(exc)}", file=sys.stderr)
+        return 2
+    clash = first_clash(
+        [("-o", args.output)],
+        [
+            *(("results file", p) for p in args.results),
+            ("profiles file", pyproject if pyproject.is_file() else None),
+        ],
+        [("--baseline-dir", args.baseline_dir, registry.names())] if args.baseline_dir else [],
+    )
+    if clash:
+        print(f"gpuperf report: {plain(clash)}; nothing written", file=sys.stderr)
+        return 2
     problems: list[str] = []
     summaries = []
     for path in args.results:
@@ -287,12 +308,6 @@ def report_command(args: argparse.Namespace) -> int:
             summaries.append(RunSummary.from_payload(data, str(path)))
         except (InputError, SchemaError) as exc:
             problems.append(f"left out: {exc}")
-    pyproject = args.pyproject or Path("pyproject.toml")
-    try:
-        registry = load_registry(pyproject if pyproject.is_file() else None)
-    except ProfileError as exc:
-        print(f"gpuperf report: {plain(exc)}", file=sys.stderr)
-        return 2
     baselines: dict[str, Any] = {}
     if args.baseline_dir is not None:
         if not args.baseline_dir.is_dir():

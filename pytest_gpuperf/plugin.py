@@ -215,7 +215,7 @@ def _make_session(config: pytest.Config) -> GpuPerfSession:
     opts.explicit_dir = bool(explicit_dir) or directory != Path("baselines")
     pyproject = Path(config.rootpath, "pyproject.toml")
     sess = GpuPerfSession(opts, pyproject if pyproject.is_file() else None)
-    sess.layer_error = _option_problem(config, opts)
+    sess.layer_error = _option_problem(config, opts) or _output_clash(config, sess)
     if sess.layer_error:
         return sess
     ini_raw = {s.name: config.getini(f"gpuperf_{s.name}") for s in SETTINGS if s.cli}
@@ -273,6 +273,35 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
         if path is not None and path.is_dir():
             return f"{flag}={path}: is a directory; give a file path"
     return None
+
+
+def _output_clash(config: pytest.Config, sess: GpuPerfSession) -> str | None:
+    """An output of this run that would land on its baseline file (the directory's file of
+    any known profile, existing or not), on any baseline file, or on another output."""
+    opts = sess.options
+    bench = None
+    if config.pluginmanager.hasplugin("benchmark"):
+        bench = config.getoption("benchmark_json", None)
+        bench = getattr(bench, "name", bench)  # pytest-benchmark < 5.3: an open file
+    if opts.json_path is None and opts.html_path is None and not bench:
+        return None
+    import contextlib
+    import os
+
+    from .outputs.paths import first_clash
+
+    names = {opts.profile}
+    with contextlib.suppress(pytest.UsageError):  # reported at session start, naming it
+        names.update(sess.registry.names())
+    outputs = [
+        ("--gpuperf-json", opts.json_path),
+        ("--gpuperf-html", opts.html_path),
+        ("--benchmark-json", bench if isinstance(bench, str | os.PathLike) else None),
+        ("--junitxml", getattr(config.option, "xmlpath", None)),
+        ("GITHUB_STEP_SUMMARY", os.environ.get("GITHUB_STEP_SUMMARY")),
+    ]
+    inputs = [("the ini file", config.inipath), ("the profiles file", sess.pyproject)]
+    return first_clash(outputs, inputs, [("--gpuperf-baseline-dir", opts.baseline_dir, names)])
 
 
 def get_session(config: pytest.Config) -> GpuPerfSession:

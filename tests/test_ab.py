@@ -2,10 +2,15 @@
 Real git repositories and real pytest processes; the virtual clock makes times exact."""
 
 import json
+import math
 import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_gpuperf.outputs.text import json_safe
 
 from . import vclock
 
@@ -44,7 +49,8 @@ def ab(path, *args, rounds=3):
     )  # fmt: skip
 
 
-def test_identical_base_and_head_pass(repo):
+def test_identical_base_and_head_pass(repo, monkeypatch):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(repo.path / "step.md"))
     r = ab(repo.path, "--json", "ab.json", "--markdown", "ab.md")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "UNCHANGED  test_b.py::test_spin  throughput" in r.stdout
@@ -53,6 +59,8 @@ def test_identical_base_and_head_pass(repo):
     assert report["rounds"] == 3 and report["verdicts"]["test_b.py::test_spin"]["throughput"]["status"] == "unchanged"
     assert len(report["values"]["test_b.py::test_spin"]["throughput"]["base"]) == 3
     assert "## gpuperf A/B:" in (repo.path / "ab.md").read_text()
+    # the step summary gets ab's report once, not also the summary of each round's pytest
+    assert (repo.path / "step.md").read_text() == (repo.path / "ab.md").read_text()
     # interleaved: each round runs both sides, in alternating order
     order = [line.split(":")[0] for line in r.stderr.splitlines() if line.startswith("round")]
     assert order == ["round 1/3 base", "round 1/3 head", "round 2/3 head", "round 2/3 base", "round 3/3 base", "round 3/3 head"]
@@ -104,3 +112,277 @@ def test_a_side_that_cannot_run_is_exit_2_with_its_output(repo):
     assert r.returncode == 2
     assert "head round 1: pytest exited 2 without results" in r.stderr
     assert "nonexistent_module_xyz" in r.stderr
+
+
+# ------------------------------------------------------------------ judging the rounds
+
+
+def rounds(base, head, n=3, key=("t.py::test_r", "lat")):
+    """Figures of n rounds per side: (median, unit, higher is better) of one metric."""
+    return {"base": [{key: base}] * n, "head": [{key: head}] * n}
+
+
+@pytest.mark.parametrize(
+    ("base", "head", "reason"),
+    [
+        ((5.0, "ms", False), (5.0, "s", False), "unit differs: base 'ms', head 's'"),
+        ((5.0, "ms", False), (0.005, "s", False), "unit differs: base 'ms', head 's'"),
+        ((5.0, "x", True), (5.0, "x", False), "direction differs: base higher is better, head lower is better"),
+    ],
+)
+def test_a_unit_or_direction_that_differs_is_incomparable_never_converted(base, head, reason):
+    from pytest_gpuperf.ab import _judge
+
+    report = _judge(rounds(base, head), None, 0.03, 0.01, {})
+    v = report["verdicts"]["t.py::test_r"]["lat"]
+    assert v["status"] == "incomparable" and v["change"] is None
+    assert v["reason"].startswith(reason)
+    assert not report["regressed"]
+
+
+def test_a_figure_recorded_in_another_unit_at_the_head_is_incomparable_end_to_end(repo):
+    record = "def test_r(gpu_benchmark):\n    gpu_benchmark.record('lat', {}, {!r})\n"
+    repo.makepyfile(test_r=record.format(5.0, "ms"))
+    git(repo.path, "add", "-A")
+    git(repo.path, "commit", "-qm", "ms")
+    repo.makepyfile(test_r=record.format(0.005, "s"))
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuperf", "ab", "--base", "HEAD", "--rounds", "2", "--", "test_r.py"],
+        cwd=repo.path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "INCOMPARABLE  test_r.py::test_r::lat  value" in r.stdout
+    assert (
+        "incomparable: test_r.py::test_r::lat value: unit differs: base 'ms', head 's'; "
+        "figures in another unit are never converted"
+    ) in r.stdout
+
+
+def test_the_same_unit_and_direction_are_judged():
+    from pytest_gpuperf.ab import _judge
+
+    report = _judge(rounds((5.0, "ms", False), (5.0, "ms", False)), None, 0.03, 0.01, {})
+    assert report["verdicts"]["t.py::test_r"]["lat"]["status"] == "unchanged"
+
+
+def test_a_metric_missing_from_some_rounds_is_inconclusive_not_dropped():
+    from pytest_gpuperf.ab import judge_rounds
+
+    key = ("t.py::test_r", "lat")
+    figures = {"base": [{key: (5.0, "ms", False)}, {}], "head": [{key: (5.0, "ms", False)}] * 2}
+    v = judge_rounds(figures, 0.03, 0.01)["verdicts"]["t.py::test_r"]["lat"]
+    assert v["status"] == "inconclusive" and v["reason"] == "measured in 1 of 2 base and 2 of 2 head rounds"
+
+
+def mostly(good, bad, one_in=5):
+    """`bad` one time in `one_in`: malformed input is tried, well formed input is judged."""
+    return st.integers(1, one_in).flatmap(lambda i: bad if i == one_in else good)
+
+
+NUMBER = st.floats(allow_nan=True, allow_infinity=True) | st.integers() | st.sampled_from([0, -1, 5.0, 0.005, 10**400])
+ANYTHING = st.none() | st.booleans() | st.text(max_size=5) | st.lists(st.integers(), max_size=2)
+HASHABLE = st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.tuples(st.text(max_size=3))
+UNIT = st.sampled_from(["ms", "s", "tokens/s", "", "ms "]) | ANYTHING
+DIRECTION = st.booleans() | ANYTHING | st.integers(0, 1)
+FIGURE = st.tuples(NUMBER | ANYTHING, UNIT, DIRECTION) | st.tuples(NUMBER) | st.lists(NUMBER, max_size=4) | ANYTHING
+NAMES = st.tuples(st.sampled_from(["t.py::a", "t.py::b"]), st.sampled_from(["throughput", "lat"]))
+GOOD_FIGURE = st.tuples(
+    mostly(st.sampled_from([1.0, 1.01, 1.5]) | st.floats(0.5, 2.0), NUMBER),
+    mostly(st.just("ms"), st.sampled_from(["s", "ms "])),
+    mostly(st.just(False), st.just(True)),
+)
+ROUND = mostly(
+    st.dictionaries(NAMES, GOOD_FIGURE, max_size=3), st.dictionaries(NAMES | HASHABLE, FIGURE, max_size=3) | ANYTHING, 20
+)
+SIDE = mostly(
+    st.lists(ROUND, min_size=2, max_size=4) | st.tuples(ROUND, st.integers(2, 4)).map(lambda rn: [rn[0]] * rn[1]),
+    st.lists(ROUND, max_size=1) | ANYTHING,
+)
+FIGURES = mostly(
+    st.fixed_dictionaries({"base": SIDE, "head": SIDE}),
+    st.dictionaries(st.sampled_from(["base", "head", "x"]), SIDE, max_size=2) | ANYTHING,
+)
+TOLERANCE = mostly(st.floats(0.001, 0.5), NUMBER | ANYTHING)
+FALSE_ALARM = mostly(st.floats(0.001, 0.2), NUMBER | ANYTHING)
+STATUSES = {"regressed", "improved", "unchanged", "inconclusive", "incomparable", "new"}
+
+
+@settings(max_examples=400)
+@given(
+    figures=FIGURES,
+    tolerance=TOLERANCE,
+    false_alarm=FALSE_ALARM,
+)
+def test_judging_arbitrary_rounds_gives_verdicts_or_one_clear_error(figures, tolerance, false_alarm):
+    from pytest_gpuperf.ab import ABError, judge_rounds
+
+    try:
+        out = judge_rounds(figures, tolerance, false_alarm)
+    except ABError as exc:
+        assert str(exc) and "\n" not in str(exc)
+        return
+    assert set(out) == {"confidence", "verdicts", "values", "missing"}
+    assert 0.99 <= out["confidence"] < 1
+    both = {k for r in figures["base"] for k in r} & {k for r in figures["head"] for k in r}
+    for key, metric in both:  # every metric measured on both sides has a verdict
+        v = out["verdicts"][key][metric]
+        assert v["status"] in STATUSES and v["status"] != "new" and v["reason"]
+        assert v["change"] is None or math.isfinite(v["change"])
+        units = {r[(key, metric)][1:] for side in ("base", "head") for r in figures[side] if (key, metric) in r}
+        if len(units) > 1:  # another unit or direction is never judged, never converted
+            assert v["status"] == "incomparable" and "differs" in v["reason"]
+    json.dumps(json_safe(out), allow_nan=False)  # the report is valid JSON
+
+
+# ------------------------------------------------------------------ outputs, signals, leftovers
+
+
+def ab_cmd(*args):
+    return [sys.executable, "-m", "pytest_gpuperf", "ab", "--base", "HEAD", *args, "--", "test_b.py", *FAST]
+
+
+def worktrees(path):
+    out = subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=path, capture_output=True, text=True, check=True)
+    return [line.split(" ", 1)[1] for line in out.stdout.splitlines() if line.startswith("worktree ")]
+
+
+def user_state(path):
+    """What a user sees of their checkout: HEAD, status (with untracked files), stashes."""
+    return [
+        subprocess.run(["git", *cmd], cwd=path, capture_output=True, text=True, check=True).stdout
+        for cmd in (["rev-parse", "HEAD"], ["status", "--porcelain"], ["stash", "list"])
+    ]
+
+
+@pytest.mark.parametrize("where", ["--json", "GITHUB_STEP_SUMMARY"])
+def test_an_unwritable_output_is_one_line_and_exit_2_before_any_round(repo, monkeypatch, where):
+    (repo.path / "afile").write_text("x")
+    args = []
+    if where == "--json":
+        args, bad = ["--json", "afile/ab.json"], "--json afile/ab.json: afile is not a directory"
+    else:  # the runner's file: its directory is never created
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(repo.path / "gone" / "summary.md"))
+        bad = f"GITHUB_STEP_SUMMARY {repo.path / 'gone' / 'summary.md'}: its directory {repo.path / 'gone'} does not exist"
+    r = subprocess.run(ab_cmd(*args), cwd=repo.path, capture_output=True, text=True)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr == f"gpuperf ab: {bad}\n"  # one line, no traceback, no round run
+
+
+def test_ab_outputs_on_one_file_or_a_baseline_are_refused(repo):
+    r = subprocess.run(ab_cmd("--json", "out.txt", "--markdown", "./out.txt"), cwd=repo.path, capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr == "gpuperf ab: --json out.txt and --markdown ./out.txt are the same file: give each output its own path\n"
+    baseline = repo.path / "baselines" / "cpu.json"
+    baseline.parent.mkdir()
+    baseline.write_text(json.dumps({"schema": "pytest-gpuperf/baseline", "version": 1, "entries": {}}))
+    before = baseline.read_bytes()
+    r = subprocess.run(ab_cmd("--markdown", "baselines/cpu.json"), cwd=repo.path, capture_output=True, text=True)
+    assert r.returncode == 2 and "--markdown baselines/cpu.json is a pytest-gpuperf baseline file" in r.stderr
+    assert baseline.read_bytes() == before
+
+
+def test_an_output_that_fails_after_the_rounds_is_exit_2_not_a_regression(repo, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    # the --setup (in the base worktree, before the rounds) turns the output's directory into a file
+    r = subprocess.run(
+        ab_cmd("--rounds", "2", "--json", str(out / "ab.json"), "--setup", f"rmdir {out} && touch {out}"),
+        cwd=repo.path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "UNCHANGED  test_b.py::test_spin" in r.stdout  # the report is shown
+    errors = [line for line in r.stderr.splitlines() if not line.startswith("round ")]
+    assert len(errors) == 1 and errors[0].startswith(f"gpuperf ab: NOT WRITTEN: --json {out / 'ab.json'}: ")
+    assert "Traceback" not in r.stderr
+
+
+def wait_for(path, proc, limit=2400):
+    """Until `path` exists (bounded: 2400 polls of 0.05 s); fails with the output if the
+    process ends first."""
+    import time
+
+    for _ in range(limit):
+        if path.exists():
+            return path.read_text().split()
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"ab ended early ({proc.returncode}):\n{out}\n{err}")
+        time.sleep(0.05)
+    pytest.fail(f"{path} never appeared")
+
+
+def started_and_waiting(repo, tmp_path):
+    """An ab run held in its --setup (in the base worktree) until it is stopped: the setup
+    writes its process id and directory to a file the test waits for, then blocks."""
+    ready = tmp_path / "ready"
+    setup = f'echo "$$ $(pwd)" > {ready}.tmp && mv {ready}.tmp {ready} && sleep 300'
+    proc = subprocess.Popen(ab_cmd("--setup", setup), cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid, tree = wait_for(ready, proc)
+    return proc, int(pid), tree
+
+
+def kill_group(pid):
+    import contextlib
+    import os
+    import signal
+
+    for kill in (os.killpg, os.kill):  # the setup's group, or itself where it has none
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_stopped_run_removes_its_worktree_and_temporary_directory(repo, tmp_path, sig):
+    import os
+    import signal
+    from pathlib import Path
+
+    repo.makepyfile(test_b=BENCH + "\n# uncommitted\n")
+    (repo.path / "untracked.txt").write_text("mine")
+    git(repo.path, "stash", "push", "-q", "--include-untracked", "--", "untracked.txt")
+    (repo.path / "untracked.txt").write_text("mine again")
+    before = user_state(repo.path)
+    proc, pid, tree = started_and_waiting(repo, tmp_path)
+    try:
+        assert str(Path(tree).resolve()) in [str(Path(p).resolve()) for p in worktrees(repo.path)]
+        proc.send_signal(getattr(signal, sig))
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_group(pid)
+    number = getattr(signal, sig).value
+    assert proc.returncode == 128 + number, out + err
+    assert err == (
+        f"gpuperf ab: stopped by {sig} (exit {128 + number}); the base worktree and its temporary directory were removed\n"
+    )
+    assert worktrees(repo.path) == [str(repo.path)]  # nothing registered but the checkout
+    assert not Path(tree).parent.exists()  # the temporary directory is gone
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # the setup was stopped with it
+    assert user_state(repo.path) == before
+
+
+def test_a_worktree_left_by_a_killed_run_is_removed_by_the_next_run(repo, tmp_path):
+    import shutil
+    from pathlib import Path
+
+    runs = []
+    for name in ("kept", "gone"):  # two at once: the second leaves the live first alone
+        (tmp_path / name).mkdir()
+        runs.append(started_and_waiting(repo, tmp_path / name))
+    assert len(worktrees(repo.path)) == 3
+    left = []
+    for proc, pid, tree in runs:  # SIGKILL: no handler runs, the worktree stays registered
+        proc.kill()
+        proc.communicate()
+        kill_group(pid)
+        left.append(Path(tree))
+    shutil.rmtree(left[1].parent)  # a temporary directory cleaned away, its registration kept
+    assert len(worktrees(repo.path)) == 3 and left[0].is_dir()
+    r = subprocess.run(ab_cmd("--setup", "exit 3"), cwd=repo.path, capture_output=True, text=True)
+    assert r.returncode == 2 and "--setup 'exit 3' failed" in r.stderr
+    assert f"gpuperf ab: removed the base worktree {left[0]} of an earlier run that was stopped" in r.stderr
+    assert worktrees(repo.path) == [str(repo.path)]
+    assert not left[0].parent.exists()

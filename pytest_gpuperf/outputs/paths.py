@@ -1,0 +1,124 @@
+"""Where a run's outputs may go: never onto one of its inputs, a baseline file, or another
+output of the same run. pytest checks at configure time (a usage error before any test
+runs), `gpuperf report` and `gpuperf ab` before they read or measure anything (exit 2).
+
+Paths are compared after `os.path.realpath` (relative paths, `..` and symbolic links
+resolved) and, where both exist, by inode (a hard link is the same file). No pytest here.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Collection, Iterable
+from pathlib import Path
+
+from ..baseline.store import MAX_BYTES as SNIFF_BYTES  # a larger file is no usable baseline
+from ..baseline.store import SCHEMA as BASELINE_SCHEMA
+
+Named = tuple[str, "str | os.PathLike[str] | None"]  # (what it is, for messages; its path)
+
+
+def _real(path: str | os.PathLike[str]) -> str:
+    return os.path.realpath(os.fspath(path))
+
+
+def _same(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    if _real(a) == _real(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def is_baseline_file(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is a regular file holding a pytest-gpuperf baseline (a JSON object
+    whose schema is pytest-gpuperf/baseline). Anything unreadable is not one."""
+    import json
+
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > SNIFF_BYTES:
+            return False
+        with open(path, "rb") as fh:
+            raw = fh.read(SNIFF_BYTES)
+        if BASELINE_SCHEMA.encode() not in raw:  # most outputs: no need to parse them
+            return False
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("schema") == BASELINE_SCHEMA
+
+
+def _baseline_slot(path: str, directory: str, profiles: Collection[str]) -> str | None:
+    """The profile whose baseline file `path` would be in `directory`
+    (`<profile>.json`, or `<profile>@<card>.json` for an emulated card), else None."""
+    if os.path.dirname(path) != directory or not path.endswith(".json"):
+        return None
+    stem = os.path.basename(path)[: -len(".json")]
+    profile = stem.split("@", 1)[0]
+    return profile if profile in profiles else None
+
+
+def first_clash(
+    outputs: Iterable[Named],
+    inputs: Iterable[Named] = (),
+    baseline_dirs: Iterable[tuple[str, str | os.PathLike[str], Collection[str]]] = (),
+) -> str | None:
+    """The first output that would land on something it must not, as one message naming
+    both, or None. `outputs` and `inputs` are (what, path) pairs (a None path is skipped);
+    `baseline_dirs` are (what, directory, profile names): a file there named after a
+    profile is a baseline this run reads or saves, whether it exists yet or not. An
+    existing file that holds a baseline is refused wherever it lies."""
+    outs = [(what, os.fspath(p)) for what, p in outputs if p is not None and os.fspath(p)]
+    ins = [(what, os.fspath(p)) for what, p in inputs if p is not None and os.fspath(p)]
+    dirs = [(what, _real(d), set(names)) for what, d, names in baseline_dirs]
+    for i, (what, path) in enumerate(outs):
+        for other, other_path in outs[:i]:
+            if _same(path, other_path):
+                return (
+                    f"{other} {other_path} and {what} {path} are the same file: give each "
+                    "output its own path"
+                )
+        for src, src_path in ins:
+            if _same(path, src_path):
+                return (
+                    f"{what} {path} is {src} {src_path}, which this run reads: write the "
+                    "output elsewhere"
+                )
+        real = _real(path)
+        for src, directory, names in dirs:
+            profile = _baseline_slot(real, directory, names)
+            if profile is not None:
+                return (
+                    f"{what} {path} is the baseline file of profile {profile!r} in {src} "
+                    f"{directory}: write the output elsewhere"
+                )
+        if is_baseline_file(path):
+            return (
+                f"{what} {path} is a pytest-gpuperf baseline file ({BASELINE_SCHEMA}): an "
+                "output never overwrites a baseline; write it elsewhere"
+            )
+    return None
+
+
+def unwritable(what: str, path: str | os.PathLike[str], *, create_dirs: bool) -> str | None:
+    """Why `path` cannot be written as an output (one line naming it), or None. With
+    `create_dirs`, missing parent directories will be created; else they must exist."""
+    p = Path(path)
+    if p.is_dir():
+        return f"{what} {path}: is a directory; give a file path"
+    if p.exists():
+        return None if os.access(p, os.W_OK) else f"{what} {path}: permission denied"
+    parent = p.parent
+    if not create_dirs and not parent.is_dir():
+        why = "is not a directory" if parent.exists() else "does not exist"
+        return f"{what} {path}: its directory {parent} {why}"
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{what} {path}: {parent} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{what} {path}: permission denied in {parent}"
+    return None

@@ -1,0 +1,172 @@
+"""No output lands on an input, a baseline or another output of the same run
+(outputs/paths.py): the pure check, pytest at configure time, `gpuperf report`."""
+
+import json
+import os
+
+import pytest
+
+from pytest_gpuperf.__main__ import main
+from pytest_gpuperf.outputs.paths import first_clash, is_baseline_file, unwritable
+
+from .test_hostile_json import VALID_BASELINE, VALID_RESULTS
+
+RECORD = """
+def test_r(gpu_benchmark):
+    gpu_benchmark.record("lat", 5.0, "ms")
+"""
+
+
+def write_json(path, doc):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return path.read_bytes()
+
+
+# ------------------------------------------------------------------ the pure check
+
+
+def test_two_outputs_on_one_file_through_a_relative_path_and_a_symlink(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    os.symlink(tmp_path / "sub", tmp_path / "link")
+    msg = first_clash([("--gpuperf-json", "sub/../x.json"), ("--gpuperf-html", tmp_path / "x.json")])
+    assert msg == (
+        "--gpuperf-json sub/../x.json and --gpuperf-html "
+        f"{tmp_path / 'x.json'} are the same file: give each output its own path"
+    )
+    assert "are the same file" in first_clash([("a", "sub/r.json"), ("b", "link/r.json")])
+    assert first_clash([("a", "sub/r.json"), ("b", "sub/s.json")]) is None
+
+
+def test_an_output_on_an_input_names_both(tmp_path):
+    results = tmp_path / "r.json"
+    write_json(results, VALID_RESULTS)
+    os.link(results, tmp_path / "hard.json")  # a hard link is the same file too
+    for out in (results, tmp_path / "hard.json"):
+        msg = first_clash([("-o", out)], [("results file", results)])
+        assert msg == f"-o {out} is results file {results}, which this run reads: write the output elsewhere"
+    assert first_clash([("-o", tmp_path / "r.html")], [("results file", results)]) is None
+
+
+def test_the_baseline_directorys_profile_files_are_refused_before_they_exist(tmp_path):
+    bl = tmp_path / "bl"
+    dirs = [("--gpuperf-baseline-dir", bl, {"cpu", "h100"})]
+    for name in ("cpu.json", "cpu@a100-40gb.json", "h100.json"):
+        msg = first_clash([("--gpuperf-json", bl / name)], (), dirs)
+        profile = name.split("@")[0].removesuffix(".json")
+        assert msg == (
+            f"--gpuperf-json {bl / name} is the baseline file of profile {profile!r} in "
+            f"--gpuperf-baseline-dir {bl}: write the output elsewhere"
+        )
+    for name in ("results.json", "cpu.html", "sub/cpu.json"):
+        assert first_clash([("--gpuperf-json", bl / name)], (), dirs) is None
+
+
+def test_a_baseline_file_is_refused_in_any_directory(tmp_path):
+    copy = tmp_path / "elsewhere" / "kept.json"
+    before = write_json(copy, VALID_BASELINE)
+    assert is_baseline_file(copy)
+    msg = first_clash([("-o", copy)])
+    assert msg == (
+        f"-o {copy} is a pytest-gpuperf baseline file (pytest-gpuperf/baseline): an output "
+        "never overwrites a baseline; write it elsewhere"
+    )
+    assert copy.read_bytes() == before
+    write_json(copy, VALID_RESULTS)  # a results file may be overwritten by the next run
+    assert not is_baseline_file(copy) and first_clash([("-o", copy)]) is None
+    os.mkfifo(tmp_path / "fifo")  # never opened: nothing hangs
+    assert not is_baseline_file(tmp_path / "fifo") and not is_baseline_file(tmp_path / "none")
+
+
+def test_unwritable_outputs_are_named(tmp_path):
+    (tmp_path / "file").write_text("x")
+    assert unwritable("--json", tmp_path / "file" / "ab.json", create_dirs=True) == (
+        f"--json {tmp_path / 'file' / 'ab.json'}: {tmp_path / 'file'} is not a directory"
+    )
+    assert unwritable("--json", tmp_path, create_dirs=True) == f"--json {tmp_path}: is a directory; give a file path"
+    missing = tmp_path / "no" / "summary.md"
+    assert unwritable("GITHUB_STEP_SUMMARY", missing, create_dirs=False) == (
+        f"GITHUB_STEP_SUMMARY {missing}: its directory {missing.parent} does not exist"
+    )
+    assert unwritable("--json", missing, create_dirs=True) is None
+    assert unwritable("--json", tmp_path / "file", create_dirs=False) is None
+
+
+# ------------------------------------------------------------------ pytest, at configure time
+
+
+@pytest.fixture
+def recorder(pytester, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    pytester.makepyfile(test_x=RECORD)
+    (pytester.path / "bl").mkdir()
+    return pytester
+
+
+def test_a_results_json_onto_the_baseline_being_saved_is_refused_before_any_test(recorder):
+    r = recorder.runpytest("--gpuperf-baseline=save", "--gpuperf-baseline-dir=bl", "--gpuperf-json=bl/cpu.json")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["ERROR: gpuperf: --gpuperf-json bl/cpu.json is the baseline file of profile 'cpu' in --gpuperf-baseline-dir */bl: write the output elsewhere"])
+    assert "test_x.py" not in r.stdout.str() and not (recorder.path / "bl" / "cpu.json").exists()
+    # saved properly, the baseline is then protected by its content too, wherever it is
+    assert recorder.runpytest("--gpuperf-baseline=save", "--gpuperf-baseline-dir=bl").ret == 0
+    before = (recorder.path / "bl" / "cpu.json").read_bytes()
+    r = recorder.runpytest("--gpuperf-baseline=off", "--gpuperf-html=bl/cpu.json")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["*--gpuperf-html bl/cpu.json is a pytest-gpuperf baseline file*"])
+    assert (recorder.path / "bl" / "cpu.json").read_bytes() == before
+    assert recorder.runpytest("--gpuperf-baseline-dir=bl").ret == 0  # still a usable baseline
+
+
+@pytest.mark.parametrize("other", ["--gpuperf-html", "--benchmark-json"])
+def test_two_outputs_on_one_path_are_refused(recorder, other):
+    r = recorder.runpytest("--gpuperf-json=out.x", f"{other}={recorder.path / 'out.x'}")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines([f"ERROR: gpuperf: --gpuperf-json out.x and {other} *out.x are the same file: give each output its own path"])
+    assert not (recorder.path / "out.x").exists()
+
+
+def test_an_output_onto_the_projects_configuration_is_refused(recorder):
+    recorder.makepyprojecttoml("[tool.pytest.ini_options]\n")
+    before = (recorder.path / "pyproject.toml").read_bytes()
+    r = recorder.runpytest("--gpuperf-html=pyproject.toml")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["ERROR: gpuperf: --gpuperf-html pyproject.toml is the ini file */pyproject.toml, which this run reads*"])
+    assert (recorder.path / "pyproject.toml").read_bytes() == before
+
+
+def test_distinct_outputs_are_written(recorder):
+    r = recorder.runpytest("--gpuperf-json=bl/results.json", "--gpuperf-html=report.html")
+    assert r.ret == 0
+    assert (recorder.path / "bl" / "results.json").is_file() and (recorder.path / "report.html").is_file()
+
+
+# ------------------------------------------------------------------ gpuperf report
+
+
+@pytest.mark.parametrize("case", ["onto its input", "onto a baseline", "into the baseline dir"])
+def test_report_never_overwrites_an_input_or_a_baseline(tmp_path, monkeypatch, capsys, case):
+    monkeypatch.chdir(tmp_path)
+    results = tmp_path / "r.json"
+    kept = {results: write_json(results, VALID_RESULTS)}
+    bl = tmp_path / "bl"
+    bl.mkdir()
+    args = ["report", "r.json"]
+    if case == "onto its input":
+        args += ["-o", "r.json"]
+        expected = "-o r.json is results file r.json, which this run reads"
+    elif case == "onto a baseline":
+        kept[bl / "cpu.json"] = write_json(bl / "cpu.json", VALID_BASELINE)
+        args += ["-o", "bl/cpu.json"]
+        expected = "-o bl/cpu.json is a pytest-gpuperf baseline file"
+    else:
+        args += ["-o", "bl/cpu.json", "--baseline-dir", "bl"]
+        expected = f"-o bl/cpu.json is the baseline file of profile 'cpu' in --baseline-dir {bl}"
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpuperf report: {expected}") and err.endswith("; nothing written\n")
+    assert len(err.splitlines()) == 1
+    assert {p: p.read_bytes() for p in kept} == kept
+    assert not (bl / "cpu.json").exists() or bl / "cpu.json" in kept
+    assert main(["report", "r.json", "-o", "r.html", "--baseline-dir", "bl"]) == 0  # elsewhere: written
