@@ -6,13 +6,14 @@ Nothing here imports torch; only `benchjson` needs pytest."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .summary import RunSummary, SchemaError
+from .summary import RunSummary
 from .text import json_safe
 
-__all__ = ["RunSummary", "SchemaError", "write_files"]
+__all__ = ["RunSummary", "write_files"]
 
 
 def write_files(
