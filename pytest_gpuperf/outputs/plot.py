@@ -89,7 +89,7 @@ def _line_panel(ax: Any, panel: Panel, colors: dict[str, str], styles: dict[str,
                 handles: dict[str, Any]) -> None:  # fmt: skip
     xs_all: set[float] = set()
     top = 0.0
-    for s in panel.series:
+    for i, s in enumerate(panel.series):
         ok = [p for p in s.points if p.y is not None and isinstance(p.x, float)]
         color = colors[s.label]
         if ok:
@@ -103,8 +103,8 @@ def _line_panel(ax: Any, panel: Panel, colors: dict[str, str], styles: dict[str,
                 xs_all.add(p.x)
             if p.y is None and isinstance(p.x, float):  # out of memory here
                 ax.axvline(p.x, color=color, ls=":", lw=1)
-                ax.annotate("OOM", (p.x, 0.02), xycoords=("data", "axes fraction"),
-                            color=color, fontsize=7, ha="center")  # fmt: skip
+                ax.annotate("OOM", (p.x, 0.02 + 0.06 * (i % 8)), xycoords=("data", "axes fraction"),
+                            color=color, fontsize=7, ha="right")  # fmt: skip
     for text, gib in panel.capacities:
         if gib <= max(top * 1.6, 1):  # a 141 GiB line would flatten a 40 GiB sweep
             ax.axhline(gib, color="grey", ls="--", lw=1)
@@ -116,17 +116,25 @@ def _line_panel(ax: Any, panel: Panel, colors: dict[str, str], styles: dict[str,
 
 
 def _x_ticks(ax: Any, xs: list[float]) -> None:
-    """Ticks at the values measured, as plain numbers; base-2 log when they span a lot."""
+    """Ticks at the values measured, as plain numbers, none crowding the one before it;
+    base-2 logarithmic when the values span 32x or more (bytes, tokens)."""
     from matplotlib.ticker import NullFormatter, NullLocator
 
     if not xs:
         return
-    if xs[0] > 0 and xs[-1] / xs[0] >= 8:
+    log = xs[0] > 0 and xs[-1] / xs[0] >= 32
+    if log:
         ax.set_xscale("log", base=2)
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_minor_formatter(NullFormatter())
-    step = max(1, math.ceil(len(xs) / 10))
-    ticks = xs[::step]
+    pos = [math.log2(x) for x in xs] if log else list(xs)
+    gap = (pos[-1] - pos[0]) / 14
+    ticks = [xs[0]]
+    last = pos[0]
+    for x, at in zip(xs[1:], pos[1:], strict=True):
+        if at - last >= gap:
+            ticks.append(x)
+            last = at
     ax.set_xticks(ticks, [_number(x) for x in ticks])
 
 
