@@ -279,10 +279,23 @@ SETTINGS = settings(max_examples=60, suppress_health_check=[HealthCheck.function
                                                             HealthCheck.too_slow])  # fmt: skip
 
 
+def deleted(doc, path):
+    """The document without the key or item at `path`."""
+    out = copy.deepcopy(doc)
+    node = out
+    for step in path[:-1]:
+        node = node[step]
+    del node[path[-1]]
+    return out
+
+
 def mutants():
+    """A valid run with one value replaced (wrong kinds, hostile strings) or removed."""
     valid = valid_run()
     places = list(paths(valid))
-    return st.tuples(st.sampled_from(places), VALUES).map(lambda pv: replaced(valid, *pv))
+    replace = st.tuples(st.sampled_from(places), VALUES).map(lambda pv: replaced(valid, *pv))
+    remove = st.sampled_from([p for p in places if p]).map(lambda p: deleted(valid, p))
+    return replace | remove
 
 
 @SETTINGS
