@@ -136,6 +136,7 @@ def test_qlora_batch_sweep(gpu_benchmark, qlora):
     seq_len = spec["seq_len"]
     results = []
     for batch in spec["sweep"]:
+        gpu_benchmark.params["batch"] = batch  # each point's batch, the report's axis
 
         def step_at(tr, ids, batch=batch):
             return gpu_benchmark(
@@ -150,6 +151,7 @@ def test_qlora_batch_sweep(gpu_benchmark, qlora):
         result = try_batch(trainer, batch, step_at)
         results.append(result)
         if result.outcome == "oom":
+            del gpu_benchmark.params["batch"]
             gpu_benchmark.record("first_oom_batch", batch, "samples", note=f"OOM at batch {batch}")
             break
     assert results and all(r.outcome == "ok" for r in results[:-1])

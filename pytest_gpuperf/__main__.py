@@ -19,7 +19,7 @@ from typing import Any
 
 from .baseline.history import environment
 from .baseline.judge import judge_run, missing
-from .baseline.store import BaselineError, baseline_path, load, parse_json, read_text
+from .baseline.store import BaselineError, baseline_path, load
 from .outputs.terminal import verdict_count_line
 from .outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from .results import Result
@@ -39,48 +39,17 @@ class InputError(Exception):
     """Bad input to the command: exit 2 with this message."""
 
 
-def _load_results(path: Path) -> dict[str, Any]:
+def _read_run(path: Path) -> tuple[dict[str, Any], list[Result]]:
+    """The results file's JSON object and its results, read and checked by runfile."""
+    from .runfile import ResultsFileError, read_run
+
     try:
-        text = read_text(path, "results file")
-    except ValueError as exc:
+        data, summary = read_run(path)
+    except ResultsFileError as exc:
         raise InputError(str(exc)) from None
-    if text is None:
-        raise InputError(f"results file {path}: does not exist")
-    try:
-        data = parse_json(text)
-    except ValueError as exc:
-        raise InputError(f"results file {path}: {exc}") from None
-    if isinstance(data, dict) and isinstance(data.get("gpuperf"), dict):
-        data = data["gpuperf"]  # pytest-benchmark's JSON with our section
-    if not isinstance(data, dict) or "results" not in data or "device" not in data:
-        raise InputError(
-            f"results file {path}: holds no gpuperf results (write them with "
-            "pytest --gpuperf-json=PATH or --benchmark-json=PATH)"
-        )
-    if not isinstance(data["results"], list) or not isinstance(data["device"], dict):
-        raise InputError(f"results file {path}: 'results' must be a list, 'device' an object")
-    device = data["device"]
-    gpus = device.get("gpus") or []
-    if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
-        raise InputError(f"results file {path}: device 'gpus' must be a list of objects")
-    if not isinstance(device.get("packages") or {}, dict):
-        raise InputError(f"results file {path}: device 'packages' must be an object")
-    for name in ("profile", "baseline", "describe"):
-        if data.get(name) is not None and not isinstance(data[name], str):
-            raise InputError(f"results file {path}: {name!r} must be a string")
-    return data
-
-
-def _results_of(path: Path, data: dict[str, Any]) -> list[Result]:
-    from .outputs.summary import SchemaError, read_results
-
-    try:
-        results = read_results(data["results"], f"results file {path}")
-    except SchemaError as exc:
-        raise InputError(str(exc)) from None
-    if not results:
+    if not summary.results:
         raise InputError(f"results file {path}: the run has no results to compare")
-    return results
+    return data, summary.results
 
 
 def _baseline_for(data: dict[str, Any], results: list[Result], given: Path | None) -> Path:
@@ -111,8 +80,7 @@ def compare_files(
 ) -> tuple[list[list[str]], bool, Path, float, list[str]]:
     """Verdict rows, whether the run fails, the baseline file used, the confidence each
     metric was judged at, and the class-wide shift lines."""
-    data = _load_results(results_path)
-    results = _results_of(results_path, data)
+    data, results = _read_run(results_path)
     path = _baseline_for(data, results, baseline)
     try:
         base = load(path)
@@ -278,10 +246,10 @@ def report_command(args: argparse.Namespace) -> int:
     """`gpuperf report`: read each results file (a bad one is named and left out), the
     baselines of their profiles for the history charts, the profiles for prices; write."""
     from .baseline.store import load as load_baseline
-    from .outputs import RunSummary, SchemaError
     from .outputs.html import baseline_name, build_html
     from .outputs.paths import first_clash
     from .profiles import ProfileError, load_registry
+    from .runfile import ResultsFileError, read_run
 
     pyproject = args.pyproject or Path("pyproject.toml")
     try:
@@ -304,9 +272,8 @@ def report_command(args: argparse.Namespace) -> int:
     summaries = []
     for path in args.results:
         try:
-            data = _load_results(path)
-            summaries.append(RunSummary.from_payload(data, str(path)))
-        except (InputError, SchemaError) as exc:
+            summaries.append(read_run(path)[1])
+        except ResultsFileError as exc:
             problems.append(f"left out: {exc}")
     baselines: dict[str, Any] = {}
     if args.baseline_dir is not None:

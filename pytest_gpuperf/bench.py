@@ -32,8 +32,12 @@ class GpuBenchmark:
         emulated: str | None = None,
         progress: Callable[[str, bool], None] | None = None,
         gpus_used: int = 1,
+        params: dict[str, Any] | None = None,
     ) -> None:
         self.nodeid = nodeid
+        # the test's parameters, stamped on each result (the report charts by them); a test
+        # that sweeps a value itself sets it here before each call: params["batch"] = 8
+        self.params: dict[str, Any] = dict(params or {})
         self.gpus_used = gpus_used  # the test's requires_gpus count: its baseline's GPU count
         self.snapshot = snapshot
         self.backend = "cuda" if snapshot.kind == "cuda" else "cpu"
@@ -159,10 +163,14 @@ class GpuBenchmark:
         return result
 
     def _stamp(self, result: Result) -> None:
-        """What the result ran on beyond the device line: the emulated card, and which GPU
-        of the host (its index and PCI bus; one per pytest-xdist worker)."""
+        """What the result ran on beyond the device line: the emulated card, which GPU of
+        the host (its index and PCI bus; one per pytest-xdist worker), and the parameters
+        it was measured at."""
+        from .results import plain_params
+
         result.emulated = self.emulated
         result.gpus_used = self.gpus_used
+        result.params = plain_params(self.params)
         gpu = self.snapshot.primary
         if self.backend == "cuda" and gpu is not None:
             result.gpu_uuid = gpu.uuid

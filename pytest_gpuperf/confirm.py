@@ -65,8 +65,7 @@ def confirmation_run(
     config: Any, nodeids: list[str], results: list[Result], durations: dict[str, float]
 ) -> tuple[list[Result] | None, str | None]:
     """Run `nodeids` in a fresh pytest process. Returns its results, or None and why not."""
-    from .baseline.store import parse_json, read_text
-    from .outputs.summary import SchemaError, read_results
+    from .runfile import ResultsFileError, read_run
 
     budget = 120 + 3 * sum(durations.get(n, 60.0) for n in nodeids)
     with tempfile.TemporaryDirectory(prefix="gpuperf-confirm-") as tmp:
@@ -95,15 +94,11 @@ def confirmation_run(
             return None, f"the fresh process ran over {budget:.0f} s and was stopped"
         except OSError as exc:
             return None, f"the fresh process could not start: {exc}"
+        if not json_path.exists():
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+            said = " / ".join(tail)
+            return None, f"the fresh process wrote no results (exit {proc.returncode}: {said})"
         try:
-            text = read_text(json_path, "confirmation results")
-            if text is None:
-                tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-                said = " / ".join(tail)
-                return None, f"the fresh process wrote no results (exit {proc.returncode}: {said})"
-            data = parse_json(text)
-            return read_results(
-                data.get("results") if isinstance(data, dict) else None, str(json_path)
-            ), None
-        except (ValueError, SchemaError) as exc:
+            return read_run(json_path)[1].results, None
+        except ResultsFileError as exc:
             return None, f"the fresh process's results could not be read: {exc}"

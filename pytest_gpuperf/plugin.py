@@ -642,9 +642,18 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
         emulated=sess.options.emulate,
         progress=_progress_writer(request.config),
         gpus_used=_gpus_used(item),
+        params=_params(item),
     )
     item.stash[BENCH_KEY] = bench
     return bench
+
+
+def _params(item: pytest.Item) -> dict[str, Any]:
+    """The test's parameters as plain JSON (results.plain_params), for its results."""
+    from .results import plain_params
+
+    callspec = getattr(item, "callspec", None)
+    return plain_params(callspec.params, callspec.indices) if callspec is not None else {}
 
 
 def _progress_writer(config: pytest.Config) -> Any:

@@ -6,6 +6,7 @@ into pytest-benchmark's JSON, and into baselines.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -156,6 +157,10 @@ class Result:
     higher_is_better: bool = True  # direction of a recorded figure (measured: throughput)
     bound: str | None = None  # "compute": judged in time and per SM clock cycle; "memory"
     cycles: Summary | None = None  # giga SM cycles per call (time x clock, per sample)
+    # the test's parameters (pytest.mark.parametrize, indirect ones included) as plain JSON:
+    # str, int, float and bool values as they are, others as their id; the report's charts
+    # come from them (a numeric one is an axis, a categorical one a set of bars)
+    params: dict[str, Any] = field(default_factory=dict)
 
     @property
     def clock_mhz(self) -> float | None:
@@ -247,11 +252,40 @@ class Result:
             raise ValueError(f"{where}: {exc}") from None
         if r.outcome not in ("ok", "oom") or r.kind not in ("measured", "recorded"):
             raise ValueError(f"{where}: unknown outcome {r.outcome!r} or kind {r.kind!r}")
+        for name, value in r.params.items():
+            if not isinstance(name, str) or not _plain_param(value):
+                raise ValueError(f"{where}: params {name!r} must be a string, number or bool")
         for name in ("tolerance", "memory_tolerance"):
             tol = r.config.get(name, 0.5)
             if _not_number(tol) or not 0 < tol < 1:
                 raise ValueError(f"{where}: config {name} must be a fraction, got {tol!r}")
         return r
+
+
+def _plain_param(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str | int)  # bool is an int
+
+
+def plain_params(params: dict[str, Any], indices: dict[str, int] | None = None) -> dict[str, Any]:
+    """A test's parameters (`item.callspec.params`) as plain JSON for its results: strings,
+    whole numbers, finite floats and bools as they are; anything else by its id, as pytest
+    would name it: an object's `name` (the dtype marker's spec, an enum member) or
+    `__name__` (a class, a function), "None", else the argument's name and index."""
+    out: dict[str, Any] = {}
+    for name, value in params.items():
+        if _plain_param(value):
+            out[name] = value
+        elif value is None:
+            out[name] = "None"
+        elif isinstance(getattr(value, "name", None), str):
+            out[name] = value.name
+        elif isinstance(getattr(value, "__name__", None), str):
+            out[name] = value.__name__
+        else:
+            out[name] = f"{name}{(indices or {}).get(name, 0)}"
+    return out
 
 
 def _not_number(value: Any) -> bool:
@@ -265,7 +299,7 @@ def _accepts(hint: str, value: Any) -> bool:
     """Whether `value` fits a field annotation written as text (from __future__ import
     annotations): str, int, float, bool, None, unions of them, list[...], dict[...], Any,
     and the dataclasses already converted."""
-    for part in (p.strip() for p in hint.split("|")):
+    for part in _parts(hint):
         if part == "Any":
             return True
         if part == "float" and not _not_number(value):
@@ -276,12 +310,19 @@ def _accepts(hint: str, value: Any) -> bool:
             return True
         if part.startswith("list[") and isinstance(value, list):
             inner = part[5:-1]
+            if inner == "float":  # samples: up to 100,000 of them, checked without a call each
+                return all(type(v) is float or type(v) is int for v in value)
             return all(_accepts(inner, v) for v in value)
         if part.startswith("dict[") and isinstance(value, dict):
             return True
         if part in ("Summary", "Throughput") and type(value).__name__ == part:
             return True
     return False
+
+
+@functools.cache
+def _parts(hint: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in hint.split("|"))
 
 
 def _check_fields(cls: Any, data: Any, where: str) -> None:

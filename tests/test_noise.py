@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from pytest_gpuperf.baseline.history import environment
 from pytest_gpuperf.baseline.judge import judge_run
 from pytest_gpuperf.baseline.noise import MIN_OFFSET_METRICS, NoiseModel, Series
-from pytest_gpuperf.outputs.summary import read_results
 from pytest_gpuperf.results import Result, Throughput
+from pytest_gpuperf.runfile import read_results
 
 DATA = Path(__file__).parent / "data"
 

@@ -6,13 +6,14 @@ Nothing here imports torch; only `benchjson` needs pytest."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .summary import RunSummary, SchemaError
+from .summary import RunSummary
 from .text import json_safe
 
-__all__ = ["RunSummary", "SchemaError", "write_files"]
+__all__ = ["RunSummary", "write_files"]
 
 
 def write_files(
@@ -24,40 +25,65 @@ def write_files(
     profiles: Any = None,
     baselines: dict[str, Any] | None = None,
 ) -> tuple[list[str], bool]:
-    """Write the outputs asked for. Returns the lines to show ("wrote ...", "NOT WRITTEN:
-    ... why") and whether any could not be written (which must fail the run)."""
-    outputs: list[tuple[str, Path, str, str]] = []
+    """Write the outputs asked for, each on its own: one that cannot be built or written is
+    named ("NOT WRITTEN: ... why") and the others are still written. Returns the lines to
+    show ("wrote ...", "NOT WRITTEN ...") and whether any was not written (which must fail
+    the run)."""
+    jobs: list[tuple[str, Path, Callable[[], str], str]] = []
     if json_path is not None:
-        text = json.dumps(json_safe(summary.payload()), indent=2) + "\n"
-        outputs.append(("--gpuperf-json", json_path, text, "w"))
-    notes, failed = [], False
-    if html_path is not None:
-        from .html import build_html
-
-        try:
-            text = build_html([summary], profiles=profiles, baselines=baselines)
-        except ImportError as exc:  # matplotlib missing from an environment built by hand
-            failed = True
-            notes.append(
-                f"gpuperf: NOT WRITTEN: --gpuperf-html {html_path}: the charts need "
-                f"matplotlib ({exc}); pip install matplotlib"
-            )
-        else:
-            outputs.append(("--gpuperf-html", html_path, text, "w"))
+        jobs.append(("--gpuperf-json", json_path, lambda: _json_text(summary), "w"))
     if step_summary is not None:
-        outputs.append(("GITHUB_STEP_SUMMARY", step_summary, summary.markdown() + "\n\n", "a"))
-    for what, path, text, mode in outputs:
+        jobs.append(("GITHUB_STEP_SUMMARY", step_summary, lambda: summary.markdown() + "\n\n",
+                     "a"))  # fmt: skip
+    if html_path is not None:
+        jobs.append(("--gpuperf-html", html_path,
+                     lambda: _html_text(summary, profiles, baselines), "w"))  # fmt: skip
+    notes, failed = [], False
+    for what, path, build, mode in jobs:
+        try:
+            text = build()
+        except Exception as exc:  # a bug in one output must not cost the others
+            failed = True
+            notes.append(f"gpuperf: NOT WRITTEN: {what} {path}: {_why(exc)}")
+            continue
         try:
             if mode == "w":
                 path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, mode, encoding="utf-8") as fh:
                 fh.write(text)
-        except OSError as exc:
+        except (OSError, UnicodeError) as exc:
             failed = True
-            notes.append(f"gpuperf: NOT WRITTEN: {what} {path}: {exc.strerror or exc}")
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else _why(exc)
+            notes.append(f"gpuperf: NOT WRITTEN: {what} {path}: {why}")
         else:
             if what != "GITHUB_STEP_SUMMARY":
                 kib = len(text.encode()) / 1024
                 size = f" ({kib:,.0f} KiB)" if what == "--gpuperf-html" else ""
                 notes.append(f"gpuperf: wrote {path}{size}")
     return notes, failed
+
+
+def _json_text(summary: RunSummary) -> str:
+    return json.dumps(json_safe(summary.payload()), indent=2) + "\n"
+
+
+def _html_text(summary: RunSummary, profiles: Any, baselines: dict[str, Any] | None) -> str:
+    try:
+        from .html import build_html
+
+        return build_html([summary], profiles=profiles, baselines=baselines)
+    except ImportError as exc:  # matplotlib or jinja2 missing from an environment built by hand
+        raise _Missing(f"the report needs matplotlib and jinja2 ({exc}); "
+                       "pip install matplotlib jinja2") from None  # fmt: skip
+
+
+class _Missing(Exception):
+    pass
+
+
+def _why(exc: Exception) -> str:
+    from .text import plain
+
+    if isinstance(exc, _Missing):
+        return str(exc)
+    return plain(f"{type(exc).__name__}: {exc}")[:500]

@@ -14,6 +14,11 @@ from ..units import format_size
 def result_rows(results: Iterable[Result]) -> list[list[str]]:
     rows = []
     for r in results:
+        if r.kind == "recorded" and r.outcome == "ok" and r.throughput is not None:
+            note = "; ".join(r.notes)[:60]  # a figure obtained by other means: no timing
+            value = f"{figure(r.throughput.median)} {r.throughput.unit}"
+            rows.append([r.key, value, "recorded", "-", "-", "-", note])
+            continue
         if r.outcome != "ok" or r.throughput is None or r.time is None:
             rows.append([r.key, r.outcome.upper(), "", "", "", "", (r.error or "")[:60]])
             continue
@@ -38,6 +43,13 @@ def result_rows(results: Iterable[Result]) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def figure(v: float) -> str:
+    """A recorded figure: a whole number as one (31 samples), else three or more digits."""
+    if math.isfinite(v) and v == int(v) and abs(v) < 1e15:
+        return f"{v:,.0f}"
+    return fmt_number(v)
 
 
 def interval_text(r: Result) -> str:
