@@ -373,6 +373,10 @@ class GpuPerfSession:
         if not self.results:
             return
         summary = self.summary()
+        loud = self.base.missing_in_ci(session.config.rootpath, dict(os.environ))
+        if loud:  # a GitHub Actions warning annotation, and the step summary says it too
+            self.finish_notes.append(f"::warning title=gpuperf: no baseline::{loud}")
+            summary.baseline_note = loud
         from .outputs import write_files
         from .outputs.benchjson import write_benchmark_json
 

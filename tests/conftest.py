@@ -29,3 +29,11 @@ def project(pytester, monkeypatch):
     from .gateproject import make_project
 
     return make_project(pytester, monkeypatch)
+
+
+@pytest.fixture(autouse=True)
+def _not_in_ci(monkeypatch):
+    """The plugin speaks up in CI (CI, GITHUB_ACTIONS): tests that want that set it
+    themselves, so that the suite behaves the same on a laptop and in CI."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)

@@ -274,3 +274,21 @@ def test_the_controller_drops_xdists_group_suffix_only():
     assert strip_group("t.py::test_g[x]@llama2-7b") == "t.py::test_g[x]"
     assert strip_group("t.py::test_g[a@b]") == "t.py::test_g[a@b]"  # an '@' in a parameter
     assert strip_group("me@host/t.py::test_g") == "me@host/t.py::test_g"  # an '@' in the path
+
+
+def test_in_ci_a_missing_baseline_is_loud(project, monkeypatch, tmp_path):
+    """A baseline in the wrong place silently switched the gate off: in CI the run says so
+    as a GitHub warning annotation and in the step summary, naming the path and rootdir."""
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    quiet = project.runpytest(*FAST)
+    assert "::warning" not in quiet.stdout.str()
+    monkeypatch.setenv("CI", "true")
+    loud = project.runpytest(*FAST)
+    loud.assert_outcomes(passed=2)
+    loud.stdout.fnmatch_lines(
+        [f"::warning title=gpuperf: no baseline::no baseline at {project.path}/baselines/cpu.json (profile cpu; --gpuperf-baseline-dir resolved against the rootdir {project.path}): nothing was compared*--gpuperf-baseline=save*"]
+    )
+    assert "**Warning:** no baseline at" in summary.read_text()
+    saved(project, times=1)
+    assert "::warning" not in project.runpytest(*FAST).stdout.str()  # found: nothing to say

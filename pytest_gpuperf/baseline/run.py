@@ -76,6 +76,22 @@ class RunBaseline:
         n = len(self.file.entries)
         return f"comparing with baseline {self.path} (profile {self.profile}, {n} entries)"
 
+    def missing_in_ci(self, rootdir: Path, environ: dict[str, str]) -> str | None:
+        """In CI (CI or GITHUB_ACTIONS set), a run in auto mode that found no baseline file:
+        the gate is off, which must be loud (a baseline in the wrong place looks like this).
+        The message names the path looked at, the rootdir and how to save one."""
+        ci = environ.get("GITHUB_ACTIONS") or environ.get("CI") or ""
+        if ci.lower() in ("0", "false", "") or self.mode != "auto":
+            return None
+        if self.path is None or self.file is not None:
+            return None
+        return (
+            f"no baseline at {self.path} (profile {self.profile}; --gpuperf-baseline-dir "
+            f"resolved against the rootdir {rootdir}): nothing was compared, so no regression "
+            "can fail this run. Save one on this runner with --gpuperf-baseline=save and "
+            "commit it, or use --gpuperf-baseline=compare to fail when it is missing"
+        )
+
     def judge(
         self, results: list[Result], env: dict[str, Any], allow_cross_gpu: bool
     ) -> Judgement | None:

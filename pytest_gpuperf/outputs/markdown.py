@@ -14,6 +14,8 @@ def markdown(summary: RunSummary) -> str:
         f"{md_cell(summary.baseline_path or 'none')}",
         "",
     ]
+    if summary.baseline_note:
+        text += [f"> **Warning:** {md_cell(summary.baseline_note)}", ""]
     if rows:
         text.append(markdown_table(VERDICT_HEADER, rows))
     else:
