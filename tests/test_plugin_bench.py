@@ -68,14 +68,6 @@ def test_results_join_pytest_benchmarks_own_json(pytester):
     assert data["gpuperf"]["results"][0]["key"] == "test_b.py::test_spin"
 
 
-def test_pytest_benchmark_gets_the_synchronised_timer_unless_chosen(pytester):
-    pytester.makepyfile(test_b="def test_pb(benchmark):\n    benchmark(sum, range(10))\n")
-    result = pytester.runpytest("-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["*timer=pytest_gpuperf.clock.synchronized_perf_counter*"])
-    result = pytester.runpytest("-p", "no:cacheprovider", "--benchmark-timer=time.process_time")
-    result.stdout.fnmatch_lines(["*timer=time.process_time*"])
-
-
 def test_marker_settings_override_the_command_line(pytester):
     pytester.makepyfile(
         test_m="""
