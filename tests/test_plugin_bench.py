@@ -57,6 +57,23 @@ def test_results_in_summary_json_and_junit(pytester):
     assert 'name="gpuperf:test_b.py::test_spin"' in junit and "tokens/s" in junit
 
 
+def test_results_reach_the_json_file_object_of_pytest_benchmark_before_5_3(pytester):
+    # pytest-benchmark 4.0 (the oldest pyproject allows) gives --benchmark-json as an open
+    # binary file; with none of its own benchmarks run it leaves the file to us
+    vclock.add_to(pytester)
+    pytester.makeconftest(
+        vclock.CONFTEST
+        + "\n\ndef pytest_configure(config):\n"
+        + "    config.option.benchmark_json = open('old.json', 'wb')\n"
+    )
+    pytester.makepyfile(test_b=BENCH)
+    pytester.runpytest(*FAST).assert_outcomes(passed=1)
+    data = json.loads((pytester.path / "old.json").read_text())
+    (entry,) = data["benchmarks"]
+    assert entry["fullname"] == "test_b.py::test_spin" and entry["group"] == "gpuperf"
+    assert data["gpuperf"]["results"][0]["key"] == "test_b.py::test_spin"
+
+
 def test_results_join_pytest_benchmarks_own_json(pytester):
     vclock.add_to(pytester)
     pytester.makepyfile(
