@@ -36,12 +36,12 @@ def write_files(
 
         try:
             text = build_html([summary], profiles=profiles, baselines=baselines)
-        except ImportError as exc:  # matplotlib missing from an environment built by hand
+        except ImportError as exc:  # matplotlib: the report extra is not installed
+            from ..extras import missing
+
             failed = True
-            notes.append(
-                f"gpuperf: NOT WRITTEN: --gpuperf-html {html_path}: the charts need "
-                f"matplotlib ({exc}); pip install matplotlib"
-            )
+            why = missing("report", exc)
+            notes.append(f"gpuperf: NOT WRITTEN: --gpuperf-html {html_path}: {why}")
         else:
             outputs.append(("--gpuperf-html", html_path, text, "w"))
     if step_summary is not None:
