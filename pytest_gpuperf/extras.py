@@ -18,7 +18,7 @@ EXTRAS = {
 }
 PURPOSE = {
     "workloads": "the shipped workloads (pytest_gpuperf.workloads)",
-    "report": "the HTML report's charts",
+    "report": "the charts",  # after "--gpuperf-html PATH:" or "gpuperf report:"
 }
 
 

@@ -138,7 +138,7 @@ def test_the_html_report_without_its_extra_names_the_extra(project, monkeypatch)
     result = project.runpytest(*FAST, f"--gpuperf-html={out}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # an output asked for was not written
     assert (
-        f"gpuperf: NOT WRITTEN: --gpuperf-html {out}: the HTML report's charts need matplotlib, which is optional: pip install 'pytest-gpuperf[report]' (import failed: "
+        f"gpuperf: NOT WRITTEN: --gpuperf-html {out}: the charts need matplotlib, which is optional: pip install 'pytest-gpuperf[report]' (import failed: "
         in result.stdout.str()
     )
     assert not out.exists()
@@ -153,7 +153,7 @@ def test_gpuperf_report_without_its_extra_names_the_extra(monkeypatch, tmp_path,
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err
-    assert "gpuperf report: the HTML report's charts need matplotlib, which is optional: pip install 'pytest-gpuperf[report]'" in err
+    assert "gpuperf report: the charts need matplotlib, which is optional: pip install 'pytest-gpuperf[report]'" in err
     assert "Traceback" not in err and not (tmp_path / "r.html").exists()
 
 

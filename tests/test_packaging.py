@@ -9,6 +9,7 @@ CPU build of 2.13.0 kept on local disk (README, "Installing torch").
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -64,10 +65,16 @@ def fresh_env(tmp_path_factory):
     this tree, its core dependencies and the local CPU torch; nothing else. This
     interpreter's pip installs into it (`pip --python`)."""
     tmp = tmp_path_factory.mktemp("packaging")
+    # built from a copy: a build in the tree would leave pytest_gpuperf.egg-info there, whose
+    # file list (the sdist's, tests/__init__.py included) makes pytest try to rewrite our
+    # `tests` package in every later pytester run of this checkout, with a warning
+    src = tmp / "src"
+    junk = (".git", ".venv", ".tox", "build", "dist", "*.egg-info", "__pycache__", ".*_cache")
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*junk))
     wheels = tmp / "dist"
     isolation = [] if _build_isolation() else ["--no-build-isolation"]
     pip = [sys.executable, "-m", "pip"]
-    _run([*pip, "wheel", "--no-deps", "-q", *isolation, "-w", str(wheels), str(ROOT)], tmp)
+    _run([*pip, "wheel", "--no-deps", "-q", *isolation, "-w", str(wheels), str(src)], tmp)
     (wheel,) = wheels.glob("pytest_gpuperf-*.whl")
     env_dir = tmp / "venv"
     venv.EnvBuilder(with_pip=False, system_site_packages=False, clear=True).create(env_dir)
