@@ -25,6 +25,15 @@ def test_pytest_informational_flags_work_with_the_plugin_installed(pytester, fla
         result.stdout.fnmatch_lines(["*gpu_benchmark*"])
 
 
+def test_a_pytester_run_in_this_checkout_gives_no_rewrite_warning(pytester):
+    # the editable install's pytest_gpuperf.egg-info lists the tests (MANIFEST.in), which made
+    # pytest warn in every inner run that it cannot rewrite our `tests` package
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "PytestAssertRewriteWarning" not in result.stdout.str()
+
+
 # ------------------------------------------------------------------ pytest-benchmark users
 
 PLAIN_PB = """

@@ -65,9 +65,8 @@ def fresh_env(tmp_path_factory):
     this tree, its core dependencies and the local CPU torch; nothing else. This
     interpreter's pip installs into it (`pip --python`)."""
     tmp = tmp_path_factory.mktemp("packaging")
-    # built from a copy: a build in the tree would leave pytest_gpuperf.egg-info there, whose
-    # file list (the sdist's, tests/__init__.py included) makes pytest try to rewrite our
-    # `tests` package in every later pytester run of this checkout, with a warning
+    # built from a copy: a build in the tree would leave build/ and a fresh
+    # pytest_gpuperf.egg-info there (see tests/__init__.py)
     src = tmp / "src"
     junk = (".git", ".venv", ".tox", "build", "dist", "*.egg-info", "__pycache__", ".*_cache")
     shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*junk))
