@@ -294,9 +294,14 @@ def report_command(args: argparse.Namespace) -> int:
     if not summaries:
         print("gpuperf report: no readable results: nothing written", file=sys.stderr)
         return 2
-    text = build_html(
-        summaries, profiles=registry.get, baselines=baselines, problems=problems, title=args.title
-    )
+    try:
+        text = build_html(
+            summaries, profiles=registry.get, baselines=baselines, problems=problems,
+            title=args.title,
+        )  # fmt: skip
+    except ImportError as exc:  # the report extra is not installed (MissingExtra says so)
+        print(f"gpuperf report: {exc}", file=sys.stderr)
+        return 2
     try:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(text, encoding="utf-8")

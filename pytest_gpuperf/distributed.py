@@ -91,6 +91,11 @@ def _rank_main(
     except BaseException:  # any failure of a rank goes to the parent, stamped when it
         # happened: before this rank's exit makes its peers fail too
         queue.put((rank, "error", traceback.format_exc()[-4000:], time.time()))
+        # written to the pipe before this rank leaves the process group: a peer fails only
+        # after that, so its report follows this one (the first report is the first failure
+        # however slowly the machine schedules the queue's writer thread)
+        queue.close()
+        queue.join_thread()
         return
     finally:
         if dist.is_initialized():
@@ -169,8 +174,10 @@ def _first_failure(
     queue: Any, world_size: int, backend: str, errors: dict[int, tuple[str, float]]
 ) -> RankError:
     """The error of the rank that failed first: when one rank raises, its peers fail soon
-    after ("connection closed by peer"), and whichever report arrives first may be theirs.
-    Collects the reports of the next 2 s and names the earliest failure."""
+    after ("connection closed by peer"). A failing rank writes its report before it leaves
+    the process group, so such a follow-on failure is never read first; ranks that fail on
+    their own at about the same time are ordered by when they failed, from the reports of
+    the next 2 s."""
     deadline = time.monotonic() + 2.0
     while len(errors) < world_size and time.monotonic() < deadline:
         try:

@@ -2,7 +2,7 @@
 rank, and no process left behind."""
 
 import multiprocessing
-import time
+import threading
 from functools import partial
 
 import pytest
@@ -35,7 +35,7 @@ def fail_on_rank_1(ctx):
 
 def hang_on_rank_1(ctx):
     if ctx.rank == 1:
-        time.sleep(60)
+        threading.Event().wait()  # forever: only the timeout ends it
 
 
 def no_children_left():
@@ -43,26 +43,27 @@ def no_children_left():
 
 
 def test_ranks_start_gather_and_return_rank_0s_value():
-    assert run_ranks(rank_sum, 2, backend="gloo", timeout_s=60) == {"world": 2, "sum": 3.0, "backend": "gloo"}
+    assert run_ranks(rank_sum, 2, backend="gloo", timeout_s=300) == {"world": 2, "sum": 3.0, "backend": "gloo"}
     assert no_children_left()
 
 
 def test_a_failing_rank_fails_with_its_traceback():
     with pytest.raises(RankError, match=r"rank 1 of 2 failed \(gloo\):[\s\S]*ValueError: rank one broke on purpose"):
-        run_ranks(fail_on_rank_1, 2, backend="gloo", timeout_s=60)
+        run_ranks(fail_on_rank_1, 2, backend="gloo", timeout_s=300)
     assert no_children_left()
 
 
 def test_a_hung_rank_is_stopped_at_the_timeout():
-    t0 = time.monotonic()
-    with pytest.raises(RankTimeout, match=r"rank\(s\) \[1\] of 2 did not finish within 8 s \(gloo\)"):
+    # Rank 1 never finishes, so only the timeout can end the call: no wall-time assertion is
+    # needed to prove it. The timeout also covers starting the ranks (spawn, import torch),
+    # which on a loaded machine can take rank 0 past 8 s too: then both ranks are named.
+    with pytest.raises(RankTimeout, match=r"rank\(s\) \[(0, )?1\] of 2 did not finish within 8 s \(gloo\)"):
         run_ranks(hang_on_rank_1, 2, backend="gloo", timeout_s=8)
-    assert time.monotonic() - t0 < 30
     assert no_children_left()
 
 
 def test_collective_timing_gathers_the_slowest_rank():
-    samples = run_ranks(partial(time_collective, op="all_gather", nbytes=4096, samples=4, calls=2), 2, backend="gloo", timeout_s=60)
+    samples = run_ranks(partial(time_collective, op="all_gather", nbytes=4096, samples=4, calls=2), 2, backend="gloo", timeout_s=300)
     assert len(samples) == 4 and all(s > 0 for s in samples)
 
 
@@ -99,7 +100,7 @@ def test_externally_timed_samples_become_a_result(pytester):
 
 def test_p2p_transfers_between_two_gloo_ranks():
     body = partial(time_p2p, src=1, dst=0, nbytes=64 << 10, samples=3, calls=2)
-    samples = run_ranks(body, 2, backend="gloo", timeout_s=60)
+    samples = run_ranks(body, 2, backend="gloo", timeout_s=300)
     assert len(samples) == 3 and all(s > 0 for s in samples)
 
 

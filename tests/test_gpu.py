@@ -5,6 +5,8 @@ import time
 
 import pytest
 
+from pytest_gpuperf.clock import synchronized_perf_counter
+
 pytestmark = pytest.mark.requires_gpus(1)
 
 
@@ -134,6 +136,7 @@ def test_out_of_memory_is_reported_and_released(gpu_benchmark):
     assert torch.cuda.memory_allocated() == before
 
 
+@pytest.mark.benchmark(timer=synchronized_perf_counter)  # the opt-in the README gives
 def test_pytest_benchmark_timer_is_synchronized(benchmark):
     import torch
 

@@ -386,7 +386,7 @@ def test_without_matplotlib_the_html_is_not_written_and_the_run_fails(project, m
     )
     out = project.path / "r.html"
     result = project.runpytest(*FAST, f"--gpuperf-html={out}")
-    result.stdout.fnmatch_lines([f"gpuperf: NOT WRITTEN: --gpuperf-html {out}: the report needs matplotlib and jinja2*"])
+    result.stdout.fnmatch_lines([f"gpuperf: NOT WRITTEN: --gpuperf-html {out}: the charts need matplotlib and jinja2, which are optional: pip install 'pytest-gpuperf?report?'*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED and not out.exists()
 
 

@@ -85,8 +85,10 @@ def test_bad_input_is_a_clear_error(call, fragment):
 
 
 def test_missing_bitsandbytes_is_a_clear_error(monkeypatch):
+    from pytest_gpuperf.extras import MissingExtra
+
     monkeypatch.setitem(sys.modules, "bitsandbytes", None)
-    with pytest.raises(WorkloadError, match="nf4 needs bitsandbytes, which is not importable"):
+    with pytest.raises(MissingExtra, match=r"pip install 'pytest-gpuperf\[workloads\]'"):
         build_model("tiny", quantization="nf4")
 
 

@@ -72,9 +72,8 @@ def _html_text(summary: RunSummary, profiles: Any, baselines: dict[str, Any] | N
         from .html import build_html
 
         return build_html([summary], profiles=profiles, baselines=baselines)
-    except ImportError as exc:  # matplotlib or jinja2 missing from an environment built by hand
-        raise _Missing(f"the report needs matplotlib and jinja2 ({exc}); "
-                       "pip install matplotlib jinja2") from None  # fmt: skip
+    except ImportError as exc:  # the report extra is not installed (MissingExtra says so)
+        raise _Missing(str(exc)) from None
 
 
 class _Missing(Exception):

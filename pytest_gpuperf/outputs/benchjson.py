@@ -34,6 +34,7 @@ def write_benchmark_json(config: pytest.Config, summary: RunSummary, started: fl
             return  # it wrote the file, with our section from pytest_benchmark_update_json
         data = _skeleton(config)
         data["gpuperf"] = json_safe(summary.payload())
+        data["benchmarks"] = benchmark_entries(summary)  # as for a path, below
         option.write(json.dumps(data, indent=2, default=str).encode())
         option.close()
         return

@@ -350,7 +350,14 @@ def build_html(
     problems: Iterable[str] = (),
     title: str = "gpuperf report",
 ) -> str:
-    """The report of these runs as one HTML document (no external resource)."""
+    """The report of these runs as one HTML document (no external resource). Raises
+    MissingExtra (an ImportError) naming the report extra when its packages are missing,
+    also for a report that would draw no chart."""
+    from ..extras import needs
+
+    with needs("report"):
+        import jinja2  # noqa: F401
+        import matplotlib  # noqa: F401
     template = _template()
     report = prepare(summaries, profiles, baselines)
     report.problems = [*problems, *report.problems]

@@ -1,8 +1,11 @@
 """Reusable workloads for benchmarks: Llama presets with random weights, LoRA/QLoRA training
 steps and batch sweeps, text generation, dtype work. Each module imports torch,
-transformers, peft or bitsandbytes only when used."""
+transformers, peft or bitsandbytes only when used; those three are the `workloads` extra,
+and a missing one is an error naming it (`pip install 'pytest-gpuperf[workloads]'`)."""
 
 from typing import Any
+
+from ..extras import needs
 
 
 def import_bitsandbytes() -> Any:
@@ -12,7 +15,7 @@ def import_bitsandbytes() -> Any:
     peft imports bitsandbytes when it is installed, so callers import it here first."""
     import warnings
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), needs("workloads"):
         warnings.filterwarnings(
             "ignore", message=r".*torch\.jit\.script_method.*", category=DeprecationWarning
         )

@@ -109,11 +109,13 @@ def make_trainer(
     adapters in the model's dtype."""
     import torch
 
+    from ..extras import needs
     from . import import_bitsandbytes
 
     with contextlib.suppress(ImportError):
-        import_bitsandbytes()  # before peft, which imports it
-    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+        import_bitsandbytes()  # before peft, which imports it; LoRA in bf16 runs without it
+    with needs("workloads"):
+        from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
     lora = lora or LoraSettings()
     built = build_model(

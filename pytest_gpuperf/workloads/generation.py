@@ -75,7 +75,11 @@ class StaticGreedyDecoder:
         compile_mode: str | None = None,
     ) -> None:
         import torch
-        from transformers import StaticCache
+
+        from ..extras import needs
+
+        with needs("workloads"):
+            from transformers import StaticCache
 
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
             raise WorkloadError(f"max_new_tokens must be a whole number, got {max_new_tokens!r}")

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..extras import needs
+
 
 class WorkloadError(ValueError):
     """A workload that cannot be set up as asked; the message says why."""
@@ -34,7 +36,8 @@ class Preset:
     description: str = ""
 
     def config(self, **overrides: Any) -> Any:
-        from transformers import LlamaConfig
+        with needs("workloads"):
+            from transformers import LlamaConfig
 
         kw: dict[str, Any] = dict(
             hidden_size=self.hidden_size,
@@ -168,13 +171,10 @@ def build_model(
         raise WorkloadError(f"quantization must be None or 'nf4', got {quantization!r}")
     dtype = dtype or torch.bfloat16
     device = torch.device(device)
-    if quantization == "nf4":
-        try:
-            from . import import_bitsandbytes
+    if quantization == "nf4":  # before anything is built: a missing extra is named at once
+        from . import import_bitsandbytes
 
-            import_bitsandbytes()
-        except ImportError as exc:
-            raise WorkloadError(f"nf4 needs bitsandbytes, which is not importable: {exc}") from None
+        import_bitsandbytes()
     t0 = time.perf_counter()
     weights = weights or os.environ.get("GPUPERF_WEIGHTS") or None
     if weights is not None:
@@ -182,7 +182,8 @@ def build_model(
             spec, Path(weights), device, dtype, quantization, attn_implementation, t0
         )
 
-    from transformers import AutoModelForCausalLM
+    with needs("workloads"):
+        from transformers import AutoModelForCausalLM
 
     config = spec.config(attn_implementation=attn_implementation)
     with torch.device("meta"):
@@ -219,7 +220,9 @@ def _load_local(
     t0: float,
 ) -> BuiltModel:
     import torch
-    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    with needs("workloads"):
+        from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
     if not path.is_dir() or not (path / "config.json").is_file():
         raise WorkloadError(

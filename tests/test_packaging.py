@@ -1,0 +1,139 @@
+"""The package as a user installs it: the built wheel with its core dependencies only, in a
+fresh virtual environment (no system site-packages, none of the extras).
+
+Marked slow (it installs torch into a new environment, about a minute here), so plain
+`pytest tests` deselects it; `.ci/run` runs it explicitly with `pytest tests -m slow`. It
+needs the package index pip is configured with, as any install does; torch is pinned to the
+CPU build of 2.13.0 kept on local disk (README, "Installing torch").
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TORCH = "torch==2.13.0"
+
+PLAIN_PB = """
+def test_sum(benchmark):
+    assert benchmark(sum, range(100)) == 4950
+"""
+
+PLUGIN_PROJECT = """
+import pytest
+
+@pytest.mark.requires_gpus(64)
+def test_needs_many_gpus():
+    pass
+
+@pytest.mark.dtype("fp32", "bf16")
+def test_dtypes(dtype):
+    assert str(dtype).startswith("torch.")
+
+def test_measured(gpu_benchmark):
+    r = gpu_benchmark(lambda: sum(range(100)), work=100, unit="items", max_time=0.2, min_time=0.01, warmup_time=0)
+    assert r.throughput.unit == "items/s"
+"""
+
+
+def _run(cmd, cwd, env=None):
+    run = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False, env=env)
+    assert run.returncode == 0, f"{cmd}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    return run
+
+
+def _build_isolation():
+    """pip's build isolation fetches setuptools>=77 (pyproject's build requirement); the one
+    running here is used instead when it is recent enough."""
+    try:
+        from importlib.metadata import version
+
+        return int(version("setuptools").split(".")[0]) < 77
+    except Exception:
+        return True
+
+
+@pytest.fixture(scope="module")
+def fresh_env(tmp_path_factory):
+    """A plain venv (no system site-packages, no pip of its own) holding the wheel built from
+    this tree, its core dependencies and the local CPU torch; nothing else. This
+    interpreter's pip installs into it (`pip --python`)."""
+    tmp = tmp_path_factory.mktemp("packaging")
+    # built from a copy: a build in the tree would leave build/ and a fresh
+    # pytest_gpuperf.egg-info there (see tests/__init__.py)
+    src = tmp / "src"
+    junk = (".git", ".venv", ".tox", "build", "dist", "*.egg-info", "__pycache__", ".*_cache")
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*junk))
+    wheels = tmp / "dist"
+    isolation = [] if _build_isolation() else ["--no-build-isolation"]
+    pip = [sys.executable, "-m", "pip"]
+    _run([*pip, "wheel", "--no-deps", "-q", *isolation, "-w", str(wheels), str(src)], tmp)
+    (wheel,) = wheels.glob("pytest_gpuperf-*.whl")
+    env_dir = tmp / "venv"
+    venv.EnvBuilder(with_pip=False, system_site_packages=False, clear=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    # --no-compile: byte-compiling torch's Python files would take longer than the install
+    _run([*pip, "--python", str(python), "install", "-q", "--no-compile", str(wheel), TORCH], tmp)
+    # the environment's own: nothing of this tree on the path; and bytecode is written, so
+    # that only the first of the runs below compiles the torch modules it imports
+    drop = ("PYTHONPATH", "PYTEST_ADDOPTS", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
+    return python, {k: v for k, v in os.environ.items() if k not in drop}
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_the_core_alone(fresh_env):
+    python, env = fresh_env
+    listed = _run([sys.executable, "-m", "pip", "--python", str(python), "list", "--format=json"], ROOT, env).stdout
+    installed = {p["name"].lower() for p in json.loads(listed)}
+    assert {"pytest-gpuperf", "pytest", "pytest-benchmark", "torch"} <= installed
+    assert not installed & {"transformers", "peft", "bitsandbytes", "matplotlib", "hypothesis", "selenium"}
+    # the fresh environment sees nothing of ours: the plugin comes from the wheel
+    where = _run([str(python), "-c", "import pytest_gpuperf; print(pytest_gpuperf.__file__)"], "/", env)
+    assert str(python.parents[1]) in where.stdout
+
+
+@pytest.mark.slow
+def test_a_plain_pytest_benchmark_file_runs_unchanged(fresh_env, tmp_path):
+    python, env = fresh_env
+    (tmp_path / "test_pb.py").write_text(PLAIN_PB)
+    runs = {}
+    for name, extra in (("with", []), ("without", ["-p", "no:gpuperf"])):
+        out = tmp_path / f"{name}.json"
+        run = _run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "--benchmark-max-time=0.01",
+                    f"--benchmark-json={out}", *extra], tmp_path, env)  # fmt: skip
+        runs[name] = (run.stdout, json.loads(out.read_text()))
+    (with_out, with_json), (without_out, without_json) = runs["with"], runs["without"]
+    assert "gpuperf-0.1.0" in with_out and "gpuperf" not in without_out.split("plugins:")[1].splitlines()[0]
+    assert "1 passed" in with_out and "1 passed" in without_out
+    assert "gpuperf" not in with_json and sorted(with_json) == sorted(without_json)
+    assert [b["options"]["timer"] for b in with_json["benchmarks"]] == ["perf_counter"]
+    assert [b["options"] for b in with_json["benchmarks"]] == [b["options"] for b in without_json["benchmarks"]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [[], ["--gpu-info"], ["--gpu-profiles"]])
+def test_markers_gpu_benchmark_and_the_info_options_need_only_the_core(fresh_env, tmp_path, args):
+    python, env = fresh_env
+    (tmp_path / "test_p.py").write_text(PLUGIN_PROJECT)
+    run = _run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "--gpuperf-baseline=off", *args], tmp_path, env)
+    if not args:
+        assert "3 passed, 1 skipped" in run.stdout and "test_p.py::test_measured" in run.stdout
+    elif args == ["--gpu-info"]:
+        assert "profile: cpu" in run.stdout
+    else:
+        assert "h200" in run.stdout
+
+
+@pytest.mark.slow
+def test_a_workload_names_its_extra_in_the_core_install(fresh_env, tmp_path):
+    python, env = fresh_env
+    code = "from pytest_gpuperf.workloads.models import build_model\nbuild_model('tiny')\n"
+    run = subprocess.run([str(python), "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert run.returncode == 1
+    assert "MissingExtra: the shipped workloads (pytest_gpuperf.workloads) need transformers, peft and bitsandbytes, which are optional: pip install 'pytest-gpuperf[workloads]'" in run.stderr
