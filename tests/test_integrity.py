@@ -427,15 +427,17 @@ def test_stale_temporary_files_are_cleaned_and_ignored_by_git(tmp_path):
     save(tmp_path / "cpu.json", "cpu", {"k": entry()}, now="1")
     assert not stale.exists() and other.exists()
     assert load(tmp_path / "cpu.json") is not None
+    # the lock is hidden beside the file, not a visible cpu.json.lock
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".cpu.json.lock", ".h200.json.abc.tmp", "cpu.json"]
     # the lock and temporary files never reach a commit
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     check = subprocess.run(
-        ["git", "check-ignore", "baselines/cpu.json.lock", "baselines/.cpu.json.x1.tmp"],
+        ["git", "check-ignore", "baselines/.cpu.json.lock", "baselines/.cpu.json.x1.tmp"],
         cwd=root,
         capture_output=True,
         text=True,
     )
-    assert check.stdout.split() == ["baselines/cpu.json.lock", "baselines/.cpu.json.x1.tmp"]
+    assert check.stdout.split() == ["baselines/.cpu.json.lock", "baselines/.cpu.json.x1.tmp"]
 
 
 # 10 ----------------------------------------------------------------- conflicting settings
