@@ -13,7 +13,6 @@ import math
 import os
 import socket
 import uuid
-from collections.abc import Iterable
 from typing import Any
 
 from .noise import COMPUTE, LAUNCH, MEMORY, RECORDED, Series, classify
@@ -101,15 +100,6 @@ def values_of(base_m: dict[str, Any], exclude_session: str | None = None) -> lis
         float(h["median"]) for h in base_m.get("history") or []
         if not (exclude_session and h.get("session") == exclude_session)
     ]  # fmt: skip
-
-
-def sessions_of(entries: dict[str, dict[str, Any]], keys: Iterable[str]) -> int:
-    """How many distinct sessions the given entries were saved in."""
-    seen: set[str] = set()
-    for k in keys:
-        for m in (entries.get(k) or {}).get("metrics", {}).values():
-            seen.update(session_key(h) for h in m.get("history") or [])
-    return len(seen)
 
 
 # ----------------------------------------------------------------- comparable sessions

@@ -677,7 +677,3 @@ def missing(
     done = set(measured)
     keys = list(entries) if collected is None else selected(entries, collected)
     return [k for k in keys if k not in done]
-
-
-def worst(statuses: list[str]) -> str:
-    return min(statuses, key=lambda s: SEVERITY.get(s, 99)) if statuses else NEW
