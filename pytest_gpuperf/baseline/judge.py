@@ -27,7 +27,6 @@ from ..verdict import (
     INFO,
     NEW,
     REGRESSED,
-    SEVERITY,
     UNCHANGED,
     Verdict,
     combine_clocked,
