@@ -86,6 +86,6 @@ def test_a_dangling_baseline_symlink_creates_no_directories(tmp_path):
     link.parent.mkdir()
     os.symlink(target, link)
     entry = history([1.0])["t.py::test_x::lat"]
-    with pytest.raises(BaselineError, match="is a symbolic link to .*whose directory does not exist"):
+    with pytest.raises(BaselineError, match=r"is a symbolic link to .*whose directory does not exist"):
         save(link, "cpu", {"t.py::test_x::lat": entry}, now="1")
     assert not (tmp_path / "elsewhere").exists()
