@@ -137,10 +137,11 @@ def judge_run(
     values are left out of the history it is judged against). `offsets`: this run's class
     offsets, given (a confirmation run re-measures a few tests: too few to estimate them)."""
     classes = result_classes(results)
+    figures = {r.key: metrics_of(r, classes.get(r.key)) for r in results}
     current = {
-        f"{r.key}::{name}": str(m["noise_class"])
-        for r in results
-        for name, m in metrics_of(r, classes.get(r.key)).items()
+        f"{key}::{name}": str(m["noise_class"])
+        for key, ms in figures.items()
+        for name, m in ms.items()
     }
     derived = {f"{r.key}::value" for r in results if r.derived_from is not None}
     series = series_of(entries, exclude_session, current, derived)
@@ -152,7 +153,7 @@ def judge_run(
     for r in results:
         tol, mem_tol = tolerances(r, tolerance, memory_tolerance)
         base = entries.get(r.key)
-        metrics = metrics_of(r, classes.get(r.key))
+        metrics = figures[r.key]
         verdicts: dict[str, Verdict] = {}
         out[r.key] = verdicts
         if not metrics:
@@ -209,10 +210,8 @@ def judge_run(
     gated = [i for i in items if not i.result.derived_from]
     m_total = len(gated) + len(shifts_wanted)
     confidence = per_metric_confidence(false_alarm, m_total)
-    for it in [*items, *per_clock.values()]:
+    for it in items:  # a per-clock figure is judged only as part of its throughput's verdict
         it_v = _judge_item(it, model, offsets, confidence)
-        if it.name == PER_CLOCK:
-            continue
         if it.name == "throughput" and it.result.key in per_clock and it_v.worse is not None:
             cyc = _judge_item(per_clock[it.result.key], model, offsets, confidence)
             base_clock = _base_clock(entries[it.result.key]["metrics"]["throughput"])

@@ -180,21 +180,23 @@ class NoiseModel:
         own: dict[str, tuple[float, float, int, tuple[str, ...]]] = {}
         aside_dev: dict[str, float] = {}
         m_fit = sum(1 for s in members if len(s.values) > 1 and not s.derived)
-        for s in members:
-            res = [
+        residuals = {
+            s.key: [
                 y - fit.offsets.get(ss, 0.0) for y, ss in zip(logs[s.key], s.sessions, strict=True)
             ]
+            for s in members
+        }
+        for s in members:
+            res = residuals[s.key]
             own[s.key] = (statistics.fmean(res), _var(res), len(res), ())
         # set aside wild session values, against the class's typical spread
         typical = [v for _, v, k, _ in own.values() if k > 1 and math.isfinite(v)]
         typical_sd = math.sqrt(_median(typical)) if typical else 0.0
+        bound = max(math.log1p(SET_ASIDE_MIN), SET_ASIDE_SDS * typical_sd)
         for s in members:
-            res = [
-                y - fit.offsets.get(ss, 0.0) for y, ss in zip(logs[s.key], s.sessions, strict=True)
-            ]
+            res = residuals[s.key]
             if len(res) < MIN_SET_ASIDE:
                 continue
-            bound = max(math.log1p(SET_ASIDE_MIN), SET_ASIDE_SDS * typical_sd)
             far = max(range(len(res)), key=lambda i: abs(res[i] - _median(res[:i] + res[i + 1 :])))
             others = res[:far] + res[far + 1 :]
             dev = res[far] - _median(others)
