@@ -231,11 +231,11 @@ class GpuPerfSession:
         if judgement is None or self.options.warn_only or not self.options.confirm:
             return
         from .baseline.judge import flagged_tests
+        from .confirm import ENV_FLAG, confirmation_run
 
         flagged = flagged_tests(self.results, judgement)
-        if not flagged or os.environ.get("PYTEST_GPUPERF_CONFIRMATION"):
+        if not flagged or os.environ.get(ENV_FLAG):  # a confirmation run confirms nothing
             return
-        from .confirm import confirmation_run
 
         again, failure = confirmation_run(config, flagged, self.results, self.durations)
         self.finish_notes.append(
