@@ -1,0 +1,64 @@
+"""The README is one screen that works, and the documentation's links lead somewhere."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def _blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+
+
+def test_the_readme_is_one_screen_of_short_lines():
+    lines = README.splitlines()
+    assert len(lines) <= 100, f"README.md has {len(lines)} lines: the reference belongs in docs/"
+    long = [(i + 1, len(line)) for i, line in enumerate(lines) if len(line) > 110]
+    assert not long, f"README.md lines over 110 characters (line, length): {long}"
+
+
+def test_the_readme_commands_are_what_ci_runs():
+    """.ci/run runs exactly the README's install, main job and test commands."""
+    commands = [line.split("#")[0].strip() for line in _blocks("bash")[0].splitlines()]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert commands == [
+        'python -m pip install "torch==2.13.0" -e ".[dev]"',
+        "pytest benchmarks",
+        "pytest tests",
+    ]
+    assert 'python -m pip install "torch==2.13.0" -e ".[dev]"' in ci
+    assert "run_pytest pytest benchmarks\n" in ci
+    assert "run_pytest pytest tests\n" in ci
+
+
+def test_the_readme_example_runs_and_reports_throughput(pytester):
+    """The example benchmark as printed in the README, run as a user would (no baseline:
+    its timing is the machine's, so only the flow is asserted, not a verdict)."""
+    (example,) = [b for b in _blocks("python") if "def test_matmul" in b]
+    pytester.makepyfile(test_example=example)
+    result = pytester.runpytest(
+        "test_example.py", "--gpuperf-baseline=off", "--gpuperf-max-time=0.2",
+        "--gpuperf-min-time=0.02", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_example.py::test_matmul*TFLOP/s*"])
+
+
+def _links(path: Path) -> list[tuple[str, str]]:
+    text = path.read_text()
+    text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks hold no links
+    return [(path.name, m) for m in re.findall(r"\]\(([^)\s]+)\)", text)]
+
+
+def test_every_relative_link_in_the_documentation_resolves():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        for name, target in _links(page):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            file = target.split("#")[0]
+            if not (page.parent / file).exists():
+                broken.append(f"{name}: {target}")
+    assert not broken, f"links to nothing: {broken}"
