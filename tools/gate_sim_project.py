@@ -4,6 +4,7 @@ Results, judged as pytest would judge them, with the fresh-process confirmation 
 
     python tools/gate_sim_project.py --sim-dir ../shared/gate-sim --runs 1000 [--confirm]
                                      [--ks 3,5,10] [--tol 0.05]
+    python tools/gate_sim_project.py --sim-dir ../shared/gate-sim --aa-only --runs 4000 --jobs 16
 
 Prints gate-sim's columns for the rule (run-wide false alarms, the worst metric's, detection
 of 5% and 7.5% slowdowns, inconclusive shares). About 10 minutes per 1,000 runs and k on a
@@ -75,6 +76,48 @@ def rule(base, cur, scur, tol, names):
     return codes, sh
 
 
+def _aa_chunk(job: tuple) -> tuple:
+    """One worker's share of A/A runs: per-metric 'regressed' counts, runs with any false
+    alarm (a metric's or a class-shift verdict's), inconclusive counts."""
+    sim_dir, k, n, tol, seed, confirm_ = job
+    sys.path.insert(0, sim_dir)
+    import sim
+
+    _, cls, sigma, scur, tau = sim.load_model()
+    names = [sim.CLASSES[c] for c in cls]
+    rng = np.random.default_rng(seed)
+    m = len(sigma)
+    base, cur = sim.simulate(rng, n, k, cls, sigma, tau, np.zeros(m, bool), 0.0, "normal",
+                             confirm_)  # fmt: skip
+    v, sh = rule(base, cur, scur, tol, names)
+    run_fa = int(((v == 1).any(axis=1) | (sh == 1).any(axis=1)).sum())
+    tp = np.isin(cls, [0, 1, 2, 3])
+    return (v == 1).sum(axis=0), run_fa, int((v == 3).sum()), int((v[:, tp] == 3).sum()), tp.sum()
+
+
+def aa_only(args: argparse.Namespace) -> None:
+    """A/A runs only (no slowdown), in parallel: the false-alarm columns with enough runs
+    to see a single metric's rate near 0.1%."""
+    import multiprocessing
+
+    chunk = 50
+    for k in (int(x) for x in args.ks.split(",")):
+        jobs = [(args.sim_dir, k, min(chunk, args.runs - i), args.tol, args.seed + 7919 * k + i,
+                 args.confirm) for i in range(0, args.runs, chunk)]  # fmt: skip
+        with multiprocessing.Pool(args.jobs) as pool:
+            parts = pool.map(_aa_chunk, jobs)
+        per_metric = sum(p[0] for p in parts)
+        run_fa = sum(p[1] for p in parts)
+        inc, inc_tp, n_tp = sum(p[2] for p in parts), sum(p[3] for p in parts), parts[0][4]
+        n, m = args.runs, len(per_metric)
+        worst = int(per_metric.max())
+        print(f"k={k} A/A runs={n} confirm={args.confirm}: run-wide false alarms {run_fa} "
+              f"({run_fa / n:.3%}); worst metric {worst} ({worst / n:.3%}, metric m{int(per_metric.argmax())}); "
+              f"metrics with any: {int((per_metric > 0).sum())} of {m}; all metrics' false "
+              f"alarms {int(per_metric.sum())} of {n * m}; inconclusive {inc / (n * m):.1%} "
+              f"(throughput {inc_tp / (n * n_tp):.1%})", flush=True)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sim-dir", required=True)
@@ -83,7 +126,13 @@ def main() -> None:
     ap.add_argument("--tol", type=float, default=0.05)
     ap.add_argument("--confirm", action="store_true")
     ap.add_argument("--seed", type=int, default=20261130)
+    ap.add_argument("--aa-only", action="store_true",
+                    help="A/A runs only, in parallel (--jobs): false alarms per metric")
+    ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
+    if args.aa_only:
+        aa_only(args)
+        return
     sys.path.insert(0, args.sim_dir)
     import sim  # gate-sim's harness and fitted noise model
 
