@@ -126,8 +126,11 @@ def main() -> None:
     ap.add_argument("--tol", type=float, default=0.05)
     ap.add_argument("--confirm", action="store_true")
     ap.add_argument("--seed", type=int, default=20261130)
-    ap.add_argument("--aa-only", action="store_true",
-                    help="A/A runs only, in parallel (--jobs): false alarms per metric")
+    ap.add_argument(
+        "--aa-only",
+        action="store_true",
+        help="A/A runs only, in parallel (--jobs): false alarms per metric",
+    )
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     if args.aa_only:
