@@ -118,7 +118,7 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
 def read_results(raw: Any, where: str) -> list[Result]:
     """The results of a results file, each figure checked as a baseline's are and each
     verdict as the gate writes it."""
-    from .baseline.store import metric_problem, metrics_of
+    from .baseline.schema import metric_problem, metrics_of
 
     if not isinstance(raw, list):
         raise ResultsFileError(f"{where}: 'results' must be a list")

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..results import Result, fmt_number
 from ..units import format_size
+
+if TYPE_CHECKING:
+    from .summary import RunSummary
 
 
 def result_rows(results: Iterable[Result]) -> list[list[str]]:
@@ -92,10 +95,15 @@ def json_safe(obj: Any) -> Any:
 VERDICT_HEADER = ["verdict", "benchmark", "metric", "now", "change (CI)", "detects (tol.)", "flags"]
 
 
+def run_verdict_rows(summary: RunSummary) -> list[list[str]]:
+    """The verdict table's rows of a run: none where it was not compared."""
+    return verdict_rows(summary.results, summary.missing) if summary.comparing else []
+
+
 def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list[list[str]]:
     """Rows of the session's verdict table, worst first."""
-    from ..baseline.judge import describe_value
-    from ..baseline.store import metrics_of
+    from ..baseline.explain import describe_value
+    from ..baseline.schema import metrics_of
     from ..verdict import FAILED, INCONCLUSIVE_POWER, SEVERITY
 
     rows: list[tuple[int, list[str]]] = []
@@ -181,7 +189,7 @@ def plan_lines(
     """--gpuperf-plan: the selected tests with the time each took when the baseline was
     saved, and the total. Tests this machine would skip (`skipped`: id -> the plugin's
     reason, e.g. too few GPUs) say so and count for nothing."""
-    from ..baseline.store import expected_durations
+    from ..baseline.schema import expected_durations
 
     skipped = skipped or {}
     run = [n for n in nodeids if n not in skipped]
