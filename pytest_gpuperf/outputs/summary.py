@@ -12,8 +12,10 @@ SCHEMA = "pytest-gpuperf/results-1"
 class RunSummary:
     """Everything the outputs of one run show, built once at the end of the run: the
     terminal summary, the JSON file, the GitHub step summary, JUnit properties,
-    pytest-benchmark's JSON and the HTML report are each made from it. `runfile` rebuilds it
-    from a JSON results file, so `gpuperf report` shows saved runs the same way."""
+    pytest-benchmark's JSON and the HTML report are each made from it, by the renderers
+    (`terminal.terminal_lines`, `markdown.markdown`, ...): it is data and knows none of
+    them. `runfile` rebuilds it from a JSON results file, so `gpuperf report` shows saved
+    runs the same way."""
 
     def __init__(
         self,
@@ -54,11 +56,6 @@ class RunSummary:
         self.session_id = session_id  # the run's session id (history items carry it)
         self.saved = saved  # the run saved itself into its baseline file
 
-    def verdict_rows(self) -> list[list[str]]:
-        from .text import verdict_rows
-
-        return verdict_rows(self.results, self.missing) if self.comparing else []
-
     def payload(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
@@ -75,13 +72,3 @@ class RunSummary:
             "results": [r.to_dict() for r in self.results],
             "missing": list(self.missing),
         }
-
-    def terminal_lines(self, verbosity: int = 0) -> list[str]:
-        from .terminal import terminal_lines
-
-        return terminal_lines(self, verbosity)
-
-    def markdown(self) -> str:
-        from .markdown import markdown
-
-        return markdown(self)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 
 from .summary import RunSummary
-from .text import RESULT_HEADER, VERDICT_HEADER, plain, result_rows, table
+from .text import RESULT_HEADER, VERDICT_HEADER, plain, result_rows, run_verdict_rows, table
 
 
 def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
@@ -44,7 +44,7 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
     if summary.baseline_note:
         out.append(f"baseline: {plain(summary.baseline_note)}")
     if summary.comparing:
-        rows = summary.verdict_rows()
+        rows = run_verdict_rows(summary)
         if verdicts:
             out.append(f"--- gpuperf verdicts against baseline {summary.baseline_path}")
             out += table(VERDICT_HEADER, rows)
