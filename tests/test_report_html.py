@@ -21,9 +21,9 @@ from . import reportdata as rd
 from .gateproject import FAST, saved
 
 ROOT = Path(__file__).resolve().parents[1]
-EVIDENCE = ROOT / "docs" / "evidence"
-# real H200 results committed with the repository: a 40 GB-emulated QLoRA sweep, the smoke
-# tier, the dtype and generation modules, and a compared multi-GPU session
+EVIDENCE = ROOT / "tests" / "data" / "evidence"
+# real H200 results, copied (as compact JSON) from docs/evidence: a 40 GB-emulated QLoRA
+# sweep, the smoke tier, the dtype and generation modules, and a compared multi-GPU session
 H200_RUNS = [
     EVIDENCE / "h200-2026-11-30-b" / "emu-a100-40gb.json",
     EVIDENCE / "h200-2026-11-30-b" / "smoke.json",
