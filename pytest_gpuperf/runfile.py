@@ -213,4 +213,3 @@ def _show(value: Any) -> str:
     """A value for an error message: its repr, cut short (a file may hold megabytes)."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
-

@@ -1,7 +1,6 @@
 """What the gate says about a judged run, in words: one failure line per failing metric
-(`failure_lines`, with the baseline it was judged against), a figure with its unit
-(`describe_value`), and which baseline entries the run should have measured
-(`selected`, `missing`). No pytest and no I/O here."""
+(`failure_lines`, with the baseline it was judged against), and which baseline entries the
+run should have measured (`selected`, `missing`). No pytest and no I/O here."""
 
 from __future__ import annotations
 
@@ -10,18 +9,11 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from ..results import Result, fmt_number
-from ..units import format_size
+from ..results import Result, format_value
 from ..verdict import FAILED, REGRESSED
 from .history import values_of
 from .judge import Judgement, as_verdict
 from .schema import metrics_of
-
-
-def describe_value(value: float, unit: str) -> str:
-    if unit == "bytes":
-        return format_size(value)
-    return f"{fmt_number(value)} {unit}"
 
 
 def failure_lines(
@@ -54,8 +46,8 @@ def failure_lines(
             unit = metrics[name]["unit"]
             change = f"{v.change * 100:+.2f}%" if v.change is not None else "from 0"
             lines.append(
-                f"PERFORMANCE REGRESSION {r.key} {name}: {describe_value(ref, unit)} -> "
-                f"{describe_value(metrics[name]['median'], unit)}: regressed {change} "
+                f"PERFORMANCE REGRESSION {r.key} {name}: {format_value(ref, unit)} -> "
+                f"{format_value(metrics[name]['median'], unit)}: regressed {change} "
                 f"(tolerance {v.tolerance * 100:.1f}%; {v.basis or 'no spread'}; at {conf}); "
                 f"baseline "
                 + _base_text(base_entry, name, profile)

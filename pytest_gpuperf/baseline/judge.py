@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..results import Result
+from ..results import Result, fmt_number, format_figure
 from ..settings import BY_NAME
 from ..verdict import (
     FAILED,
@@ -268,6 +268,7 @@ def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
     sessions is deterministic: any move in the bad direction is a regression."""
     now = m["median"]
     higher = m["direction"] == "higher"
+    now_text = format_figure(now, m["unit"])
     if all(v == 0 for v in values):
         if now == 0:
             return Verdict(
@@ -280,11 +281,11 @@ def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
                 None,
                 None,
                 tol,
-                f"0 in the only baseline session, now {now:g}: save another session "
+                f"0 in the only baseline session, now {now_text}: save another session "
                 "to tell a constant from noise",
             )
         status = IMPROVED if higher else REGRESSED
-        why = f"was exactly 0 in all {len(values)} baseline sessions, now {now:g} {m['unit']}"
+        why = f"was exactly 0 in all {len(values)} baseline sessions, now {now_text}"
         return Verdict(status, None, None, 0.0, tol, why, basis="judged by the difference from 0")
     ref = statistics.median(values)
     change = now / ref - 1 if ref > 0 else None
@@ -294,7 +295,8 @@ def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
         None,
         None,
         tol,
-        f"a value of 0 in the baseline or now ({values} -> {now:g}): no ratio to judge",
+        f"a value of 0 in the baseline or now ({', '.join(fmt_number(v) for v in values)} "
+        f"-> {now_text}): no ratio to judge",
     )
 
 

@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from ..results import Result
+from ..results import Result, format_figure
 from ..verdict import SEVERITY
 from .summary import RunSummary
-from .text import figure, verdict_rows
+from .text import verdict_rows
 
 GIB = 2**30
 HISTORY_LIMIT = 12  # history panels: the worst verdicts first
@@ -275,7 +275,7 @@ def results_table(report: Report) -> Table:
             assert t is not None
             flags = r.flags()
             if r.kind == "recorded":
-                median, interval = f"{figure(t.median)} {t.unit}", "recorded"
+                median, interval = format_figure(t.median, t.unit), "recorded"
                 flags += r.notes
             else:
                 median = f"{t.median:,.4g} {t.unit}"
