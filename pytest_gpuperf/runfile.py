@@ -68,6 +68,11 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
     missing = data.get("missing", [])
     if not isinstance(missing, list) or not all(isinstance(m, str) for m in missing):
         raise ResultsFileError(f"{where}: 'missing' must be a list of test ids")
+    selected = data.get("selected")
+    if selected is not None and (
+        not isinstance(selected, list) or not all(isinstance(t, str) for t in selected)
+    ):
+        raise ResultsFileError(f"{where}: 'selected' must be a list of test ids or null")
     shifts = data.get("class_shifts", [])
     if not isinstance(shifts, list) or not all(isinstance(x, str) for x in shifts):
         raise ResultsFileError(f"{where}: 'class_shifts' must be a list of lines")
@@ -111,7 +116,16 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
         shifts=shifts,
         session_id=data.get("session_id"),
         saved=data.get("saved") is True,
+        selected=selected,
     )
+
+
+def run_count(summaries: list[RunSummary]) -> int:
+    """How many runs the summaries are: one run's file in two formats (its --gpuperf-json
+    and its --benchmark-json) is one run, known by its session id; a file without one
+    counts on its own."""
+    ids = {s.session_id for s in summaries if s.session_id}
+    return len(ids) + sum(1 for s in summaries if not s.session_id)
 
 
 def read_results(raw: Any, where: str) -> list[Result]:

@@ -315,6 +315,7 @@ class GpuPerfSession:
             shifts=[s.line() for s in self.base.judgement.shifts] if self.base.judgement else [],
             session_id=self.session_id,
             saved=self.saved,
+            selected=sorted(self.collected),
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

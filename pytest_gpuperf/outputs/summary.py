@@ -37,6 +37,7 @@ class RunSummary:
         shifts: list[str] | None = None,
         session_id: str | None = None,
         saved: bool = False,
+        selected: list[str] | None = None,
     ) -> None:
         self.device = device
         self.describe = describe
@@ -55,6 +56,9 @@ class RunSummary:
         self.shifts = shifts or []  # class-wide shift lines of the run
         self.session_id = session_id  # the run's session id (history items carry it)
         self.saved = saved  # the run saved itself into its baseline file
+        # the test ids the run selected (None: not recorded): a baseline entry of a test
+        # outside them was not run, not missing
+        self.selected = selected
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -71,4 +75,5 @@ class RunSummary:
             "emulated": list(self.emulated) if self.emulated else None,
             "results": [r.to_dict() for r in self.results],
             "missing": list(self.missing),
+            "selected": list(self.selected) if self.selected is not None else None,
         }
