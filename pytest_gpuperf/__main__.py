@@ -17,9 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .baseline.explain import missing
 from .baseline.history import environment
-from .baseline.judge import judge_run, missing
-from .baseline.store import BaselineError, baseline_path, load
+from .baseline.judge import judge_run
+from .baseline.schema import BaselineError
+from .baseline.store import baseline_path, load
 from .outputs.terminal import verdict_count_line
 from .outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from .results import Result

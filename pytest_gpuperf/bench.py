@@ -211,7 +211,7 @@ class GpuBenchmark:
     @staticmethod
     def _check_figures(result: Result) -> None:
         """The loader's rules, applied now: a figure saved today must load tomorrow."""
-        from .baseline.store import metric_problem, metrics_of
+        from .baseline.schema import metric_problem, metrics_of
 
         for name, m in metrics_of(result).items():
             why = metric_problem(m)

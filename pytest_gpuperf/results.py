@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .stats import Summary
+from .units import format_size
 
 # unit of work -> (throughput unit, divisor from work/s to that unit)
 UNITS: dict[str, tuple[str, float]] = {
@@ -85,6 +86,22 @@ class Throughput:
             f"(95% CI {fmt_number(self.ci_low)}-{fmt_number(self.ci_high)}, "
             f"±{self.rel_ci_halfwidth * 100:.2f}%)"
         )
+
+
+def format_value(value: float, unit: str) -> str:
+    """A measured figure with its unit, for people: bytes as a binary size (8.3 MiB), any
+    other unit at fmt_number's precision (3.10 fraction, 1,234 tokens/s)."""
+    if unit == "bytes" and math.isfinite(value):
+        return format_size(value)
+    return f"{fmt_number(value)} {unit}".rstrip()
+
+
+def format_figure(value: float, unit: str) -> str:
+    """A recorded figure with its unit: as format_value, but a whole number stays whole
+    (31 samples, not 31.0)."""
+    if unit != "bytes" and math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+        return f"{value:,.0f} {unit}".rstrip()
+    return format_value(value, unit)
 
 
 def fmt_number(x: float) -> str:
@@ -206,7 +223,8 @@ class Result:
         """One line: what was measured, how sure, on what."""
         if self.kind == "recorded" and self.throughput is not None:
             note = f" ({'; '.join(self.notes)})" if self.notes else ""
-            return f"{self.throughput.median:g} {self.throughput.unit}{note} on {self.device}"
+            figure = format_figure(self.throughput.median, self.throughput.unit)
+            return f"{figure}{note} on {self.device}"
         if self.outcome != "ok" or self.throughput is None or self.time is None:
             return f"{self.key}: {self.outcome.upper()} {self.error or ''} on {self.device}"
         flags = [f.upper() for f in self.flags()]

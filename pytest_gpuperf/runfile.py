@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .outputs.summary import SCHEMA, RunSummary
-from .results import Result, Throughput
+from .results import Result
 
 
 class ResultsFileError(ValueError):
@@ -68,6 +68,11 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
     missing = data.get("missing", [])
     if not isinstance(missing, list) or not all(isinstance(m, str) for m in missing):
         raise ResultsFileError(f"{where}: 'missing' must be a list of test ids")
+    selected = data.get("selected")
+    if selected is not None and (
+        not isinstance(selected, list) or not all(isinstance(t, str) for t in selected)
+    ):
+        raise ResultsFileError(f"{where}: 'selected' must be a list of test ids or null")
     shifts = data.get("class_shifts", [])
     if not isinstance(shifts, list) or not all(isinstance(x, str) for x in shifts):
         raise ResultsFileError(f"{where}: 'class_shifts' must be a list of lines")
@@ -76,7 +81,6 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
         got = _show(data["saved"])
         raise ResultsFileError(f"{where}: 'saved' must be true or false, got {got}")
     results = read_results(data["results"], where)
-    results += _legacy_metrics(data.get("metrics"), where)
     emulated = data.get("emulated")
     emu: tuple[str, float | None] | None = None
     if emulated is not None:
@@ -112,13 +116,22 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
         shifts=shifts,
         session_id=data.get("session_id"),
         saved=data.get("saved") is True,
+        selected=selected,
     )
+
+
+def run_count(summaries: list[RunSummary]) -> int:
+    """How many runs the summaries are: one run's file in two formats (its --gpuperf-json
+    and its --benchmark-json) is one run, known by its session id; a file without one
+    counts on its own."""
+    ids = {s.session_id for s in summaries if s.session_id}
+    return len(ids) + sum(1 for s in summaries if not s.session_id)
 
 
 def read_results(raw: Any, where: str) -> list[Result]:
     """The results of a results file, each figure checked as a baseline's are and each
     verdict as the gate writes it."""
-    from .baseline.store import metric_problem, metrics_of
+    from .baseline.schema import metric_problem, metrics_of
 
     if not isinstance(raw, list):
         raise ResultsFileError(f"{where}: 'results' must be a list")
@@ -214,32 +227,3 @@ def _show(value: Any) -> str:
     """A value for an error message: its repr, cut short (a file may hold megabytes)."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _legacy_metrics(raw: Any, where: str) -> list[Result]:
-    """Recorded figures as files written before commit 7f206e0 kept them: a 'metrics' list
-    of {key, value, unit, higher_is_better, ...} beside the results."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise ResultsFileError(f"{where}: 'metrics' must be a list")
-    out = []
-    for i, m in enumerate(raw):
-        ok = isinstance(m, dict) and isinstance(m.get("key"), str) and "::" in m["key"]
-        value: Any = m.get("value") if isinstance(m, dict) else None
-        if not ok or not _number(value) or value < 0:
-            raise ResultsFileError(f"{where}: metrics[{i}] is not a recorded figure")
-        for name in ("unit", "device", "emulated", "note"):
-            _check(m.get(name), (str, None), f"{where}: metrics[{i}] {name!r}", "a string")
-        nodeid, metric = m["key"].rsplit("::", 1)
-        unit = m.get("unit") or ""
-        r = Result(nodeid=nodeid, metric=metric, unit=unit, work_per_call=1.0, kind="recorded",
-                   higher_is_better=m.get("higher_is_better") is not False)  # fmt: skip
-        r.throughput = Throughput(unit, float(value), float(value), float(value))
-        r.device = m.get("device") or ""
-        r.emulated = m.get("emulated")
-        r.stop_reason = "recorded"
-        if m.get("note"):
-            r.notes.append(m["note"])
-        out.append(r)
-    return out

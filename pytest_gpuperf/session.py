@@ -210,7 +210,7 @@ class GpuPerfSession:
         A bad file stops the run with a usage error naming it (baselines.locate)."""
         if self.base.ready or self.options.baseline_mode == "off":
             return
-        from .baseline.store import BaselineError
+        from .baseline.schema import BaselineError
 
         prof = self.profile()
         try:
@@ -230,7 +230,7 @@ class GpuPerfSession:
         judgement = self.base.judge(self.results, env, self.options.allow_mismatch)
         if judgement is None or self.options.warn_only or not self.options.confirm:
             return
-        from .baseline.judge import flagged_tests
+        from .baseline.confirmation import flagged_tests
         from .confirm import ENV_FLAG, confirmation_run
 
         flagged = flagged_tests(self.results, judgement)
@@ -315,6 +315,7 @@ class GpuPerfSession:
             shifts=[s.line() for s in self.base.judgement.shifts] if self.base.judgement else [],
             session_id=self.session_id,
             saved=self.saved,
+            selected=sorted(self.collected),
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -322,7 +323,10 @@ class GpuPerfSession:
             return
         tr = terminalreporter
         tr.write_sep("=", "gpuperf results")
-        for line in self.summary().terminal_lines(tr.config.getoption("verbose", 0)):
+        from .outputs.terminal import terminal_lines
+
+        verbosity = tr.config.getoption("verbose", 0)
+        for line in terminal_lines(self.summary(), verbosity):
             if line.startswith("--- "):
                 tr.write_sep("-", line[4:])
             else:

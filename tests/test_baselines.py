@@ -7,7 +7,8 @@ import stat
 
 import pytest
 
-from pytest_gpuperf.baseline.store import HISTORY, BaselineError, load, save
+from pytest_gpuperf.baseline.schema import HISTORY, BaselineError
+from pytest_gpuperf.baseline.store import load, save
 
 
 def metric(median, unit="tokens/s", direction="higher"):

@@ -158,7 +158,7 @@ def test_gpuperf_report_without_its_extra_names_the_extra(monkeypatch, tmp_path,
 
     from pytest_gpuperf.__main__ import main
 
-    run = Path(__file__).resolve().parents[1] / "docs" / "evidence" / "h200-2026-11-30-b" / "smoke.json"
+    run = Path(__file__).resolve().parent / "data" / "evidence" / "h200-2026-11-30-b" / "smoke.json"
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err

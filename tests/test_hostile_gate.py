@@ -8,7 +8,8 @@ import pytest
 
 from pytest_gpuperf.__main__ import main as gpuperf_main
 from pytest_gpuperf.baseline.judge import judge_run
-from pytest_gpuperf.baseline.store import BaselineError, save
+from pytest_gpuperf.baseline.schema import BaselineError
+from pytest_gpuperf.baseline.store import save
 from pytest_gpuperf.results import Result, Throughput
 
 from .gateproject import FAST

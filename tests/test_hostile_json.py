@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_gpuperf.__main__ import InputError, compare_files
-from pytest_gpuperf.baseline.store import BaselineError, BaselineFile, load, save
+from pytest_gpuperf.baseline.schema import BaselineError, BaselineFile
+from pytest_gpuperf.baseline.store import load, save
 
 JSON = st.recursive(
     st.none()

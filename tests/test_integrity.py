@@ -12,7 +12,8 @@ import pytest
 
 from pytest_gpuperf.__main__ import main as gpuperf_main
 from pytest_gpuperf.baseline.run import key_collisions
-from pytest_gpuperf.baseline.store import BaselineError, load, merge, save
+from pytest_gpuperf.baseline.schema import BaselineError, merge
+from pytest_gpuperf.baseline.store import load, save
 from pytest_gpuperf.outputs.text import markdown_table, md_cell, plain, table
 from pytest_gpuperf.results import Result
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from pytest_gpuperf.baseline.run import RunBaseline
-from pytest_gpuperf.baseline.store import BaselineError
+from pytest_gpuperf.baseline.schema import BaselineError
 from pytest_gpuperf.session import Options
 
 

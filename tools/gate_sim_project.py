@@ -20,7 +20,8 @@ import types
 
 import numpy as np
 
-from pytest_gpuperf.baseline.judge import confirm, flagged_tests, judge_run
+from pytest_gpuperf.baseline.confirmation import confirm, flagged_tests
+from pytest_gpuperf.baseline.judge import judge_run
 from pytest_gpuperf.results import Result, Throughput
 
 CODES = {"unchanged": 0, "regressed": 1, "improved": 2}  # anything else: 3 (inconclusive)

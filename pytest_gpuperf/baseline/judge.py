@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..results import Result
+from ..results import Result, fmt_number, format_figure
 from ..settings import BY_NAME
 from ..verdict import (
     FAILED,
@@ -43,7 +43,7 @@ from .history import (
     values_of,
 )
 from .noise import CLASS_NAMES, LAUNCH, MIN_OFFSET_METRICS, NoiseModel, Spread, run_offset
-from .store import metrics_of, result_classes
+from .schema import metrics_of, result_classes
 
 DEFAULT_TOLERANCE = float(BY_NAME["tolerance"].cuda)
 DEFAULT_MEMORY_TOLERANCE = float(BY_NAME["memory_tolerance"].cuda)
@@ -268,6 +268,7 @@ def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
     sessions is deterministic: any move in the bad direction is a regression."""
     now = m["median"]
     higher = m["direction"] == "higher"
+    now_text = format_figure(now, m["unit"])
     if all(v == 0 for v in values):
         if now == 0:
             return Verdict(
@@ -280,11 +281,11 @@ def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
                 None,
                 None,
                 tol,
-                f"0 in the only baseline session, now {now:g}: save another session "
+                f"0 in the only baseline session, now {now_text}: save another session "
                 "to tell a constant from noise",
             )
         status = IMPROVED if higher else REGRESSED
-        why = f"was exactly 0 in all {len(values)} baseline sessions, now {now:g} {m['unit']}"
+        why = f"was exactly 0 in all {len(values)} baseline sessions, now {now_text}"
         return Verdict(status, None, None, 0.0, tol, why, basis="judged by the difference from 0")
     ref = statistics.median(values)
     change = now / ref - 1 if ref > 0 else None
@@ -294,7 +295,8 @@ def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
         None,
         None,
         tol,
-        f"a value of 0 in the baseline or now ({values} -> {now:g}): no ratio to judge",
+        f"a value of 0 in the baseline or now ({', '.join(fmt_number(v) for v in values)} "
+        f"-> {now_text}): no ratio to judge",
     )
 
 
@@ -457,103 +459,7 @@ def _base_clock(base_m: dict[str, Any]) -> float | None:
     return statistics.median(clocks) if clocks else None
 
 
-# ------------------------------------------------------------------- confirmation
-
-
-def confirm(
-    results: list[Result],
-    first: Judgement,
-    again: list[Result],
-    again_j: Judgement,
-    failure: str | None,
-) -> None:
-    """Merge a confirmation run (the flagged tests re-measured in a fresh process, judged
-    with this run's class offsets) into the first verdicts: a regression stands only if it
-    holds in both; otherwise it becomes inconclusive, and says so."""
-    by_key = {r.key: r for r in again}
-    for r in results:
-        for name, vd in r.verdicts.items():
-            if vd.get("status") != REGRESSED:
-                continue
-            twin = by_key.get(r.key)
-            v2 = twin.verdicts.get(name) if twin is not None else None
-            first_text = f"{(vd.get('change') or 0) * 100:+.2f}%"
-            if failure is not None or v2 is None:
-                why = failure or "the fresh process gave no figure for it"
-                vd["basis"] = (vd.get("basis") or "") + f"; not re-measured ({why})"
-                continue
-            again_text = (
-                f"{v2['change'] * 100:+.2f}%"
-                if isinstance(v2.get("change"), float)
-                else "no change"
-            )
-            apart = _apart(vd, v2)
-            if v2.get("status") == REGRESSED and apart is not None:
-                vd["confirmed"] = False
-                vd["status"] = INCONCLUSIVE
-                vd["reason"] = (
-                    f"the fresh process measured {again_text} where this run measured "
-                    f"{first_text}, further apart than their uncertainty (±{apart * 100:.1f}%): "
-                    "the figure depends on what ran before it in the process, not on the "
-                    "code alone"
-                )
-            elif v2.get("status") == REGRESSED:
-                vd["confirmed"] = True
-                vd["reason"] = f"{vd.get('reason')}; confirmed in a fresh process ({again_text})"
-            else:
-                vd["confirmed"] = False
-                vd["status"] = INCONCLUSIVE
-                vd["reason"] = (
-                    f"not confirmed in a fresh process: {first_text} here, {again_text} "
-                    f"({v2.get('status')}) there"
-                )
-    again_shift = {(sh.cls, sh.gpu): sh for sh in again_j.shifts}
-    for i, s in enumerate(first.shifts):
-        if s.verdict.status != REGRESSED:
-            continue
-        shift_twin = again_shift.get((s.cls, s.gpu)) or again_shift.get((s.cls, None))
-        if failure is None and shift_twin is not None and shift_twin.verdict.status == REGRESSED:
-            v = replace(
-                s.verdict,
-                confirmed=True,
-                reason=s.verdict.reason + "; confirmed in a fresh process",
-            )
-        elif failure is None:
-            v = replace(
-                s.verdict,
-                status=INCONCLUSIVE,
-                confirmed=False,
-                reason="not confirmed in a fresh process",
-            )
-        else:
-            v = replace(s.verdict, basis=s.verdict.basis + f"; not re-measured ({failure})")
-        first.shifts[i] = replace(s, verdict=v)
-
-
-def _apart(first: dict[str, Any], again: dict[str, Any]) -> float | None:
-    """The two figures' combined uncertainty when the change measured in the fresh process
-    differs from this run's by more than it (a regression must repeat, and repeat alike);
-    None when they agree."""
-    c1, c2 = first.get("change"), again.get("change")
-    u1, u2 = first.get("uncertainty") or 0.0, again.get("uncertainty") or 0.0
-    if not isinstance(c1, float) or not isinstance(c2, float) or c1 <= -1 or c2 <= -1:
-        return None
-    bound = math.sqrt(u1 * u1 + u2 * u2)
-    return bound if abs(math.log1p(c1) - math.log1p(c2)) > bound else None
-
-
-def flagged_tests(results: list[Result], judgement: Judgement) -> list[str]:
-    """The tests a confirmation run re-measures: those with a regressed metric, and every
-    test of a class whose run-wide shift regressed."""
-    out = {
-        r.nodeid for r in results if any(v.get("status") == REGRESSED for v in r.verdicts.values())
-    }
-    keys = {k for s in judgement.shifts if s.verdict.status == REGRESSED for k in s.keys}
-    out |= {r.nodeid for r in results if r.key in keys}
-    return sorted(out)
-
-
-# ------------------------------------------------------------------- reporting
+# ------------------------------------------------------------------- verdicts as dicts
 
 
 def verdict_dict(v: Verdict, history_len: int) -> dict[str, Any]:
@@ -581,97 +487,3 @@ def as_verdict(vd: dict[str, Any]) -> Verdict:
 
 def failing(result: Result) -> bool:
     return any(v.get("status") in FAILING for v in result.verdicts.values())
-
-
-def describe_value(value: float, unit: str) -> str:
-    if unit == "bytes":
-        from ..units import format_size
-
-        return format_size(value)
-    from ..results import fmt_number
-
-    return f"{fmt_number(value)} {unit}"
-
-
-def failure_lines(
-    results: Iterable[Result],
-    entries: dict[str, dict[str, Any]],
-    profile: str,
-    judgement: Judgement | None = None,
-) -> list[str]:
-    """One readable line per failing metric: what, baseline -> now, change, its
-    uncertainty and where that comes from, the tolerance, which baseline (profile, date,
-    commit, sessions), and whether a fresh process confirmed it."""
-    lines = []
-    conf = f"{judgement.confidence:.2%}" if judgement else "99%"
-    for r in results:
-        metrics = metrics_of(r)
-        base_entry = entries.get(r.key) or {}
-        for name, vd in r.verdicts.items():
-            status = vd.get("status")
-            if status == FAILED:
-                lines.append(
-                    f"PERFORMANCE REGRESSION {r.key} {name}: no result now ({vd.get('reason')}) "
-                    f"where baseline {profile} has one: " + _base_text(base_entry, name, profile)
-                )
-                continue
-            if status != REGRESSED or name not in metrics:
-                continue
-            v = as_verdict(vd)
-            base_m = base_entry["metrics"][name]
-            ref = statistics.median(values_of(base_m)) if values_of(base_m) else math.nan
-            unit = metrics[name]["unit"]
-            change = f"{v.change * 100:+.2f}%" if v.change is not None else "from 0"
-            lines.append(
-                f"PERFORMANCE REGRESSION {r.key} {name}: {describe_value(ref, unit)} -> "
-                f"{describe_value(metrics[name]['median'], unit)}: regressed {change} "
-                f"(tolerance {v.tolerance * 100:.1f}%; {v.basis or 'no spread'}; at {conf}); "
-                f"baseline "
-                + _base_text(base_entry, name, profile)
-                + (
-                    "; confirmed in a fresh process"
-                    if v.confirmed
-                    else "; NOT re-measured in a fresh process"
-                    if v.confirmed is None
-                    else ""
-                )
-            )
-    if judgement is not None:
-        for s in judgement.shifts:
-            if s.verdict.status == REGRESSED:
-                lines.append(
-                    f"PERFORMANCE REGRESSION {s.line()}; {s.verdict.basis}"
-                    + ("; confirmed in a fresh process" if s.verdict.confirmed else "")
-                )
-    return lines
-
-
-def _base_text(base_entry: dict[str, Any], metric: str, profile: str) -> str:
-    hist = base_entry.get("metrics", {}).get(metric, {}).get("history", [])
-    return (
-        f"{profile} of {str(base_entry.get('date') or '?')[:10]}"
-        + (f" commit {str(base_entry['commit'])[:10]}" if base_entry.get("commit") else "")
-        + f", {len(hist)} session(s)"
-    )
-
-
-def selected(entries: Iterable[str], collected: Iterable[str]) -> list[str]:
-    """Baseline keys that belong to the collected tests (a key is a node id, or a node id
-    with '::metric')."""
-    chosen = set(collected)
-    out = []
-    for key in entries:
-        node = key.split("::")
-        if any("::".join(node[:cut]) in chosen for cut in range(len(node), 0, -1)):
-            out.append(key)
-    return out
-
-
-def missing(
-    entries: Iterable[str], measured: Iterable[str], collected: Iterable[str] | None
-) -> list[str]:
-    """Baseline entries that produced no result in this run: of the collected tests only
-    (None: every entry counts, as offline, where the run's selection is unknown)."""
-    done = set(measured)
-    keys = list(entries) if collected is None else selected(entries, collected)
-    return [k for k in keys if k not in done]

@@ -23,7 +23,7 @@ class RunBaseline:
     def __init__(self, options: Any, session_id: str | None = None) -> None:
         self.options = options
         self.session_id = session_id  # this run's, saved with each history item
-        self.file: Any = None  # store.BaselineFile once loaded
+        self.file: Any = None  # schema.BaselineFile once loaded
         self.path: Path | None = None
         self.profile: str | None = None  # the file's profile (name@emulated when emulating)
         self.note: str | None = None
@@ -114,7 +114,8 @@ class RunBaseline:
         """Merge a confirmation run's results (judged with this run's class offsets)."""
         if self.judgement is None:
             return
-        from .judge import Judgement, confirm, judge_run
+        from .confirmation import confirm
+        from .judge import Judgement, judge_run
 
         again = again or []
         again_j = (
@@ -132,7 +133,7 @@ class RunBaseline:
         confirm(results, self.judgement, again, again_j, failure)
 
     def failure_lines(self, results: list[Result]) -> list[str]:
-        from .judge import failure_lines
+        from .explain import failure_lines
 
         return failure_lines(results, self.entries, self.profile or "?", self.judgement)
 
@@ -140,7 +141,7 @@ class RunBaseline:
         """Baseline entries of collected tests that produced no result in this run."""
         if not self.comparing or self.file is None:
             return []
-        from .judge import missing
+        from .explain import missing
 
         return missing(self.entries, keys, collected)
 
@@ -227,7 +228,8 @@ def save_run(
     """Merge the results of passed tests into the baseline file. Returns the line to show
     and whether a save that was asked for did not happen."""
     from .history import host
-    from .store import BaselineError, entries_to_save, save
+    from .schema import BaselineError, entries_to_save
+    from .store import save
 
     failed = set(failed_tests)
     now = datetime.now(UTC).isoformat(timespec="seconds")

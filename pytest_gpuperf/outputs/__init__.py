@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .markdown import markdown
 from .summary import RunSummary
 from .text import json_safe
 
@@ -33,7 +34,7 @@ def write_files(
     if json_path is not None:
         jobs.append(("--gpuperf-json", json_path, lambda: _json_text(summary), "w"))
     if step_summary is not None:
-        jobs.append(("GITHUB_STEP_SUMMARY", step_summary, lambda: summary.markdown() + "\n\n",
+        jobs.append(("GITHUB_STEP_SUMMARY", step_summary, lambda: markdown(summary) + "\n\n",
                      "a"))  # fmt: skip
     if html_path is not None:
         jobs.append(("--gpuperf-html", html_path,

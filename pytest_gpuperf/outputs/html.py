@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from ..results import Result
+from ..results import Result, format_figure
 from ..verdict import SEVERITY
 from .summary import RunSummary
-from .text import figure, verdict_rows
+from .text import verdict_rows
 
 GIB = 2**30
 HISTORY_LIMIT = 12  # history panels: the worst verdicts first
@@ -194,7 +194,7 @@ def _draw(report: Report, out: list[Chart], title: str, draw: Callable[[], str],
 def history_picks(report: Report, limit: int = HISTORY_LIMIT) -> list[Any]:
     """Per judged metric with a saved history: (title, status, unit, sessions, now), the
     worst verdicts first, at most `limit`."""
-    from ..baseline.store import metrics_of
+    from ..baseline.schema import metrics_of
 
     picks = []
     for run in report.runs:
@@ -275,7 +275,7 @@ def results_table(report: Report) -> Table:
             assert t is not None
             flags = r.flags()
             if r.kind == "recorded":
-                median, interval = f"{figure(t.median)} {t.unit}", "recorded"
+                median, interval = format_figure(t.median, t.unit), "recorded"
                 flags += r.notes
             else:
                 median = f"{t.median:,.4g} {t.unit}"

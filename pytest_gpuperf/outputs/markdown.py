@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from .summary import RunSummary
-from .text import RESULT_HEADER, VERDICT_HEADER, markdown_table, md_cell, result_rows
+from .text import (
+    RESULT_HEADER,
+    VERDICT_HEADER,
+    markdown_table,
+    md_cell,
+    result_rows,
+    run_verdict_rows,
+)
 
 
 def markdown(summary: RunSummary) -> str:
-    rows = summary.verdict_rows()
+    rows = run_verdict_rows(summary)
     text = [
         f"## gpuperf: {md_cell(summary.describe)}",
         f"profile **{md_cell(summary.profile or 'unknown')}**, baseline "

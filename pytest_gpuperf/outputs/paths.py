@@ -13,8 +13,8 @@ import stat
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
+from ..baseline.schema import SCHEMA as BASELINE_SCHEMA
 from ..baseline.store import MAX_BYTES as SNIFF_BYTES  # a larger file is no usable baseline
-from ..baseline.store import SCHEMA as BASELINE_SCHEMA
 
 Named = tuple[str, "str | os.PathLike[str] | None"]  # (what it is, for messages; its path)
 

@@ -12,8 +12,10 @@ SCHEMA = "pytest-gpuperf/results-1"
 class RunSummary:
     """Everything the outputs of one run show, built once at the end of the run: the
     terminal summary, the JSON file, the GitHub step summary, JUnit properties,
-    pytest-benchmark's JSON and the HTML report are each made from it. `runfile` rebuilds it
-    from a JSON results file, so `gpuperf report` shows saved runs the same way."""
+    pytest-benchmark's JSON and the HTML report are each made from it, by the renderers
+    (`terminal.terminal_lines`, `markdown.markdown`, ...): it is data and knows none of
+    them. `runfile` rebuilds it from a JSON results file, so `gpuperf report` shows saved
+    runs the same way."""
 
     def __init__(
         self,
@@ -35,6 +37,7 @@ class RunSummary:
         shifts: list[str] | None = None,
         session_id: str | None = None,
         saved: bool = False,
+        selected: list[str] | None = None,
     ) -> None:
         self.device = device
         self.describe = describe
@@ -53,11 +56,9 @@ class RunSummary:
         self.shifts = shifts or []  # class-wide shift lines of the run
         self.session_id = session_id  # the run's session id (history items carry it)
         self.saved = saved  # the run saved itself into its baseline file
-
-    def verdict_rows(self) -> list[list[str]]:
-        from .text import verdict_rows
-
-        return verdict_rows(self.results, self.missing) if self.comparing else []
+        # the test ids the run selected (None: not recorded): a baseline entry of a test
+        # outside them was not run, not missing
+        self.selected = selected
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -74,14 +75,5 @@ class RunSummary:
             "emulated": list(self.emulated) if self.emulated else None,
             "results": [r.to_dict() for r in self.results],
             "missing": list(self.missing),
+            "selected": list(self.selected) if self.selected is not None else None,
         }
-
-    def terminal_lines(self, verbosity: int = 0) -> list[str]:
-        from .terminal import terminal_lines
-
-        return terminal_lines(self, verbosity)
-
-    def markdown(self) -> str:
-        from .markdown import markdown
-
-        return markdown(self)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 
+from ..results import format_figure
 from .summary import RunSummary
-from .text import RESULT_HEADER, VERDICT_HEADER, plain, result_rows, table
+from .text import RESULT_HEADER, VERDICT_HEADER, plain, result_rows, run_verdict_rows, table
 
 
 def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
@@ -35,7 +36,7 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
         for r in summary.results:
             if r.kind == "recorded" and r.value is not None:
                 note = f" ({'; '.join(r.notes)})" if r.notes else ""
-                out.append(plain(f"{r.key}: {r.value:g} {r.unit}{note}"))
+                out.append(plain(f"{r.key}: {format_figure(r.value, r.unit)}{note}"))
     if verbosity >= 0:
         for r in measured:
             if verbosity > 0 or r.flags() or r.stop_reason == "noise-limited":
@@ -44,7 +45,7 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
     if summary.baseline_note:
         out.append(f"baseline: {plain(summary.baseline_note)}")
     if summary.comparing:
-        rows = summary.verdict_rows()
+        rows = run_verdict_rows(summary)
         if verdicts:
             out.append(f"--- gpuperf verdicts against baseline {summary.baseline_path}")
             out += table(VERDICT_HEADER, rows)

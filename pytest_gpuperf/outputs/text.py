@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..results import Result, fmt_number
+from ..results import Result, fmt_number, format_figure, format_value
 from ..units import format_size
+
+if TYPE_CHECKING:
+    from .summary import RunSummary
 
 
 def result_rows(results: Iterable[Result]) -> list[list[str]]:
@@ -16,7 +19,7 @@ def result_rows(results: Iterable[Result]) -> list[list[str]]:
     for r in results:
         if r.kind == "recorded" and r.outcome == "ok" and r.throughput is not None:
             note = "; ".join(r.notes)[:60]  # a figure obtained by other means: no timing
-            value = f"{figure(r.throughput.median)} {r.throughput.unit}"
+            value = format_figure(r.throughput.median, r.throughput.unit)
             rows.append([r.key, value, "recorded", "-", "-", "-", note])
             continue
         if r.outcome != "ok" or r.throughput is None or r.time is None:
@@ -43,13 +46,6 @@ def result_rows(results: Iterable[Result]) -> list[list[str]]:
             ]
         )
     return rows
-
-
-def figure(v: float) -> str:
-    """A recorded figure: a whole number as one (31 samples), else three or more digits."""
-    if math.isfinite(v) and v == int(v) and abs(v) < 1e15:
-        return f"{v:,.0f}"
-    return fmt_number(v)
 
 
 def interval_text(r: Result) -> str:
@@ -92,10 +88,14 @@ def json_safe(obj: Any) -> Any:
 VERDICT_HEADER = ["verdict", "benchmark", "metric", "now", "change (CI)", "detects (tol.)", "flags"]
 
 
+def run_verdict_rows(summary: RunSummary) -> list[list[str]]:
+    """The verdict table's rows of a run: none where it was not compared."""
+    return verdict_rows(summary.results, summary.missing) if summary.comparing else []
+
+
 def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list[list[str]]:
     """Rows of the session's verdict table, worst first."""
-    from ..baseline.judge import describe_value
-    from ..baseline.store import metrics_of
+    from ..baseline.schema import metrics_of
     from ..verdict import FAILED, INCONCLUSIVE_POWER, SEVERITY
 
     rows: list[tuple[int, list[str]]] = []
@@ -124,7 +124,7 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
                         v["status"].upper(),
                         key,
                         name,
-                        describe_value(m["median"], m["unit"]),
+                        format_value(m["median"], m["unit"]),
                         change,
                         detects,
                         notes,
@@ -181,7 +181,7 @@ def plan_lines(
     """--gpuperf-plan: the selected tests with the time each took when the baseline was
     saved, and the total. Tests this machine would skip (`skipped`: id -> the plugin's
     reason, e.g. too few GPUs) say so and count for nothing."""
-    from ..baseline.store import expected_durations
+    from ..baseline.schema import expected_durations
 
     skipped = skipped or {}
     run = [n for n in nodeids if n not in skipped]

@@ -1,0 +1,321 @@
+"""The import graph of pytest_gpuperf, read from the source with `ast` (no module is
+imported): the layers of docs/architecture.md, lowest first,
+
+    core      pure and hardware-facing modules: stats, units, verdict, results, settings,
+              marks, device, profiles, timing, ... and workloads/
+    baseline  baseline/: the file, its format, history, noise model, judging
+    outputs   outputs/ and runfile (a results file read back into a RunSummary)
+    top       session, plugin (and the modules it is split into), the `gpuperf` CLI,
+              ab, confirm, bench: any top-level module not named below lands here
+
+An import never points to a higher layer, and the modules import each other without a
+cycle. Which imports count:
+
+- every import, at module level or inside a function (the lazy imports that keep
+  `import pytest_gpuperf` free of torch are still dependencies: a lazy import up a layer
+  or around a circle is the same knot, only tied later);
+- imports under `if TYPE_CHECKING:` count for the layer rule (a type from a higher layer
+  is knowledge of it) but not for cycles: they never run, and an annotation naming a type
+  of the module that imports you is no circle at run time.
+
+No module is longer than 500 lines, and no module imports another's private name."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pytest_gpuperf"
+ROOT = "pytest_gpuperf"
+
+LAYERS = ("core", "baseline", "outputs", "top")
+
+# The core, by top-level module name (a new module lands in the top layer until named here).
+CORE = {
+    "",  # the package itself
+    "casts",
+    "clock",
+    "device",
+    "distributed",
+    "emulation",
+    "extras",
+    "marks",
+    "nvml",
+    "profiles",
+    "results",
+    "settings",
+    "stats",
+    "telemetry",
+    "timing",
+    "units",
+    "verdict",
+    "workers",
+    "workloads",
+}
+OUTPUTS = {"outputs", "runfile"}
+MAX_LINES = 500
+# Modules over MAX_LINES, each with the reason and the work that removes it from here.
+TOO_LONG_FOR_NOW = {
+    "plugin.py": "being split into option, fixture and hook modules (#22, branch surface)",
+}
+# Modules that render a run: they receive data and never read a file themselves.
+RENDERERS = {
+    f"{ROOT}.outputs.{name}"
+    for name in ("summary", "terminal", "markdown", "text", "html", "charts", "plot", "junit")
+} | {f"{ROOT}.outputs.benchjson"}
+FILE_READERS = {f"{ROOT}.baseline.store", f"{ROOT}.runfile"}
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")[1:]  # without "pytest_gpuperf"
+    first = parts[0] if parts else ""
+    if first == "baseline":
+        return "baseline"
+    if first in OUTPUTS:
+        return "outputs"
+    if first in CORE:
+        return "core"
+    return "top"  # session, plugin, __main__, ab, confirm, bench, options, fixtures, hooks...
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    line: int
+    typing_only: bool
+
+    def __str__(self) -> str:
+        kind = " (TYPE_CHECKING)" if self.typing_only else ""
+        return f"{self.source} -> {self.target} at line {self.line}{kind}"
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str:
+    """The module a dotted name refers to: the longest known prefix."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def _type_checking_lines(tree: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = node.test
+            name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", None)
+            if name == "TYPE_CHECKING":
+                for child in node.body:
+                    for sub in ast.walk(child):
+                        if hasattr(sub, "lineno"):
+                            lines.add(sub.lineno)
+    return lines
+
+
+def edges_of(module: str, path: Path, known: dict[str, Path]) -> list[Edge]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    typing_lines = _type_checking_lines(tree)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names if a.name.split(".")[0] == ROOT]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            if origin.split(".")[0] != ROOT:
+                continue
+            for alias in node.names:  # `from . import charts` names a module
+                sub = f"{origin}.{alias.name}"
+                targets.append(sub if sub in known else origin)
+        for target in targets:
+            resolved = _resolve(target, known)
+            if resolved and resolved != module:
+                out.append(Edge(module, resolved, node.lineno, node.lineno in typing_lines))
+    return out
+
+
+def graph() -> list[Edge]:
+    known = modules()
+    return [e for m, p in known.items() for e in edges_of(m, p, known)]
+
+
+def private_imports() -> list[str]:
+    known = modules()
+    out = []
+    for module, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or node.module == ROOT):
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        out.append(f"{module} (line {node.lineno}): {alias.name} from {package}")
+    return out
+
+
+def find_cycle(edges: list[Edge]) -> list[str] | None:
+    """One cycle of the graph (as a list of modules, first repeated last), or None."""
+    succ: dict[str, set[str]] = {}
+    for e in edges:
+        succ.setdefault(e.source, set()).add(e.target)
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(succ.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(succ):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+# ---------------------------------------------------------------- the parser itself
+
+
+def test_the_parser_sees_module_level_lazy_relative_and_typing_imports(tmp_path):
+    pkg = tmp_path / ROOT
+    (pkg / "outputs").mkdir(parents=True)
+    for name in ("__init__.py", "results.py", "outputs/__init__.py", "outputs/text.py"):
+        (pkg / name).write_text("")
+    (pkg / "outputs" / "html.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from ..results import Result\n"
+        "from . import text\n"
+        "if TYPE_CHECKING:\n"
+        "    from pytest_gpuperf.session import Session\n"
+        "def f():\n"
+        "    import pytest_gpuperf.outputs.text as t\n"
+        "    from .. import results\n"
+    )
+    (pkg / "session.py").write_text("")
+    known = {
+        f"{ROOT}.results": pkg / "results.py",
+        f"{ROOT}.session": pkg / "session.py",
+        f"{ROOT}.outputs": pkg / "outputs" / "__init__.py",
+        f"{ROOT}.outputs.text": pkg / "outputs" / "text.py",
+        f"{ROOT}.outputs.html": pkg / "outputs" / "html.py",
+        ROOT: pkg / "__init__.py",
+    }
+    got = {
+        (e.target, e.line, e.typing_only)
+        for e in edges_of(f"{ROOT}.outputs.html", known[f"{ROOT}.outputs.html"], known)
+    }
+    assert got == {
+        (f"{ROOT}.results", 2, False),
+        (f"{ROOT}.outputs.text", 3, False),
+        (f"{ROOT}.session", 5, True),
+        (f"{ROOT}.outputs.text", 7, False),
+        (f"{ROOT}.results", 8, False),
+    }
+
+
+def test_the_cycle_finder_finds_a_circle_and_only_one():
+    def e(a: str, b: str) -> Edge:
+        return Edge(a, b, 1, False)
+
+    assert find_cycle([e("a", "b"), e("b", "c"), e("a", "c")]) is None
+    assert find_cycle([e("a", "b"), e("b", "c"), e("c", "a")]) == ["a", "b", "c", "a"]
+
+
+def test_layers_of_names_not_yet_written_default_to_the_top():
+    assert layer(f"{ROOT}.stats") == "core"
+    assert layer(f"{ROOT}.workloads.models") == "core"
+    assert layer(f"{ROOT}.baseline.schema") == "baseline"
+    assert layer(f"{ROOT}.runfile") == "outputs"
+    assert layer(f"{ROOT}.outputs.terminal") == "outputs"
+    for name in ("plugin", "options", "fixtures", "hooks", "hookspec", "__main__", "session"):
+        assert layer(f"{ROOT}.{name}") == "top"
+
+
+# ---------------------------------------------------------------- the package
+
+
+def test_the_graph_is_not_empty():
+    edges = graph()
+    assert len(edges) > 50
+    assert any(e.source == f"{ROOT}.baseline.judge" for e in edges)
+
+
+def test_no_import_points_up_a_layer():
+    up = [
+        f"{e} ({layer(e.source)} imports {layer(e.target)})"
+        for e in graph()
+        if LAYERS.index(layer(e.target)) > LAYERS.index(layer(e.source))
+    ]
+    assert up == [], "imports up a layer (docs/architecture.md):\n" + "\n".join(up)
+
+
+def test_the_modules_import_each_other_without_a_cycle():
+    edges = [e for e in graph() if not e.typing_only]
+    cycle = find_cycle(edges)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_renderers_never_read_files():
+    bad = [str(e) for e in graph() if e.source in RENDERERS and e.target in FILE_READERS]
+    assert bad == [], "a renderer imports a file reader:\n" + "\n".join(bad)
+
+
+def test_no_module_imports_another_modules_private_name():
+    assert private_imports() == []
+
+
+def test_no_module_is_over_500_lines():
+    long = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE).as_posix()
+        n = len(path.read_text(encoding="utf-8").splitlines())
+        if n > MAX_LINES and rel not in TOO_LONG_FOR_NOW:
+            long[rel] = n
+    assert long == {}, f"modules over {MAX_LINES} lines: {long}"
+
+
+@pytest.mark.parametrize("name", ["SCHEMA", "VERSION"])
+def test_the_baseline_format_is_spelled_in_one_module(name):
+    """The baseline file's schema name and version are defined in baseline/schema.py only
+    (the module a change of format touches); everything else imports them."""
+    owners = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in node.targets
+            ):
+                value = (
+                    ast.literal_eval(node.value) if isinstance(node.value, ast.Constant) else None
+                )
+                if name == "VERSION" or (isinstance(value, str) and "baseline" in value):
+                    owners.append(path.relative_to(PACKAGE).as_posix())
+    assert owners == ["baseline/schema.py"]
