@@ -116,7 +116,7 @@ def compare_files(
     )
     confidence = judgement.confidence
     shift_lines = [sh.line() for sh in judgement.shifts]
-    gone = missing(base.entries, (r.key for r in results), None)
+    gone = missing(base.entries, (r.key for r in results), data.get("selected"))
     rows = verdict_rows(results, gone)
     return rows, judgement.failing(results), path, confidence, shift_lines
 
@@ -251,7 +251,7 @@ def report_command(args: argparse.Namespace) -> int:
     from .outputs.html import baseline_name, build_html
     from .outputs.paths import first_clash
     from .profiles import ProfileError, load_registry
-    from .runfile import ResultsFileError, read_run
+    from .runfile import ResultsFileError, read_run, run_count
 
     pyproject = args.pyproject or Path("pyproject.toml")
     try:
@@ -311,7 +311,7 @@ def report_command(args: argparse.Namespace) -> int:
         print(f"gpuperf report: {args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     size = len(text.encode()) / 1024
-    print(f"wrote {args.output} ({size:,.0f} KiB) from {len(summaries)} run(s)")
+    print(f"wrote {args.output} ({size:,.0f} KiB) from {run_count(summaries)} run(s)")
     return 2 if problems and any(p.startswith("left out") for p in problems) else 0
 
 

@@ -1,14 +1,7 @@
 """A results file says which tests its run selected, and one run is one run however many
 formats it was written in (#21.9): `gpuperf compare` of a run made with `-k` must not call
 the deselected benchmarks missing, and `gpuperf report` of one run's --gpuperf-json and
---benchmark-json reports one run.
-
-The two end-to-end tests are strict xfails on this branch: the library side is here
-(RunSummary.selected, recorded by the session and read back by runfile; runfile.run_count),
-and the command's two lines that use it are in pytest_gpuperf/__main__.py, which another
-branch is reshaping. At merge: in compare_files, `missing(base.entries, (r.key for r in
-results), data.get("selected"))` (today `None`; runfile has checked the field), and in report_command, `from
-{run_count(summaries)} run(s)` (today `len(summaries)`); then drop the xfail marks."""
+--benchmark-json reports one run."""
 
 from __future__ import annotations
 
@@ -21,10 +14,6 @@ from pytest_gpuperf.runfile import ResultsFileError, read_run, run_count, summar
 
 from . import reportdata as rd
 from .gateproject import FAST, saved
-
-MAIN_PENDING = pytest.mark.xfail(
-    strict=True, reason="needs the two-line change in __main__.py named in this module's docstring"
-)
 
 
 def _selected_run(project):
@@ -54,7 +43,6 @@ def test_selected_is_checked_when_read_and_optional():
         summary_from_payload(data, "f.json")
 
 
-@MAIN_PENDING
 def test_compare_does_not_call_a_deselected_benchmark_missing(project, capsys, monkeypatch):
     from pytest_gpuperf.__main__ import main
 
@@ -84,7 +72,6 @@ def rd_summary_without_id():
     return summary_from_payload(rd.payload([rd.recorded("t.py::test_a", "x", 1.0, "s", {})]), "x")
 
 
-@MAIN_PENDING
 def test_gpuperf_report_counts_runs_not_files(project, capsys):
     from pytest_gpuperf.__main__ import main
 
