@@ -5,10 +5,10 @@ import pytest
 from pytest_gpuperf.workloads.dtypes import cast_bytes, matmul_flop, randn
 
 
-@pytest.mark.dtype("fp32", "tf32", "fp16", "bf16")
-def test_matmul(gpu_benchmark, dtype, dtype_spec, gpu, device):
+@pytest.mark.gpu_dtype("fp32", "tf32", "fp16", "bf16")
+def test_matmul(gpu_benchmark, gpu_dtype, gpu, device):
     n = 8192 if gpu else 256
-    a, b = randn((n, n), dtype, device, 1), randn((n, n), dtype, device, 2)
+    a, b = randn((n, n), gpu_dtype, device, 1), randn((n, n), gpu_dtype, device, 2)
     result = gpu_benchmark(lambda: a @ b, work=matmul_flop(n, n, n), unit="flop")
     assert result.throughput.median > 0
     assert result.time.ci_low <= result.time.median <= result.time.ci_high

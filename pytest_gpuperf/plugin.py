@@ -30,11 +30,11 @@ if TYPE_CHECKING:
 # The plugin's markers, by name: checked before marks.py is imported, so a run whose tests
 # use none of them never loads it (tests/test_plugin_markers.py keeps this list in step).
 REQUIREMENT_MARKERS = (
-    "requires_vram",
-    "requires_mig",
-    "requires_gpus",
-    "requires_capability",
-    "cpu_only",
+    "gpu_requires_vram",
+    "gpu_requires_mig",
+    "gpu_requires_gpus",
+    "gpu_requires_capability",
+    "gpu_cpu_only",
 )
 
 
@@ -45,20 +45,21 @@ def _marked(node: Any, names: tuple[str, ...]) -> bool:
 SESSION_KEY = pytest.StashKey[GpuPerfSession]()
 
 MARKERS = {
-    "requires_vram": "requires_vram(size): skip unless the GPU the test gets has at least "
+    "gpu_requires_vram": "gpu_requires_vram(size): skip unless the GPU the test gets has at least "
     "this much memory; size is '40GiB', '48GB', '512MiB' or a byte count. Skips on the CPU.",
-    "requires_mig": "requires_mig(profile=None): run only on a MIG instance, optionally of "
+    "gpu_requires_mig": "gpu_requires_mig(profile=None): run only on a MIG instance, optionally of "
     "the given slice profile such as '1g.10gb'.",
-    "requires_gpus": "requires_gpus(n): skip when fewer than n GPUs are visible.",
-    "requires_capability": "requires_capability('8.0'): skip on GPUs below this compute "
+    "gpu_requires_gpus": "gpu_requires_gpus(n): skip when fewer than n GPUs are visible.",
+    "gpu_requires_capability": "gpu_requires_capability('8.0'): skip on GPUs below this compute "
     "capability, and on the CPU.",
-    "cpu_only": "cpu_only: run only when no GPU is visible; for the small variants of a "
+    "gpu_cpu_only": "gpu_cpu_only: run only when no GPU is visible; for the small variants of a "
     "benchmark that the embedded CPU default runs in place of the GPU-sized ones.",
     "gpuperf": "gpuperf(**settings): measurement and verdict settings for this test's "
     "gpu_benchmark calls, e.g. gpuperf(max_time=30, target=0.01, flush_l2=True, "
     "cuda_graph=True, tolerance=0.03). See --help for the settings.",
-    "dtype": "dtype('fp32', 'tf32', 'fp16', 'bf16', ...): parametrize the test over these "
-    "dtypes (ids [fp32] ...), give it a `dtype` argument holding the torch dtype, and skip "
+    "gpu_dtype": "gpu_dtype('fp32', 'tf32', 'fp16', 'bf16', ...): parametrize the test over "
+    "these dtypes (ids [fp32] ...), give it a `gpu_dtype` argument holding the torch dtype, "
+    "and skip "
     "a dtype the device cannot run (bf16/tf32 before compute capability 8.0).",
 }
 
@@ -377,12 +378,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             where = str(sess.base.path) if sess.base.file is not None else None
             for text in plan_lines(sess.base.entries, ids, where, skipped):
                 tr.write_line(text)
-        pytest.exit("gpuperf: plan shown, nothing run (--gpuperf-plan)", returncode=0)
+        return
+    controller = tr is not None and not hasattr(session.config, "workerinput")
+    if controller and any(_marked(item, REQUIREMENT_MARKERS) for item in session.items):
+        snap = sess.snapshot()
+        if snap.primary is None:  # said once here; each skip reason says what it needs
+            tr.write_line(f"gpuperf: no GPU visible: {snap.note or 'none found'}")
     if any("gpu_benchmark" in getattr(item, "fixturenames", ()) for item in session.items):
         sess.prepare_baseline()
         line = sess.base.line()
-        if line and tr is not None and not hasattr(session.config, "workerinput"):
+        if line and controller:
             tr.write_line(f"gpuperf: {line}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """--gpuperf-plan: the plan was shown after collection; run nothing, as --collect-only
+    does, and end the session normally (exit code 0)."""
+    return True if session.config.getoption("gpuperf_plan") else None
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -413,7 +426,7 @@ def _marker_error(nodeid: str, marker: str, exc: Exception) -> pytest.Collector.
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if not _marked(metafunc.definition, (*REQUIREMENT_MARKERS, "gpuperf", "dtype")):
+    if not _marked(metafunc.definition, (*REQUIREMENT_MARKERS, "gpuperf", "gpu_dtype")):
         return
     from . import marks
 
@@ -431,18 +444,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             check_order(parse_layer(dict(m.kwargs), "marker"))
         except SettingError as exc:
             raise _marker_error(nodeid, "gpuperf", exc) from None
-    dtype_marks = list(metafunc.definition.iter_markers("dtype"))
+    dtype_marks = list(metafunc.definition.iter_markers("gpu_dtype"))
     if not dtype_marks:
         return
     try:
         specs = marks.parse_dtype_marker(dtype_marks[0].args, dict(dtype_marks[0].kwargs))
     except marks.MarkerError as exc:
-        raise _marker_error(nodeid, "dtype", exc) from None
-    if "dtype" not in metafunc.fixturenames:
+        raise _marker_error(nodeid, "gpu_dtype", exc) from None
+    if "gpu_dtype" not in metafunc.fixturenames:
         raise _marker_error(
-            nodeid, "dtype", marks.MarkerError("the test must take a `dtype` argument")
+            nodeid, "gpu_dtype", marks.MarkerError("the test must take a `gpu_dtype` argument")
         )
-    metafunc.parametrize("dtype", specs, ids=[s.name for s in specs], indirect=True)
+    metafunc.parametrize("gpu_dtype", specs, ids=[s.name for s in specs], indirect=True)
 
 
 # ------------------------------------------------------------------- decisions at setup
@@ -461,7 +474,7 @@ def _requirements(item: pytest.Item) -> Iterator[marks.Requirement]:
 
 def skip_reason(item: pytest.Item) -> str | None:
     """The first requirement of this test the device does not meet, or None."""
-    if not _marked(item, (*REQUIREMENT_MARKERS, "dtype")):
+    if not _marked(item, (*REQUIREMENT_MARKERS, "gpu_dtype")):
         return None
     from . import marks
 
@@ -485,7 +498,7 @@ def _dtype_param(item: pytest.Item) -> marks.DTypeSpec | None:
     from . import marks
 
     callspec = getattr(item, "callspec", None)
-    value = callspec.params.get("dtype") if callspec is not None else None
+    value = callspec.params.get("gpu_dtype") if callspec is not None else None
     return value if isinstance(value, marks.DTypeSpec) else None
 
 
@@ -529,21 +542,21 @@ def _spec_for(request: pytest.FixtureRequest) -> marks.DTypeSpec:
     spec = _dtype_param(node) if isinstance(node, pytest.Item) else None
     if spec is None:
         raise pytest.UsageError(
-            f"{node.nodeid}: the dtype/dtype_spec fixtures need "
-            "@pytest.mark.dtype('fp16', 'bf16', ...) on the test"
+            f"{node.nodeid}: the gpu_dtype/gpu_dtype_spec fixtures need "
+            "@pytest.mark.gpu_dtype('fp16', 'bf16', ...) on the test"
         )
     return spec
 
 
 @pytest.fixture
-def dtype_spec(request: pytest.FixtureRequest) -> marks.DTypeSpec:
-    """The DTypeSpec (name, torch dtype, bytes per element) of a @pytest.mark.dtype test."""
+def gpu_dtype_spec(request: pytest.FixtureRequest) -> marks.DTypeSpec:
+    """The DTypeSpec (name, torch dtype, bytes per element) of a @pytest.mark.gpu_dtype test."""
     return _spec_for(request)
 
 
 @pytest.fixture
-def dtype(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """The torch dtype of a test parametrized by @pytest.mark.dtype.
+def gpu_dtype(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The torch dtype of a test parametrized by @pytest.mark.gpu_dtype.
 
     'tf32' gives torch.float32 with TF32 matmuls allowed for the test; 'fp32' gives
     torch.float32 with them forbidden (full-precision float32), whatever the global setting.
@@ -594,8 +607,8 @@ def _telemetry_factory(sess: GpuPerfSession) -> Any:
 
 
 def _gpus_used(item: Any) -> int:
-    """The GPUs a test uses, from its requires_gpus marker (one without it)."""
-    marker = item.get_closest_marker("requires_gpus") if isinstance(item, pytest.Item) else None
+    """The GPUs a test uses, from its gpu_requires_gpus marker (one without it)."""
+    marker = item.get_closest_marker("gpu_requires_gpus") if isinstance(item, pytest.Item) else None
     if marker is None:
         return 1
     from . import marks

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_gpuperf.clock import synchronized_perf_counter
 
-pytestmark = pytest.mark.requires_gpus(1)
+pytestmark = pytest.mark.gpu_requires_gpus(1)
 
 
 def test_nvml_snapshot_agrees_with_torch(gpu_device):

@@ -28,13 +28,13 @@ def test_sum(benchmark):
 PLUGIN_PROJECT = """
 import pytest
 
-@pytest.mark.requires_gpus(64)
+@pytest.mark.gpu_requires_gpus(64)
 def test_needs_many_gpus():
     pass
 
-@pytest.mark.dtype("fp32", "bf16")
-def test_dtypes(dtype):
-    assert str(dtype).startswith("torch.")
+@pytest.mark.gpu_dtype("fp32", "bf16")
+def test_dtypes(gpu_dtype):
+    assert str(gpu_dtype).startswith("torch.")
 
 def test_measured(gpu_benchmark):
     r = gpu_benchmark(lambda: sum(range(100)), work=100, unit="items", max_time=0.2, min_time=0.01, warmup_time=0)
