@@ -115,7 +115,7 @@ def test_qlora_step(gpu_benchmark, qlora):
 
 # Batch sweeps up to the out-of-memory point, as the reports did (batch 1 to 27 at 1024
 # tokens). An OOM is a recorded result ("OOM at batch 25"), its memory released, and the
-# sweep stops there. Under --gpu-emulate=a100-40gb the sweep answers "up to which batch on
+# sweep stops there. Under --gpuperf-emulate=a100-40gb the sweep answers "up to which batch on
 # a 40 GB card" on a larger GPU. A sweep point answers "how fast, and does it fit", not a
 # gated 0.5% figure: one warm-up step (the model is warm; a new batch size only needs its
 # allocations and kernel choices made) and three timed steps, even of 4 s each.

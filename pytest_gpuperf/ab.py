@@ -1,6 +1,7 @@
 """`gpuperf ab --base REF -- <pytest args>`: the base commit and the current tree measured
 on the same GPU in one job, interleaved, a fresh pytest process per side and round, and
-judged with a paired statistic over the rounds (verdict.paired).
+judged with a paired statistic over the rounds (the change's interval from the per-round
+differences, so what moves both sides of a round cancels).
 
 Machine-to-machine noise (one card's power state against another's) cancels: both sides
 run on this machine within minutes of each other. The base is a detached git worktree of
@@ -34,6 +35,7 @@ from .baseline.judge import failing, verdict_dict
 from .baseline.store import metrics_of
 from .outputs.text import VERDICT_HEADER, json_safe, markdown_table, plain, table, verdict_rows
 from .results import Result
+from .settings import FALSE_ALARM
 from .verdict import INCOMPARABLE, INCONCLUSIVE, NEW, Verdict, paired, per_metric_confidence
 
 SIDES = ("base", "head")
@@ -184,7 +186,7 @@ def run_ab(
     *,
     rounds: int,
     tolerance: float,
-    false_alarm: float = 0.01,
+    false_alarm: float = FALSE_ALARM,
     setup: str | None = None,
     log: Any = None,
 ) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .baseline.run import RunBaseline
+from .settings import FALSE_ALARM
 
 if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never loads them
     from .device import DeviceSnapshot
@@ -57,7 +58,7 @@ class Options:
         self.html_path = html_path
         self.emulate = emulate
         self.profile_source = "--gpu-profile"  # where the profile was named, for errors
-        self.false_alarm = 0.01  # the whole run's false-alarm rate (Bonferroni over metrics)
+        self.false_alarm = FALSE_ALARM  # the whole run's false-alarm rate (Bonferroni over metrics)
         self.confirm = True  # re-measure a suspected regression in a fresh process
         self.explicit_dir = False  # the baseline directory was named, not the default
 
@@ -143,7 +144,7 @@ class GpuPerfSession:
             raise pytest.UsageError(
                 f"--gpu-profile={wanted.name} does not match this machine: detected "
                 f"{snap.describe()} (profile: {got}). Run on a {wanted.description}, use "
-                f"--gpu-profile=auto, or pass --gpu-allow-mismatch to compare anyway."
+                f"--gpu-profile=auto, or pass --gpuperf-allow-mismatch to compare anyway."
             )
 
     # ------------------------------------------------------------ pytest-xdist workers

@@ -184,9 +184,9 @@ def test_measured(gpu_benchmark):
 BLOCK = "import sys; sys.modules.update(dict.fromkeys({!r})); import pytest; sys.exit(pytest.main(sys.argv[1:]))"
 
 
-@pytest.mark.parametrize("args", [[], ["--gpu-info"], ["--gpu-profiles"]])
+@pytest.mark.parametrize("args", [[], ["--gpuperf-info"], ["--gpuperf-profiles"]])
 def test_the_plugin_needs_none_of_the_optional_packages(pytester, args):
-    """Markers, gpu_benchmark, --gpu-info and --gpu-profiles with transformers, peft,
+    """Markers, gpu_benchmark, --gpuperf-info and --gpuperf-profiles with transformers, peft,
     bitsandbytes and matplotlib unimportable."""
     import subprocess
 
@@ -199,7 +199,7 @@ def test_the_plugin_needs_none_of_the_optional_packages(pytester, args):
     if not args:
         assert "3 passed, 1 skipped" in run.stdout
         assert "test_p.py::test_measured" in run.stdout  # the results table
-    elif args == ["--gpu-info"]:
+    elif args == ["--gpuperf-info"]:
         assert "profile: cpu" in run.stdout
     else:
         assert "h200" in run.stdout and "a100-40gb" in run.stdout

@@ -242,7 +242,7 @@ def test_gpu_profiles_lists_builtin_and_user_profiles(pytester):
     pytester.makepyprojecttoml(
         '[tool.gpuperf.profiles.rtx4090]\nmatch = "RTX 4090"\nmemory_gib = 24\nprice_per_hour = 0.69\n'
     )
-    result = pytester.runpytest("--gpu-profiles")
+    result = pytester.runpytest("--gpuperf-profiles")
     assert result.ret == 0
     result.stdout.fnmatch_lines(
         [
@@ -256,13 +256,13 @@ def test_gpu_profiles_lists_builtin_and_user_profiles(pytester):
 
 def test_bad_user_profile_is_a_usage_error(pytester):
     pytester.makepyprojecttoml("[tool.gpuperf.profiles.x]\nmemory_gib = 24\n")
-    result = pytester.runpytest("--gpu-profiles")
+    result = pytester.runpytest("--gpuperf-profiles")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*[[]tool.gpuperf.profiles.x[]]: a new profile needs 'match'*"])
 
 
 def test_gpu_info_prints_the_snapshot(pytester):
-    result = pytester.runpytest_subprocess("--gpu-info")
+    result = pytester.runpytest_subprocess("--gpuperf-info")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["device: *", "*torch: *", "*profile: *"])
 
@@ -302,10 +302,10 @@ def test_profile_mismatch_stops_the_run_unless_allowed(on):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "*--gpu-profile=a100-40gb does not match this machine: detected NVIDIA H200*(profile: h200)*--gpu-allow-mismatch*"
+            "*--gpu-profile=a100-40gb does not match this machine: detected NVIDIA H200*(profile: h200)*--gpuperf-allow-mismatch*"
         ]
     )
-    result = p.runpytest("--gpu-profile=a100-40gb", "--gpu-allow-mismatch")
+    result = p.runpytest("--gpu-profile=a100-40gb", "--gpuperf-allow-mismatch")
     result.assert_outcomes(passed=1)
     result = p.runpytest("--gpu-profile=h200")
     result.assert_outcomes(passed=1)
@@ -353,29 +353,29 @@ def test_emulation_caps_vram_decisions(on):
             pass
         """
     )
-    result = p.runpytest("-rs", "--gpu-emulate=a100-40gb")
+    result = p.runpytest("-rs", "--gpuperf-emulate=a100-40gb")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(
         ["*needs 44.0 GiB of GPU memory, 40.0 GiB available on NVIDIA H200 (emulated cap)"]
     )
-    result = p.runpytest("-rs", "--gpu-emulate=rtx-6000-ada")
+    result = p.runpytest("-rs", "--gpuperf-emulate=rtx-6000-ada")
     result.assert_outcomes(passed=2)
 
 
 @pytest.mark.parametrize(
     ("device", "arg", "fragment"),
     [
-        ("h200", "a100", "--gpu-emulate: 'a100' is a family of GPU profiles (a100-40gb, a100-80gb): name the variant, e.g. a100-40gb"),
-        ("h200", "a10O", "--gpu-emulate: unknown GPU profile 'a10O'; did you mean"),
-        ("cpu", "a100-40gb", "--gpu-emulate=a100-40gb caps GPU memory, and this run has no GPU"),
-        ("t4", "a100-40gb", "--gpu-emulate=a100-40gb (40 GiB) is larger than this GPU (Tesla T4"),
-        ("h200", "cpu", "--gpu-emulate=cpu: the profile has no memory size to emulate"),
+        ("h200", "a100", "--gpuperf-emulate: 'a100' is a family of GPU profiles (a100-40gb, a100-80gb): name the variant, e.g. a100-40gb"),
+        ("h200", "a10O", "--gpuperf-emulate: unknown GPU profile 'a10O'; did you mean"),
+        ("cpu", "a100-40gb", "--gpuperf-emulate=a100-40gb caps GPU memory, and this run has no GPU"),
+        ("t4", "a100-40gb", "--gpuperf-emulate=a100-40gb (40 GiB) is larger than this GPU (Tesla T4"),
+        ("h200", "cpu", "--gpuperf-emulate=cpu: the profile has no memory size to emulate"),
     ],
 )
 def test_bad_emulation_is_a_usage_error(on, device, arg, fragment):
     p = on(device)
     p.makepyfile(test_ok="def test_ok():\n    pass\n")
-    result = p.runpytest(f"--gpu-emulate={arg}")
+    result = p.runpytest(f"--gpuperf-emulate={arg}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{fragment}*"])
 
