@@ -337,6 +337,8 @@ def _make_session(config: pytest.Config) -> GpuPerfSession:
     opts.explicit_dir = bool(explicit_dir) or directory != Path("baselines")
     pyproject = Path(config.rootpath, "pyproject.toml")
     sess = GpuPerfSession(opts, pyproject if pyproject.is_file() else None)
+    sess.config = config
+    opts.incomparable = sess.incomparable  # the baseline's judge asks the users' hook
     sess.layer_error = _option_problem(config, opts) or _output_clash(config, sess)
     if sess.layer_error:
         return sess

@@ -1,7 +1,7 @@
 """pytest-gpuperf's pytest plugin: the hooks. Wiring only.
 
 Options are declared in options.py, fixtures live in fixtures.py (both registered through
-this module); the logic in pure modules
+this module), hook specifications for users in hookspec.py; the logic in pure modules
 (marks, profiles, stats, verdict) and the lazy per-run state in session.GpuPerfSession.
 Importing this module imports neither torch nor NVML.
 """
@@ -89,6 +89,22 @@ MARKERS = {
 
 
 DEPRECATED_KEY = pytest.StashKey[list[str]]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_gpuperf_incomparable(
+    config: pytest.Config, baseline_env: dict[str, Any], current_env: dict[str, Any]
+) -> str:
+    """The built-in rule, when no implementation of the users' decided ("" = comparable)."""
+    from .baseline.history import incomparable_reason
+
+    return incomparable_reason(baseline_env, current_env) or ""
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -106,6 +106,7 @@ class RunBaseline:
             env,
             false_alarm=self.options.false_alarm,
             allow_cross_gpu=allow_cross_gpu,
+            incomparable=self.options.incomparable,
         )
         return self.judgement
 
@@ -125,7 +126,8 @@ class RunBaseline:
                 false_alarm=self.options.false_alarm,
                 allow_cross_gpu=allow_cross_gpu,
                 offsets=self.judgement.offsets,
-                )
+                incomparable=self.options.incomparable,
+            )
             if again
             else Judgement(self.judgement.confidence, 0)
         )
