@@ -31,7 +31,7 @@ CASTS = [("fp32", "fp16"), ("fp32", "bf16"), ("fp16", "fp32"), ("bf16", "fp16")]
 def test_cast_bandwidth(gpu_benchmark, gpu, device, src, dst):
     import torch
 
-    from pytest_gpuperf.marks import DTYPES
+    from pytest_gpuperf import DTYPES
 
     src_t, dst_t = DTYPES[src].torch_dtype(), DTYPES[dst].torch_dtype()
     numel = (1 << 30) // src_t.itemsize if gpu else 1 << 22  # 1 GiB of source on a GPU

@@ -202,7 +202,7 @@ SCALE = [
 def test_generate_scale(gpu_benchmark, one_model, device, gpu, preset, weights, batch, compile_mode):
     import torch
 
-    from pytest_gpuperf.timing import is_oom, release_memory
+    from pytest_gpuperf import is_oom, release_memory
     from pytest_gpuperf.workloads.generation import StaticGreedyDecoder
 
     built = one_model.get(

@@ -6,6 +6,7 @@ gpu_benchmark. On the CPU the same code runs with gloo between 2 processes at sm
 so the flow (launch, gather, result) is proven without GPUs."""
 
 from functools import partial
+from statistics import median
 
 import pytest
 
@@ -17,7 +18,6 @@ from pytest_gpuperf.distributed import (
     time_collective,
     time_p2p,
 )
-from pytest_gpuperf.stats import median
 
 CPU = pytest.mark.gpu_cpu_only
 TWO_GPUS = pytest.mark.gpu_requires_gpus(2)
