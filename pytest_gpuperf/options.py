@@ -85,13 +85,6 @@ class Option:
         return _escaped(self.help) + (f" ({'; '.join(extra)})" if extra else "")
 
 
-def _false_alarm_help() -> str:
-    return (
-        "the whole run's false-alarm rate: each of the m judged baseline metrics is tested "
-        "at confidence 1 - RATE/m (Bonferroni), at least 99%"
-    )
-
-
 OPTIONS: tuple[Option, ...] = (
     Option(
         "--gpu-profile",
@@ -172,7 +165,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--gpuperf-false-alarm",
-        _false_alarm_help(),
+        "the whole run's false-alarm rate: each of the m judged baseline metrics is tested "
+        "at confidence 1 - RATE/m (Bonferroni), at least 99%",
         default=FALSE_ALARM,
         ini="gpuperf_false_alarm",
         metavar="RATE",
