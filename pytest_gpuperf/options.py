@@ -37,6 +37,7 @@ class Option:
         "choices",
         "cli",
         "default",
+        "default_text",
         "deprecated",
         "dest",
         "flag",
@@ -61,6 +62,7 @@ class Option:
         choices: tuple[str, ...] | None = None,
         cli: str | None = None,
         deprecated: tuple[str, ...] = (),
+        default_text: str | None = None,  # for --help, when one value cannot say it
     ) -> None:
         self.flag = flag
         self.dest = dest or flag.lstrip("-").replace("-", "_")
@@ -73,12 +75,15 @@ class Option:
         self.choices = choices
         self.cli = cli
         self.deprecated = deprecated
+        self.default_text = default_text
 
     def help_text(self) -> str:
         """The help with its default and ini key, from the declared values (escaped for
         argparse, which expands %-formats in help texts)."""
         extra = []
-        if self.default is not None and not (self.switch and self.default is False):
+        if self.default_text:
+            extra.append(f"default: {self.default_text}")
+        elif self.default is not None and not (self.switch and self.default is False):
             extra.append(f"default: {self.default!r}")
         if self.ini:
             extra.append(f"ini: {self.ini}")
@@ -189,13 +194,14 @@ INI_ONLY = (("gpuperf_confirm", "re-measure a suspected regression in a fresh pr
 def setting_option(name: str) -> Option:
     """The command-line option of a measurement setting (settings.SETTINGS)."""
     s = next(s for s in SETTINGS if s.name == name and s.cli)
-    default = f"default {s.cuda!r} on CUDA, {s.cpu!r} on the CPU" if s.cuda != s.cpu else None
     opt = Option(
         "--gpuperf-" + name.replace("_", "-"),
-        s.help + (f" ({default})" if default else ""),
+        s.help,
         dest=f"gpuperf_{name}",
         default=s.cuda if s.cuda == s.cpu else None,
+        default_text=None if s.cuda == s.cpu else f"{s.cuda!r} on CUDA, {s.cpu!r} on the CPU",
         ini=f"gpuperf_{name}",
+        metavar="VALUE",
         cli="--" + name.replace("_", "-") if name in ("tolerance", "memory_tolerance") else None,
     )
     return opt
@@ -227,7 +233,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         if setting.cli:
             opt = setting_option(setting.name)
             group.addoption(
-                opt.flag, action="store", default=None, dest=opt.dest, help=opt.help_text()
+                opt.flag,
+                action="store",
+                default=None,
+                dest=opt.dest,
+                metavar=opt.metavar,
+                help=opt.help_text(),
             )
             parser.addini(opt.ini or opt.dest, setting.help, default=None)
 

@@ -45,7 +45,7 @@ def test_help_shows_the_declared_defaults(pytester):
     assert f"(default: {BY_NAME['tolerance'].cuda!r}; ini: gpuperf_tolerance)" in text
     assert f"(default: {FALSE_ALARM!r}; ini: gpuperf_false_alarm)" in text
     assert "(default: 'auto'; ini: gpuperf_baseline)" in text
-    assert "default 10.0 on CUDA, 2.0 on the CPU" in text  # max_time
+    assert "(default: 10.0 on CUDA, 2.0 on the CPU; ini: gpuperf_max_time)" in text
     ab = " ".join(cli_help("ab").split())
     assert f"before a regression (default: {BY_NAME['tolerance'].cuda!r})" in ab
     assert f"at least 99% (default: {FALSE_ALARM!r})" in ab
