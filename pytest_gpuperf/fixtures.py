@@ -181,7 +181,14 @@ def _params(item: pytest.Item) -> dict[str, Any]:
     from .results import plain_params
 
     callspec = getattr(item, "callspec", None)
-    return plain_params(callspec.params, callspec.indices) if callspec is not None else {}
+    if callspec is None:
+        return {}
+    params = plain_params(callspec.params, callspec.indices)
+    if "gpu_dtype" in params and "dtype" not in params:
+        # the gpu_dtype marker's parameter, recorded as "dtype" as before the marker was
+        # prefixed, so results and reports of older runs chart with newer ones
+        params = {("dtype" if k == "gpu_dtype" else k): v for k, v in params.items()}
+    return params
 
 
 def _progress_writer(config: pytest.Config) -> Any:

@@ -170,6 +170,26 @@ def test_dtype_ids_values_and_skip_on_old_gpu(on):
     result.assert_outcomes(passed=2, skipped=2)
 
 
+def test_the_gpu_dtype_parameter_is_recorded_as_dtype(on):
+    """Results and reports of runs from before the marker was prefixed chart with newer ones."""
+    import json
+
+    p = on("cpu")
+    p.makepyfile(
+        test_dt="""
+        import pytest
+
+        @pytest.mark.gpu_dtype("fp32")
+        @pytest.mark.parametrize("n", [4])
+        def test_d(gpu_benchmark, gpu_dtype, n):
+            gpu_benchmark.record("value", 1.0, "items")
+        """
+    )
+    p.runpytest("--gpuperf-json=out.json").assert_outcomes(passed=1)
+    (result,) = json.loads((p.path / "out.json").read_text())["results"]
+    assert result["params"] == {"dtype": "fp32", "n": 4}
+
+
 @pytest.mark.parametrize(
     ("decorator", "fragment"),
     [
