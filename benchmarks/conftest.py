@@ -51,16 +51,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(preset))
 
 
-def on_gpu(config: pytest.Config) -> bool:
-    from pytest_gpuperf.plugin import get_session
-
-    return get_session(config).snapshot().kind == "cuda"
-
-
 @pytest.fixture(scope="session")
-def gpu(pytestconfig: pytest.Config) -> bool:
+def gpu(gpu_device) -> bool:
     """True when this run has a GPU (CUDA), False on the CPU."""
-    return on_gpu(pytestconfig)
+    return gpu_device.kind == "cuda"
 
 
 @pytest.fixture(scope="session")
@@ -86,7 +80,7 @@ class OneModel:
         return self.value
 
     def clear(self) -> None:
-        from pytest_gpuperf.timing import release_memory
+        from pytest_gpuperf import release_memory
 
         self.key = self.value = None
         release_memory()

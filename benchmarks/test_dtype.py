@@ -5,10 +5,10 @@ import pytest
 from pytest_gpuperf.workloads.dtypes import cast_bytes, matmul_flop, randn
 
 
-@pytest.mark.dtype("fp32", "tf32", "fp16", "bf16")
-def test_matmul(gpu_benchmark, dtype, dtype_spec, gpu, device):
+@pytest.mark.gpu_dtype("fp32", "tf32", "fp16", "bf16")
+def test_matmul(gpu_benchmark, gpu_dtype, gpu, device):
     n = 8192 if gpu else 256
-    a, b = randn((n, n), dtype, device, 1), randn((n, n), dtype, device, 2)
+    a, b = randn((n, n), gpu_dtype, device, 1), randn((n, n), gpu_dtype, device, 2)
     result = gpu_benchmark(lambda: a @ b, work=matmul_flop(n, n, n), unit="flop")
     assert result.throughput.median > 0
     assert result.time.ci_low <= result.time.median <= result.time.ci_high
@@ -31,7 +31,7 @@ CASTS = [("fp32", "fp16"), ("fp32", "bf16"), ("fp16", "fp32"), ("bf16", "fp16")]
 def test_cast_bandwidth(gpu_benchmark, gpu, device, src, dst):
     import torch
 
-    from pytest_gpuperf.marks import DTYPES
+    from pytest_gpuperf import DTYPES
 
     src_t, dst_t = DTYPES[src].torch_dtype(), DTYPES[dst].torch_dtype()
     numel = (1 << 30) // src_t.itemsize if gpu else 1 << 22  # 1 GiB of source on a GPU

@@ -5,17 +5,17 @@ import pytest
 from pytest_gpuperf.workloads.data import fixed_batch
 from pytest_gpuperf.workloads.finetune import make_trainer, max_batch_search, try_batch
 
-CPU = pytest.mark.cpu_only
-GPU = pytest.mark.requires_gpus(1)
+CPU = pytest.mark.gpu_cpu_only
+GPU = pytest.mark.gpu_requires_gpus(1)
 
 # (preset, batch, seq_len, marks): the CPU run uses the tiny Llama, a GPU the real shapes
 LORA = [
     pytest.param("tiny", 4, 64, marks=CPU, id="tiny-b4"),
     pytest.param(
-        "llama-1b", 8, 512, marks=[GPU, pytest.mark.requires_vram("16GiB")], id="llama-1b-b8"
+        "llama-1b", 8, 512, marks=[GPU, pytest.mark.gpu_requires_vram("16GiB")], id="llama-1b-b8"
     ),
     pytest.param(
-        "llama-1b", 32, 512, marks=[GPU, pytest.mark.requires_vram("32GiB")], id="llama-1b-b32"
+        "llama-1b", 32, 512, marks=[GPU, pytest.mark.gpu_requires_vram("32GiB")], id="llama-1b-b32"
     ),
 ]
 # QLoRA presets: shape of the step, the batch sweep and the max-batch search. The trainer is
@@ -24,21 +24,21 @@ LORA = [
 QLORA = {
     "tiny": dict(marks=[CPU], seq_len=64, batch=4, sweep=(1, 2, 4), limit=8),
     "llama2-7b": dict(
-        marks=[GPU, pytest.mark.requires_vram("16GiB")],
+        marks=[GPU, pytest.mark.gpu_requires_vram("16GiB")],
         seq_len=1024,
         batch=4,
         sweep=(1, 8, 16, 20, 24, 25, 27),
         limit=64,
     ),
     "llama2-13b": dict(
-        marks=[GPU, pytest.mark.requires_vram("24GiB")],
+        marks=[GPU, pytest.mark.gpu_requires_vram("24GiB")],
         seq_len=1024,
         batch=4,
         sweep=(1, 8, 15, 20, 25),
         limit=64,
     ),
     "llama2-70b": dict(
-        marks=[GPU, pytest.mark.requires_vram("44GiB")],
+        marks=[GPU, pytest.mark.gpu_requires_vram("44GiB")],
         seq_len=1024,
         batch=1,
         sweep=(1, 2, 4),
@@ -115,7 +115,7 @@ def test_qlora_step(gpu_benchmark, qlora):
 
 # Batch sweeps up to the out-of-memory point, as the reports did (batch 1 to 27 at 1024
 # tokens). An OOM is a recorded result ("OOM at batch 25"), its memory released, and the
-# sweep stops there. Under --gpu-emulate=a100-40gb the sweep answers "up to which batch on
+# sweep stops there. Under --gpuperf-emulate=a100-40gb the sweep answers "up to which batch on
 # a 40 GB card" on a larger GPU. A sweep point answers "how fast, and does it fit", not a
 # gated 0.5% figure: one warm-up step (the model is warm; a new batch size only needs its
 # allocations and kernel choices made) and three timed steps, even of 4 s each.
@@ -183,7 +183,7 @@ def test_qlora_max_batch(gpu_benchmark, qlora):
 HIDDEN = [
     pytest.param("tiny", 4, 64, marks=CPU, id="tiny"),
     pytest.param(
-        "llama-1b", 32, 512, marks=[GPU, pytest.mark.requires_vram("32GiB")], id="llama-1b-b32"
+        "llama-1b", 32, 512, marks=[GPU, pytest.mark.gpu_requires_vram("32GiB")], id="llama-1b-b32"
     ),
 ]
 

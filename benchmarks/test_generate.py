@@ -5,16 +5,16 @@ import pytest
 from pytest_gpuperf.workloads.generation import generate_eager, prompt
 from pytest_gpuperf.workloads.models import build_model
 
-CPU = pytest.mark.cpu_only
-GPU = pytest.mark.requires_gpus(1)
+CPU = pytest.mark.gpu_cpu_only
+GPU = pytest.mark.gpu_requires_gpus(1)
 
 EAGER = [
     pytest.param("tiny", 1, 32, marks=CPU, id="tiny-b1-32tok"),
     pytest.param(
-        "llama-1b", 1, 64, marks=[GPU, pytest.mark.requires_vram("8GiB")], id="llama-1b-b1-64tok"
+        "llama-1b", 1, 64, marks=[GPU, pytest.mark.gpu_requires_vram("8GiB")], id="llama-1b-b1-64tok"
     ),
     pytest.param(
-        "llama-1b", 32, 64, marks=[GPU, pytest.mark.requires_vram("8GiB")], id="llama-1b-b32-64tok"
+        "llama-1b", 32, 64, marks=[GPU, pytest.mark.gpu_requires_vram("8GiB")], id="llama-1b-b32-64tok"
     ),
 ]
 
@@ -59,7 +59,7 @@ STATIC = [
             mode,
             marks=[
                 GPU,
-                pytest.mark.requires_vram("8GiB"),
+                pytest.mark.gpu_requires_vram("8GiB"),
                 # one compile (12 s on the H200) is what the full suite spends on this
                 *([pytest.mark.scale] if mode == AUTOTUNE or (mode and b > 1) else []),
             ],
@@ -185,7 +185,7 @@ SCALE = [
             weights,
             batch,
             mode,
-            marks=[GPU, pytest.mark.requires_vram(vram)],
+            marks=[GPU, pytest.mark.gpu_requires_vram(vram)],
             id=f"{preset}-{weights}-b{batch}{SUFFIX[mode]}",
         )
         for preset, weights, vram, _, _ in SCALE_MODELS
@@ -202,7 +202,7 @@ SCALE = [
 def test_generate_scale(gpu_benchmark, one_model, device, gpu, preset, weights, batch, compile_mode):
     import torch
 
-    from pytest_gpuperf.timing import is_oom, release_memory
+    from pytest_gpuperf import is_oom, release_memory
     from pytest_gpuperf.workloads.generation import StaticGreedyDecoder
 
     built = one_model.get(

@@ -6,6 +6,7 @@ gpu_benchmark. On the CPU the same code runs with gloo between 2 processes at sm
 so the flow (launch, gather, result) is proven without GPUs."""
 
 from functools import partial
+from statistics import median
 
 import pytest
 
@@ -17,10 +18,9 @@ from pytest_gpuperf.distributed import (
     time_collective,
     time_p2p,
 )
-from pytest_gpuperf.stats import median
 
-CPU = pytest.mark.cpu_only
-TWO_GPUS = pytest.mark.requires_gpus(2)
+CPU = pytest.mark.gpu_cpu_only
+TWO_GPUS = pytest.mark.gpu_requires_gpus(2)
 MIB = 1 << 20
 WORLD = 2
 
@@ -88,7 +88,7 @@ def test_p2p_bandwidth(gpu_benchmark, gpu, gpu_device, gpu_profile, direction, n
 DDP = [
     pytest.param("tiny", 4, 64, marks=CPU, id="tiny-b4"),
     pytest.param(
-        "llama-1b", 32, 512, marks=[TWO_GPUS, pytest.mark.requires_vram("32GiB")],
+        "llama-1b", 32, 512, marks=[TWO_GPUS, pytest.mark.gpu_requires_vram("32GiB")],
         id="llama-1b-b32",
     ),
 ]  # fmt: skip

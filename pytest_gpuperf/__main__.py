@@ -1,7 +1,7 @@
 """`gpuperf compare RESULTS.json` (or `python -m pytest_gpuperf`): compare a saved run with a
 baseline outside pytest and set the exit code, for gating in other CI steps.
 `gpuperf ab --base REF -- <pytest args>`: the base commit against the current tree on this
-GPU, interleaved (see ab.py).
+GPU, interleaved (`gpuperf ab --help`).
 `gpuperf report RESULTS.json... -o report.html`: one HTML report of several runs (GPUs,
 emulated caps, dates), with charts.
 
@@ -22,9 +22,11 @@ from .baseline.history import environment
 from .baseline.judge import judge_run
 from .baseline.schema import BaselineError
 from .baseline.store import baseline_path, load
+from .options import add_cli_arguments
 from .outputs.terminal import verdict_count_line
 from .outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from .results import Result
+from .settings import FALSE_ALARM
 
 EXIT_CODES = """exit codes:
   0  no regression (also with --warn-only when there is one)
@@ -109,7 +111,7 @@ def compare_files(
         results,
         base.entries,
         environment(data["device"], devices.pop() if len(devices) == 1 else None),
-        false_alarm=false_alarm or 0.01,
+        false_alarm=false_alarm or FALSE_ALARM,
         tolerance=tolerance,
         memory_tolerance=memory_tolerance,
         exclude_session=sid,
@@ -125,13 +127,6 @@ def ab_doc() -> str:
     from . import ab
 
     return (ab.__doc__ or "").strip()
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,26 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         help="baseline file (default: the one the run compared against, else "
         "baselines/<profile>.json)",
     )
-    c.add_argument(
-        "--tolerance",
-        type=_fraction,
-        default=None,
-        help="throughput tolerance for every benchmark (default: each benchmark's own)",
+    add_cli_arguments(
+        c, ("gpuperf_tolerance", "gpuperf_memory_tolerance"), unset="each benchmark's own"
     )
-    c.add_argument(
-        "--memory-tolerance",
-        type=_fraction,
-        default=None,
-        help="memory tolerance for every benchmark (default: each benchmark's own)",
-    )
-    c.add_argument(
-        "--false-alarm",
-        type=_fraction,
-        default=None,
-        help="the run's false-alarm rate, shared by its judged metrics (default: the "
-        "confidence the run used, else 0.01)",
-    )
-    c.add_argument("--warn-only", action="store_true", help="report without failing")
+    add_cli_arguments(c, ("gpuperf_false_alarm", "gpuperf_warn_only"))
     ab = sub.add_parser(
         "ab",
         help="A/B: the base commit and the current tree, interleaved on this GPU",
@@ -184,13 +163,14 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ab.add_argument("--base", required=True, help="git ref of the base (e.g. origin/main)")
-    ab.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
-    ab.add_argument("--tolerance", type=_fraction, default=0.03, help="default 0.03")
-    ab.add_argument("--false-alarm", type=_fraction, default=0.01, help="default 0.01")
+    ab.add_argument(
+        "--rounds", type=int, default=5, help="interleaved rounds (default: %(default)r)"
+    )
+    add_cli_arguments(ab, ("gpuperf_tolerance", "gpuperf_false_alarm"))
     ab.add_argument("--setup", default=None, help="shell command run once in the base tree")
     ab.add_argument("--json", default=None, help="write the report as JSON here")
     ab.add_argument("--markdown", default=None, help="write the report as markdown here")
-    ab.add_argument("--warn-only", action="store_true", help="report without failing")
+    add_cli_arguments(ab, ("gpuperf_warn_only",))
     ab.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then pytest arguments")
     rep = sub.add_parser(
         "report",

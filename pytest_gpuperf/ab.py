@@ -1,6 +1,7 @@
 """`gpuperf ab --base REF -- <pytest args>`: the base commit and the current tree measured
 on the same GPU in one job, interleaved, a fresh pytest process per side and round, and
-judged with a paired statistic over the rounds (verdict.paired).
+judged with a paired statistic over the rounds (the change's interval from the per-round
+differences, so what moves both sides of a round cancels).
 
 Machine-to-machine noise (one card's power state against another's) cancels: both sides
 run on this machine within minutes of each other. The base is a detached git worktree of
@@ -14,139 +15,37 @@ Stopped by Ctrl-C, SIGTERM or SIGHUP, it removes the worktree and its temporary 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .abtree import (  # Stopped: also ab's own interface
+    OWNER,
+    PREFIX,
+    Stopped,
+    git,
+    prune_stale,
+    remove_worktree,
+    resolve_base,
+    run_group,
+    signals_deferred,
+    stop_on_signals,
+)
 from .baseline.history import PER_CLOCK
 from .baseline.judge import failing
-from .baseline.paired import SIDES, ABError, Round, judge_rounds
+from .baseline.paired import SIDES, ABError, Round, judge_rounds  # ABError: also ab's interface
 from .baseline.schema import metrics_of
 from .outputs.text import VERDICT_HEADER, json_safe, markdown_table, plain, table, verdict_rows
 from .results import Result
+from .settings import FALSE_ALARM
 from .verdict import INCOMPARABLE
-
-PREFIX = "gpuperf-ab-"  # of the temporary directory that holds the base worktree
-OWNER = "owner"  # in it: "<pid> <host>" of the run that made it
-STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
-
-
-class Stopped(BaseException):
-    """A signal (SIGINT, SIGTERM, SIGHUP) stopped the run; raised where it arrived, so that
-    every `finally` runs. A BaseException, like KeyboardInterrupt: no `except Exception`
-    swallows it."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-class _Stop:
-    """The signal that stopped this run, and whether cleaning up defers it."""
-
-    signum: int | None = None
-    deferring = False
-
-    @classmethod
-    def handler(cls, signum: int, frame: Any) -> None:
-        if cls.signum is not None:
-            return  # already stopping: the cleanup must finish
-        cls.signum = signum
-        if not cls.deferring:
-            raise Stopped(signum)
-
-
-@contextlib.contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """SIGINT, SIGTERM and SIGHUP raise Stopped (once; later ones are ignored) while the
-    block runs; the previous handlers come back after it."""
-    _Stop.signum, _Stop.deferring = None, False
-    previous = {}
-    for name in STOP_SIGNALS:
-        sig = getattr(signal, name, None)
-        with contextlib.suppress(ValueError):  # not the main thread: signals stay as they are
-            if sig is not None:
-                previous[sig] = signal.signal(sig, _Stop.handler)
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        _Stop.signum = None
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Cleaning up: a signal arriving now is raised as Stopped when the block is done."""
-    _Stop.deferring = True
-    try:
-        yield
-    finally:
-        _Stop.deferring = False
-    if _Stop.signum is not None:
-        raise Stopped(_Stop.signum)
-
-
-def _run(cmd: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    """subprocess.run in a process group of its own (a pytest round, the --setup command
-    and whatever they start): stopped, the whole group goes, SIGTERM then SIGKILL."""
-    with subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, **kwargs,
-    ) as proc:  # fmt: skip
-        try:
-            out, err = proc.communicate()
-        except BaseException:
-            with _signals_deferred():
-                _kill_group(proc)
-            raise
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, None)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args], cwd=repo, capture_output=True, text=True, check=False, timeout=120
-    )
-
-
-def resolve_base(cwd: Path, ref: str) -> tuple[Path, str, str]:
-    """(repository root, base commit, what the head side is), or ABError."""
-    top = _git(cwd, "rev-parse", "--show-toplevel")
-    if top.returncode != 0:
-        raise ABError(f"{cwd} is not in a git repository: A/B needs the base commit's code")
-    root = Path(top.stdout.strip())
-    sha = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-    if sha.returncode != 0 or not sha.stdout.strip():
-        raise ABError(f"base ref {ref!r} does not exist in {root}")
-    dirty = _git(root, "status", "--porcelain", "--untracked-files=no").stdout.splitlines()
-    head = _git(root, "rev-parse", "--short", "HEAD").stdout.strip() or "no commit"
-    what = (
-        f"the working tree (HEAD {head} plus uncommitted changes to {len(dirty)} file(s))"
-        if dirty
-        else f"HEAD {head}"
-    )
-    return root, sha.stdout.strip(), what
 
 
 def _figures(path: Path) -> Round:
@@ -175,7 +74,7 @@ def run_ab(
     *,
     rounds: int,
     tolerance: float,
-    false_alarm: float = 0.01,
+    false_alarm: float = FALSE_ALARM,
     setup: str | None = None,
     log: Any = None,
 ) -> dict[str, Any]:
@@ -194,11 +93,11 @@ def run_ab(
         # who made it, before git registers anything in it: a later run removes the
         # worktree of a run that is gone (killed with SIGKILL, a machine that rebooted)
         (work / OWNER).write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
-        added = _git(root, "worktree", "add", "--detach", str(tree), sha)
+        added = git(root, "worktree", "add", "--detach", str(tree), sha)
         if added.returncode != 0:
             raise ABError(f"git worktree add failed: {added.stderr.strip()}")
         if setup:
-            done = _run(setup, shell=True, cwd=tree)
+            done = run_group(setup, shell=True, cwd=tree)
             if done.returncode != 0:
                 why = done.stderr[-500:]
                 raise ABError(f"--setup {setup!r} failed in the base worktree: {why}")
@@ -222,7 +121,7 @@ def run_ab(
                     "--gpuperf-baseline=off", f"--gpuperf-json={out}",
                 ]  # fmt: skip
                 t0 = time.monotonic()
-                done = _run(cmd, cwd=run_cwd, env=env)
+                done = run_group(cmd, cwd=run_cwd, env=env)
                 if log is not None:
                     log(f"round {i + 1}/{rounds} {side}: pytest exit {done.returncode}, "
                         f"{time.monotonic() - t0:.1f} s")  # fmt: skip
@@ -246,68 +145,8 @@ def run_ab(
             "wall_s": round(time.monotonic() - started, 1),
         })  # fmt: skip
     finally:
-        with _signals_deferred():
-            _remove_worktree(root, tree)
-
-
-def _remove_worktree(root: Path, tree: Path) -> None:
-    """The base worktree, its registration and its temporary directory, whatever state a
-    stopped `git worktree add` left them in."""
-    _git(root, "worktree", "remove", "--force", "--force", str(tree))  # twice: also locked
-    shutil.rmtree(tree.parent, ignore_errors=True)
-    _git(root, "worktree", "unlock", str(tree))  # an add stopped midway leaves it locked
-    _git(root, "worktree", "prune")
-
-
-def _owner_alive(work: Path) -> bool:
-    """Whether the run that made `work` may still be running: its process exists on this
-    host (a process of another host, or one not ours to signal, counts as alive)."""
-    try:
-        pid_text, host = (work / OWNER).read_text(encoding="utf-8").split()
-        pid = int(pid_text)
-    except (OSError, ValueError):
-        return False  # no owner: made by a version that wrote none, long gone
-    if host != socket.gethostname():
-        return True  # cannot tell from here: left alone
-    if pid == os.getpid():
-        return False  # an earlier process that had this one's id
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def prune_stale(root: Path) -> list[str]:
-    """Remove what an earlier run that could not clean up (SIGKILL, a reboot) left: git's
-    records of worktrees whose directory is gone (`git worktree prune`), and base worktrees
-    in this tool's temporary directories whose run is gone. Returns lines to show."""
-    lines = []
-    listing = _git(root, "worktree", "list", "--porcelain").stdout
-    tmp = os.path.realpath(tempfile.gettempdir())
-    for block in listing.split("\n\n"):
-        fields = dict(line.split(" ", 1) for line in block.splitlines() if " " in line)
-        path = fields.get("worktree")
-        if not path:
-            continue
-        tree = Path(path)
-        work = tree.parent
-        ours = tree.name == "base" and work.name.startswith(PREFIX)
-        if not ours or os.path.realpath(work.parent) != tmp:
-            continue
-        if not tree.exists():  # only git's record is left; a locked one is not pruned
-            _git(root, "worktree", "unlock", str(tree))
-            continue
-        if _owner_alive(work):
-            continue
-        _remove_worktree(root, tree)
-        lines.append(
-            f"gpuperf ab: removed the base worktree {tree} of an earlier run that was stopped"
-        )
-    _git(root, "worktree", "prune")
-    return lines
+        with signals_deferred():
+            remove_worktree(root, tree)
 
 
 def _judge(

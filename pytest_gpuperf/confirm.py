@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .results import Result
 
 ENV_FLAG = "PYTEST_GPUPERF_CONFIRMATION"
-RUN_OPTIONS = ("gpu_profile", "gpu_emulate")  # run-wide options the fresh process repeats
+RUN_OPTIONS = ("gpu_profile", "gpuperf_emulate")  # run-wide options the fresh process repeats
 
 
 def command(config: Any, nodeids: list[str], json_path: Path) -> list[str]:
@@ -41,8 +41,8 @@ def command(config: Any, nodeids: list[str], json_path: Path) -> list[str]:
         value = config.getoption(dest)
         if value:
             args.append(f"--{dest.replace('_', '-')}={value}")
-    if config.getoption("gpu_allow_mismatch"):
-        args.append("--gpu-allow-mismatch")
+    if config.getoption("gpuperf_allow_mismatch"):
+        args.append("--gpuperf-allow-mismatch")
     if config.inipath is not None:
         args += ["-c", str(config.inipath)]
     args += [

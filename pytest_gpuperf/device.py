@@ -129,7 +129,7 @@ class DeviceSnapshot:
         return cls(gpus=tuple(gpus), **rest)
 
     def lines(self) -> list[str]:
-        """A multi-line description for `pytest --gpu-info`."""
+        """A multi-line description for `pytest --gpuperf-info`."""
         by = f" (detected by {self.source})" if self.source != self.kind else ""
         out = [f"device: {self.kind}{by}"]
         for g in self.gpus:

@@ -1,4 +1,4 @@
-"""--gpu-emulate: run on a large GPU as if it had a smaller card's memory. The memory cap is
+"""--gpuperf-emulate: run on a large GPU as if it had a smaller card's memory. The memory cap is
 applied to this process's CUDA allocator; speed figures stay the real GPU's."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from .profiles import Profile, ProfileError, Registry
 
 
 class EmulationError(ValueError):
-    """--gpu-emulate cannot be honoured here; the message says why."""
+    """--gpuperf-emulate cannot be honoured here; the message says why."""
 
 
 def emulated(registry: Registry, name: str | None) -> Profile | None:
@@ -31,21 +31,21 @@ def check(registry: Registry, name: str | None, snap: DeviceSnapshot) -> None:
     try:
         prof = registry.get(name)
     except ProfileError as exc:
-        raise EmulationError(f"--gpu-emulate: {exc}") from None
+        raise EmulationError(f"--gpuperf-emulate: {exc}") from None
     if prof.memory_gib is None:
         raise EmulationError(
-            f"--gpu-emulate={prof.name}: the profile has no memory size to emulate"
+            f"--gpuperf-emulate={prof.name}: the profile has no memory size to emulate"
         )
     gpu = snap.primary
     if gpu is None:
         raise EmulationError(
-            f"--gpu-emulate={prof.name} caps GPU memory, and this run has no GPU "
+            f"--gpuperf-emulate={prof.name} caps GPU memory, and this run has no GPU "
             f"({snap.note or 'CPU only'})"
         )
     cap = cap_bytes(prof)
     if gpu.memory_total is not None and cap is not None and cap > gpu.memory_total:
         raise EmulationError(
-            f"--gpu-emulate={prof.name} ({prof.memory_gib:g} GiB) is larger than this "
+            f"--gpuperf-emulate={prof.name} ({prof.memory_gib:g} GiB) is larger than this "
             f"GPU ({gpu.name}, {gpu.memory_total / 2**30:.1f} GiB): cannot emulate it"
         )
 

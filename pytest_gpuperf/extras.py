@@ -1,7 +1,7 @@
 """Optional dependencies, installed by extras: a missing one is an error naming the extra.
 
-The plugin itself (markers, fixtures, `gpu_benchmark`, the gate, `--gpu-info`,
-`--gpu-profiles`) needs only the core dependencies. The shipped workloads need
+The plugin itself (markers, fixtures, `gpu_benchmark`, the gate, `--gpuperf-info`,
+`--gpuperf-profiles`) needs only the core dependencies. The shipped workloads need
 transformers, peft and bitsandbytes (`pytest-gpuperf[workloads]`), the HTML report's charts
 matplotlib and jinja2 (`pytest-gpuperf[report]`); `pytest-gpuperf[suite]` installs everything the
 shipped benchmark suite needs. Nothing here imports anything.

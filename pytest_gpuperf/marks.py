@@ -85,7 +85,7 @@ def resolve_dtype(value: object) -> DTypeSpec:
 
 def parse_dtype_marker(args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[DTypeSpec, ...]:
     if kwargs:
-        raise MarkerError(f"dtype takes dtype names only, got keyword(s) {sorted(kwargs)}")
+        raise MarkerError(f"gpu_dtype takes dtype names only, got keyword(s) {sorted(kwargs)}")
     names: list[Any] = []
     for a in args:
         if isinstance(a, list | tuple):
@@ -93,12 +93,12 @@ def parse_dtype_marker(args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[DTy
         else:
             names.append(a)
     if not names:
-        raise MarkerError("dtype needs at least one dtype name, e.g. dtype('fp16', 'bf16')")
+        raise MarkerError("gpu_dtype needs at least one dtype name, e.g. gpu_dtype('fp16', 'bf16')")
     specs = tuple(resolve_dtype(n) for n in names)
     seen: set[str] = set()
     for s in specs:
         if s.name in seen:
-            raise MarkerError(f"dtype {s.name!r} is listed twice")
+            raise MarkerError(f"gpu_dtype {s.name!r} is listed twice")
         seen.add(s.name)
     return specs
 
@@ -149,7 +149,7 @@ def _one_arg(name: str, args: Sequence[Any], kwargs: dict[str, Any], kw: str) ->
 
 
 def parse_requires_vram(args: Sequence[Any], kwargs: dict[str, Any]) -> VRAM:
-    value = _one_arg("requires_vram", args, kwargs, "size")
+    value = _one_arg("gpu_requires_vram", args, kwargs, "size")
     try:
         return VRAM(parse_size(value))
     except SizeError as exc:
@@ -162,7 +162,7 @@ _MIG_RE = re.compile(r"^\d+g\.\d+gb$")
 def parse_requires_mig(args: Sequence[Any], kwargs: dict[str, Any]) -> MIG:
     if not args and not kwargs:
         return MIG(None)
-    value = _one_arg("requires_mig", args, kwargs, "profile")
+    value = _one_arg("gpu_requires_mig", args, kwargs, "profile")
     if value is None:
         return MIG(None)
     if not isinstance(value, str) or not _MIG_RE.match(value.strip().lower()):
@@ -171,14 +171,14 @@ def parse_requires_mig(args: Sequence[Any], kwargs: dict[str, Any]) -> MIG:
 
 
 def parse_requires_gpus(args: Sequence[Any], kwargs: dict[str, Any]) -> GPUs:
-    value = _one_arg("requires_gpus", args, kwargs, "n")
+    value = _one_arg("gpu_requires_gpus", args, kwargs, "n")
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise MarkerError(f"expected a GPU count of at least 1, got {value!r}")
     return GPUs(value)
 
 
 def parse_requires_capability(args: Sequence[Any], kwargs: dict[str, Any]) -> Capability:
-    value = _one_arg("requires_capability", args, kwargs, "capability")
+    value = _one_arg("gpu_requires_capability", args, kwargs, "capability")
     if (
         isinstance(value, tuple)
         and len(value) == 2
@@ -198,16 +198,16 @@ def parse_requires_capability(args: Sequence[Any], kwargs: dict[str, Any]) -> Ca
 
 def parse_cpu_only(args: Sequence[Any], kwargs: dict[str, Any]) -> CpuOnly:
     if args or kwargs:
-        raise MarkerError(f"cpu_only takes no arguments, got args={args!r} kwargs={kwargs!r}")
+        raise MarkerError(f"gpu_cpu_only takes no arguments, got args={args!r} kwargs={kwargs!r}")
     return CpuOnly()
 
 
 PARSERS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Requirement]] = {
-    "requires_vram": parse_requires_vram,
-    "requires_mig": parse_requires_mig,
-    "requires_gpus": parse_requires_gpus,
-    "requires_capability": parse_requires_capability,
-    "cpu_only": parse_cpu_only,
+    "gpu_requires_vram": parse_requires_vram,
+    "gpu_requires_mig": parse_requires_mig,
+    "gpu_requires_gpus": parse_requires_gpus,
+    "gpu_requires_capability": parse_requires_capability,
+    "gpu_cpu_only": parse_cpu_only,
 }
 
 
@@ -224,9 +224,7 @@ def evaluate(req: Requirement, snap: DeviceSnapshot, vram_cap: int | None = None
         return None if gpu is None else f"CPU-only variant; this run has {gpu.name}"
     if isinstance(req, GPUs):
         if snap.gpu_count < req.count:
-            return f"needs {req.count} GPU(s), {snap.gpu_count} visible" + (
-                "" if snap.gpu_count else f" ({snap.note or 'CPU run'})"
-            )
+            return f"needs {req.count} GPU(s), {snap.gpu_count} visible"
         return None
     if gpu is None:
         what = {
@@ -234,7 +232,7 @@ def evaluate(req: Requirement, snap: DeviceSnapshot, vram_cap: int | None = None
             MIG: lambda r: "needs a MIG instance",
             Capability: lambda r: f"needs a GPU of compute capability {r.major}.{r.minor}",
         }[type(req)](req)
-        return f"{what}; no GPU visible ({snap.note or 'CPU run'})"
+        return f"{what}; no GPU visible"  # why none is: said once, not on every test
     if isinstance(req, VRAM):
         have = gpu.memory_total
         label = "on " + (f"MIG {gpu.mig_profile}" if gpu.is_mig_instance else gpu.name)

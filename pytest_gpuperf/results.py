@@ -156,7 +156,7 @@ class Result:
     throttled: bool | None = None
     emulated: str | None = None  # profile whose memory cap was emulated
     gpu: str | None = None  # which GPU of the host: "GPU 1 (00000000:1B:00.0)"
-    gpus_used: int = 1  # GPUs the benchmark uses (its test's requires_gpus count)
+    gpus_used: int = 1  # GPUs the benchmark uses (its test's gpu_requires_gpus count)
     device: str = ""
     config: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

@@ -10,12 +10,14 @@ import dataclasses
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .baseline.run import RunBaseline
+from .settings import FALSE_ALARM
 
 if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never loads them
     from .device import DeviceSnapshot
@@ -57,9 +59,11 @@ class Options:
         self.html_path = html_path
         self.emulate = emulate
         self.profile_source = "--gpu-profile"  # where the profile was named, for errors
-        self.false_alarm = 0.01  # the whole run's false-alarm rate (Bonferroni over metrics)
+        self.false_alarm = FALSE_ALARM  # the whole run's false-alarm rate (Bonferroni over metrics)
         self.confirm = True  # re-measure a suspected regression in a fresh process
         self.explicit_dir = False  # the baseline directory was named, not the default
+        # why a baseline entry is not comparable (the users' hook); None: the built-in rule
+        self.incomparable: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None
 
 
 class GpuPerfSession:
@@ -88,6 +92,8 @@ class GpuPerfSession:
         self.finish_notes: list[str] = []
         self._registry: Registry | None = None
         self._snapshot: DeviceSnapshot | None = None
+        self.config: pytest.Config | None = None  # for the users' hooks (hookspec.py)
+        self._environment: dict[str, dict[str, Any]] = {}
 
     @property
     def registry(self) -> Registry:
@@ -143,7 +149,7 @@ class GpuPerfSession:
             raise pytest.UsageError(
                 f"--gpu-profile={wanted.name} does not match this machine: detected "
                 f"{snap.describe()} (profile: {got}). Run on a {wanted.description}, use "
-                f"--gpu-profile=auto, or pass --gpu-allow-mismatch to compare anyway."
+                f"--gpu-profile=auto, or pass --gpuperf-allow-mismatch to compare anyway."
             )
 
     # ------------------------------------------------------------ pytest-xdist workers
@@ -219,9 +225,38 @@ class GpuPerfSession:
             raise pytest.UsageError(f"gpuperf: {exc}") from None
 
     def environment(self, emulated: str | None = None) -> dict[str, Any]:
-        from .baseline.history import environment
+        """What the results depend on besides the code, with the fields users' hooks add
+        (pytest_gpuperf_environment), computed once per run."""
+        key = emulated or ""
+        if key not in self._environment:
+            from .baseline.history import environment
 
-        return environment(self.snapshot().to_dict(), emulated)
+            env = environment(self.snapshot().to_dict(), emulated)
+            if self.config is not None:
+                self.config.hook.pytest_gpuperf_environment(config=self.config, environment=env)
+                for name, value in env.items():
+                    if not isinstance(name, str) or not isinstance(
+                        value, str | int | float | bool | None
+                    ):
+                        raise pytest.UsageError(
+                            f"gpuperf: pytest_gpuperf_environment: environment[{name!r}] is "
+                            f"a {type(value).__name__}: use a string, a number, a boolean "
+                            "or None"
+                        )
+            self._environment[key] = env
+        return dict(self._environment[key])
+
+    def incomparable(self, baseline_env: dict[str, Any], current_env: dict[str, Any]) -> str | None:
+        """Why a baseline entry must not be compared with a result: the users' hook
+        (pytest_gpuperf_incomparable), else the built-in rule."""
+        from .baseline.history import incomparable_reason
+
+        if self.config is None:
+            return incomparable_reason(baseline_env, current_env)
+        reason = self.config.hook.pytest_gpuperf_incomparable(
+            config=self.config, baseline_env=baseline_env, current_env=current_env
+        )
+        return reason or None
 
     def judge(self, config: pytest.Config) -> None:
         """Judge the whole run against the baseline (the noise model needs all of it), then

@@ -80,6 +80,7 @@ def positive_int(value: Any) -> int:
 
 
 MAX_SAMPLES = 100_000  # the engine's own cap on samples per benchmark
+FALSE_ALARM = 0.01  # the default run-wide false-alarm rate (--gpuperf-false-alarm)
 
 
 def sample_count(value: Any) -> int:

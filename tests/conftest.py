@@ -37,3 +37,17 @@ def _not_in_ci(monkeypatch):
     themselves, so that the suite behaves the same on a laptop and in CI."""
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _cuda_visible_devices_kept():
+    """An in-process session that plays a pytest-xdist worker pins its GPU through
+    CUDA_VISIBLE_DEVICES in os.environ; later tests (device detection) must not see it."""
+    import os
+
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    yield
+    if before is None:
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    else:
+        os.environ["CUDA_VISIBLE_DEVICES"] = before

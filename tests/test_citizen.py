@@ -20,7 +20,7 @@ def test_pytest_informational_flags_work_with_the_plugin_installed(pytester, fla
         # every plugin option's help text reaches the user, '%' signs and all
         result.stdout.fnmatch_lines(["*--gpuperf-false-alarm=RATE*", "*at least 99%*"])
     elif flag == "--markers":
-        result.stdout.fnmatch_lines(["@pytest.mark.requires_vram*"])
+        result.stdout.fnmatch_lines(["@pytest.mark.gpu_requires_vram*"])
     else:
         result.stdout.fnmatch_lines(["*gpu_benchmark*"])
 
@@ -77,7 +77,7 @@ def test_a_skipped_gpu_benchmark_adds_nothing_to_pytest_benchmarks_json(pytester
     # the plugin's tests are collected but none measures: still no "gpuperf" key
     pytester.makepyfile(
         test_pb=PLAIN_PB
-        + "\n\nimport pytest\n\n@pytest.mark.requires_gpus(64)\ndef test_gpu(gpu_benchmark):\n    gpu_benchmark(lambda: None)\n"
+        + "\n\nimport pytest\n\n@pytest.mark.gpu_requires_gpus(64)\ndef test_gpu(gpu_benchmark):\n    gpu_benchmark(lambda: None)\n"
     )
     result, _, data = _pb_run(pytester)
     result.assert_outcomes(passed=2, skipped=1)
@@ -169,13 +169,13 @@ def test_gpuperf_report_without_its_extra_names_the_extra(monkeypatch, tmp_path,
 PLUGIN_PROJECT = """
 import pytest
 
-@pytest.mark.requires_gpus(64)
+@pytest.mark.gpu_requires_gpus(64)
 def test_needs_many_gpus():
     pass
 
-@pytest.mark.dtype("fp32", "bf16")
-def test_dtypes(dtype, gpu_device):
-    assert str(dtype).startswith("torch.")
+@pytest.mark.gpu_dtype("fp32", "bf16")
+def test_dtypes(gpu_dtype, gpu_device):
+    assert str(gpu_dtype).startswith("torch.")
 
 def test_measured(gpu_benchmark):
     r = gpu_benchmark(lambda: sum(range(100)), work=100, unit="items", max_time=0.2, min_time=0.01, warmup_time=0)
@@ -184,9 +184,9 @@ def test_measured(gpu_benchmark):
 BLOCK = "import sys; sys.modules.update(dict.fromkeys({!r})); import pytest; sys.exit(pytest.main(sys.argv[1:]))"
 
 
-@pytest.mark.parametrize("args", [[], ["--gpu-info"], ["--gpu-profiles"]])
+@pytest.mark.parametrize("args", [[], ["--gpuperf-info"], ["--gpuperf-profiles"]])
 def test_the_plugin_needs_none_of_the_optional_packages(pytester, args):
-    """Markers, gpu_benchmark, --gpu-info and --gpu-profiles with transformers, peft,
+    """Markers, gpu_benchmark, --gpuperf-info and --gpuperf-profiles with transformers, peft,
     bitsandbytes and matplotlib unimportable."""
     import subprocess
 
@@ -199,7 +199,55 @@ def test_the_plugin_needs_none_of_the_optional_packages(pytester, args):
     if not args:
         assert "3 passed, 1 skipped" in run.stdout
         assert "test_p.py::test_measured" in run.stdout  # the results table
-    elif args == ["--gpu-info"]:
+    elif args == ["--gpuperf-info"]:
         assert "profile: cpu" in run.stdout
     else:
         assert "h200" in run.stdout and "a100-40gb" in run.stdout
+
+
+OWN_NAMES = """
+import pytest
+import torch
+
+
+def pytest_configure(config):
+    for name in ("dtype(value): this project's own dtype marker", "cpu_only: ours",
+                 "requires_vram(size): ours", "requires_gpus(n): ours"):
+        config.addinivalue_line("markers", name)
+
+
+@pytest.fixture
+def dtype(request):
+    marker = request.node.get_closest_marker("dtype")
+    return marker.args[0] if marker else torch.float32
+"""
+
+
+def test_a_projects_own_dtype_marker_fixture_and_requirement_markers_are_left_alone(pytester):
+    """The plugin's markers and fixtures are prefixed (gpu_*): a project's own `dtype`
+    marker and fixture, and markers named like the plugin's old ones, mean what the
+    project says (issue #21: a collection error before)."""
+    pytester.makeconftest(OWN_NAMES)
+    pytester.makepyfile(
+        test_own="""
+        import pytest
+        import torch
+
+        @pytest.mark.dtype(torch.float16)
+        def test_half(dtype):
+            assert dtype is torch.float16
+
+        def test_default(dtype):
+            assert dtype is torch.float32
+
+        @pytest.mark.cpu_only
+        @pytest.mark.requires_vram(10**15)
+        @pytest.mark.requires_gpus(64)
+        def test_marked_but_not_ours():
+            pass
+        """
+    )
+    result = pytester.runpytest("--strict-markers", "-p", "no:randomly")
+    result.assert_outcomes(passed=3)
+    plain = pytester.runpytest("--strict-markers", "-p", "no:gpuperf", "-p", "no:randomly")
+    plain.assert_outcomes(passed=3)

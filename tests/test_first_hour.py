@@ -198,7 +198,7 @@ def test_a_plan_before_spending(project):
     assert all(e["duration_s"] >= 0 for e in data["entries"].values())  # recorded when saved
     project.makepyfile(
         test_c="def test_new(gpu_benchmark):\n    pass\n",
-        test_d="import pytest\n\n@pytest.mark.requires_gpus(2)\n"
+        test_d="import pytest\n\n@pytest.mark.gpu_requires_gpus(2)\n"
         "def test_two(gpu_benchmark):\n    pass\n",
     )
     result = project.runpytest(*FAST, "--gpuperf-plan")
@@ -214,6 +214,8 @@ def test_a_plan_before_spending(project):
         ]
     )
     assert "passed" not in result.stdout.str()  # nothing ran
+    assert "!!!" not in result.stdout.str()  # an ordinary end, not pytest.exit's (issue #21)
+    assert "Exit" not in result.stdout.str()
 
 
 def test_xdist_loadgroup_keeps_baseline_keys_stable(project):

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_gpuperf.clock import synchronized_perf_counter
 
-pytestmark = pytest.mark.requires_gpus(1)
+pytestmark = pytest.mark.gpu_requires_gpus(1)
 
 
 def test_nvml_snapshot_agrees_with_torch(gpu_device):
@@ -162,7 +162,7 @@ def test_emulation_caps_what_the_process_can_allocate(pytester):
                 torch.empty(41 * 2**30, dtype=torch.uint8, device="cuda")
         """
     )
-    result = pytester.runpytest_subprocess("--gpu-emulate=a100-40gb", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("--gpuperf-emulate=a100-40gb", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
 
 

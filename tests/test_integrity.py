@@ -58,12 +58,12 @@ def test_a_save_under_allow_mismatch_never_writes_another_devices_baseline(proje
     path.write_text(json.dumps(baseline_json("h200", {"test_b.py::test_spin": entry("NVIDIA H200", 680.0)})))
     before = path.read_bytes()
     result = project.runpytest(
-        *FAST, "--gpu-profile=h200", "--gpu-allow-mismatch", "--gpuperf-baseline=save"
+        *FAST, "--gpu-profile=h200", "--gpuperf-allow-mismatch", "--gpuperf-baseline=save"
     )
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        ["baseline: NOT SAVED to *h200.json: results measured on cpu:* (profile cpu) never enter the baseline of profile 'h200', whatever --gpu-allow-mismatch says"]
+        ["baseline: NOT SAVED to *h200.json: results measured on cpu:* (profile cpu) never enter the baseline of profile 'h200', whatever --gpuperf-allow-mismatch says"]
     )
     assert path.read_bytes() == before
 

@@ -28,13 +28,13 @@ def test_sum(benchmark):
 PLUGIN_PROJECT = """
 import pytest
 
-@pytest.mark.requires_gpus(64)
+@pytest.mark.gpu_requires_gpus(64)
 def test_needs_many_gpus():
     pass
 
-@pytest.mark.dtype("fp32", "bf16")
-def test_dtypes(dtype):
-    assert str(dtype).startswith("torch.")
+@pytest.mark.gpu_dtype("fp32", "bf16")
+def test_dtypes(gpu_dtype):
+    assert str(gpu_dtype).startswith("torch.")
 
 def test_measured(gpu_benchmark):
     r = gpu_benchmark(lambda: sum(range(100)), work=100, unit="items", max_time=0.2, min_time=0.01, warmup_time=0)
@@ -117,14 +117,14 @@ def test_a_plain_pytest_benchmark_file_runs_unchanged(fresh_env, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args", [[], ["--gpu-info"], ["--gpu-profiles"]])
+@pytest.mark.parametrize("args", [[], ["--gpuperf-info"], ["--gpuperf-profiles"]])
 def test_markers_gpu_benchmark_and_the_info_options_need_only_the_core(fresh_env, tmp_path, args):
     python, env = fresh_env
     (tmp_path / "test_p.py").write_text(PLUGIN_PROJECT)
     run = _run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "--gpuperf-baseline=off", *args], tmp_path, env)
     if not args:
         assert "3 passed, 1 skipped" in run.stdout and "test_p.py::test_measured" in run.stdout
-    elif args == ["--gpu-info"]:
+    elif args == ["--gpuperf-info"]:
         assert "profile: cpu" in run.stdout
     else:
         assert "h200" in run.stdout

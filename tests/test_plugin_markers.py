@@ -33,20 +33,20 @@ def pytest_configure(config):
 BENCH = """
 import pytest
 
-@pytest.mark.requires_vram("40GiB")
-@pytest.mark.dtype("fp16", "bf16")
-def test_big(dtype):
+@pytest.mark.gpu_requires_vram("40GiB")
+@pytest.mark.gpu_dtype("fp16", "bf16")
+def test_big(gpu_dtype):
     pass
 
-@pytest.mark.requires_gpus(2)
+@pytest.mark.gpu_requires_gpus(2)
 def test_two_gpus():
     pass
 
-@pytest.mark.requires_mig("1g.5gb")
+@pytest.mark.gpu_requires_mig("1g.5gb")
 def test_mig():
     pass
 
-@pytest.mark.requires_capability("8.9")
+@pytest.mark.gpu_requires_capability("8.9")
 def test_fp8_card():
     pass
 
@@ -120,9 +120,23 @@ def test_cpu_run_skips_gpu_requirements(on):
     p.makepyfile(test_bench=BENCH)
     result = p.runpytest("-rs")
     result.assert_outcomes(passed=1, skipped=5)
-    result.stdout.fnmatch_lines(
-        ["*needs a GPU with 40.0 GiB; no GPU visible (test double: no GPU)"]
-    )
+    result.stdout.fnmatch_lines(["*needs a GPU with 40.0 GiB; no GPU visible"])
+
+
+def test_why_no_gpu_is_visible_is_said_once_not_on_every_skip(on):
+    """issue #21: each skip line of a CPU run ended with the NVML cause."""
+    p = on("cpu")
+    p.makepyfile(test_bench=BENCH)
+    out = p.runpytest("-q", "-rs").stdout.str()
+    assert out.count("test double: no GPU") == 1
+    assert "gpuperf: no GPU visible: test double: no GPU" in out
+    assert "SKIPPED [2] test_bench.py:3: needs a GPU with 40.0 GiB; no GPU visible\n" in out
+
+
+def test_no_gpu_line_only_for_tests_with_gpu_requirements(on):
+    p = on("cpu")
+    p.makepyfile(test_plain="def test_it():\n    pass\n")
+    assert "no GPU visible" not in p.runpytest().stdout.str()
 
 
 def test_dtype_ids_values_and_skip_on_old_gpu(on):
@@ -131,15 +145,15 @@ def test_dtype_ids_values_and_skip_on_old_gpu(on):
         test_dt="""
         import pytest, torch
 
-        @pytest.mark.dtype("fp32", "tf32", "fp16", "bf16")
-        def test_d(dtype, dtype_spec):
+        @pytest.mark.gpu_dtype("fp32", "tf32", "fp16", "bf16")
+        def test_d(gpu_dtype, gpu_dtype_spec):
             expected = {"fp32": torch.float32, "tf32": torch.float32,
-                        "fp16": torch.float16, "bf16": torch.bfloat16}[dtype_spec.name]
-            assert dtype is expected
+                        "fp16": torch.float16, "bf16": torch.bfloat16}[gpu_dtype_spec.name]
+            assert gpu_dtype is expected
             precision = torch.get_float32_matmul_precision()
-            if dtype_spec.name == "tf32":
+            if gpu_dtype_spec.name == "tf32":
                 assert precision == "high"
-            if dtype_spec.name == "fp32":
+            if gpu_dtype_spec.name == "fp32":
                 assert precision == "highest"
         """
     )
@@ -156,30 +170,50 @@ def test_dtype_ids_values_and_skip_on_old_gpu(on):
     result.assert_outcomes(passed=2, skipped=2)
 
 
+def test_the_gpu_dtype_parameter_is_recorded_as_dtype(on):
+    """Results and reports of runs from before the marker was prefixed chart with newer ones."""
+    import json
+
+    p = on("cpu")
+    p.makepyfile(
+        test_dt="""
+        import pytest
+
+        @pytest.mark.gpu_dtype("fp32")
+        @pytest.mark.parametrize("n", [4])
+        def test_d(gpu_benchmark, gpu_dtype, n):
+            gpu_benchmark.record("value", 1.0, "items")
+        """
+    )
+    p.runpytest("--gpuperf-json=out.json").assert_outcomes(passed=1)
+    (result,) = json.loads((p.path / "out.json").read_text())["results"]
+    assert result["params"] == {"dtype": "fp32", "n": 4}
+
+
 @pytest.mark.parametrize(
     ("decorator", "fragment"),
     [
         (
-            'requires_vram("40 gigs")',
-            "@pytest.mark.requires_vram: unknown unit 'gigs' in size '40 gigs': use one of B, kB*",
+            'gpu_requires_vram("40 gigs")',
+            "@pytest.mark.gpu_requires_vram: unknown unit 'gigs' in size '40 gigs': use one of B, kB*",
         ),
         (
-            "requires_vram(-1)",
-            "@pytest.mark.requires_vram: size must be a positive number of bytes, got -1",
+            "gpu_requires_vram(-1)",
+            "@pytest.mark.gpu_requires_vram: size must be a positive number of bytes, got -1",
         ),
         (
-            "requires_gpus(0)",
-            "@pytest.mark.requires_gpus: expected a GPU count of at least 1, got 0",
+            "gpu_requires_gpus(0)",
+            "@pytest.mark.gpu_requires_gpus: expected a GPU count of at least 1, got 0",
         ),
         (
-            'requires_mig("huge")',
-            "@pytest.mark.requires_mig: expected a MIG slice profile such as '1g.10gb', got 'huge'",
+            'gpu_requires_mig("huge")',
+            "@pytest.mark.gpu_requires_mig: expected a MIG slice profile such as '1g.10gb', got 'huge'",
         ),
         (
-            'requires_capability("eight")',
-            "@pytest.mark.requires_capability: expected a compute capability such as '8.0', got 'eight'",
+            'gpu_requires_capability("eight")',
+            "@pytest.mark.gpu_requires_capability: expected a compute capability such as '8.0', got 'eight'",
         ),
-        ('dtype("fp64x")', "@pytest.mark.dtype: unknown dtype 'fp64x'*"),
+        ('gpu_dtype("fp64x")', "@pytest.mark.gpu_dtype: unknown dtype 'fp64x'*"),
     ],
 )
 def test_bad_marker_argument_is_a_collection_error_naming_test_marker_value(
@@ -191,7 +225,7 @@ def test_bad_marker_argument_is_a_collection_error_naming_test_marker_value(
         import pytest
 
         @pytest.mark.{decorator}
-        def test_it(dtype=None):
+        def test_it(gpu_dtype=None):
             pass
         """
     )
@@ -205,21 +239,21 @@ def test_bad_marker_argument_is_a_collection_error_naming_test_marker_value(
 
 def test_dtype_marker_needs_a_dtype_argument(on):
     p = on("h200")
-    p.makepyfile(test_x="import pytest\n@pytest.mark.dtype('bf16')\ndef test_x():\n    pass\n")
+    p.makepyfile(test_x="import pytest\n@pytest.mark.gpu_dtype('bf16')\ndef test_x():\n    pass\n")
     result = p.runpytest()
     result.stdout.fnmatch_lines(
-        ["test_x.py::test_x: @pytest.mark.dtype: the test must take a `dtype` argument"]
+        ["test_x.py::test_x: @pytest.mark.gpu_dtype: the test must take a `gpu_dtype` argument"]
     )
 
 
 def test_markers_are_registered_and_documented(pytester):
     result = pytester.runpytest("--markers")
     for name in (
-        "requires_vram(size)",
-        "requires_mig(profile=None)",
-        "requires_gpus(n)",
-        "requires_capability('8.0')",
-        "dtype('fp32'",
+        "gpu_requires_vram(size)",
+        "gpu_requires_mig(profile=None)",
+        "gpu_requires_gpus(n)",
+        "gpu_requires_capability('8.0')",
+        "gpu_dtype('fp32'",
     ):
         result.stdout.fnmatch_lines([f"@pytest.mark.{name}*"])
 
@@ -228,7 +262,7 @@ def test_gpu_profiles_lists_builtin_and_user_profiles(pytester):
     pytester.makepyprojecttoml(
         '[tool.gpuperf.profiles.rtx4090]\nmatch = "RTX 4090"\nmemory_gib = 24\nprice_per_hour = 0.69\n'
     )
-    result = pytester.runpytest("--gpu-profiles")
+    result = pytester.runpytest("--gpuperf-profiles")
     assert result.ret == 0
     result.stdout.fnmatch_lines(
         [
@@ -242,13 +276,13 @@ def test_gpu_profiles_lists_builtin_and_user_profiles(pytester):
 
 def test_bad_user_profile_is_a_usage_error(pytester):
     pytester.makepyprojecttoml("[tool.gpuperf.profiles.x]\nmemory_gib = 24\n")
-    result = pytester.runpytest("--gpu-profiles")
+    result = pytester.runpytest("--gpuperf-profiles")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*[[]tool.gpuperf.profiles.x[]]: a new profile needs 'match'*"])
 
 
 def test_gpu_info_prints_the_snapshot(pytester):
-    result = pytester.runpytest_subprocess("--gpu-info")
+    result = pytester.runpytest_subprocess("--gpuperf-info")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["device: *", "*torch: *", "*profile: *"])
 
@@ -288,10 +322,10 @@ def test_profile_mismatch_stops_the_run_unless_allowed(on):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "*--gpu-profile=a100-40gb does not match this machine: detected NVIDIA H200*(profile: h200)*--gpu-allow-mismatch*"
+            "*--gpu-profile=a100-40gb does not match this machine: detected NVIDIA H200*(profile: h200)*--gpuperf-allow-mismatch*"
         ]
     )
-    result = p.runpytest("--gpu-profile=a100-40gb", "--gpu-allow-mismatch")
+    result = p.runpytest("--gpu-profile=a100-40gb", "--gpuperf-allow-mismatch")
     result.assert_outcomes(passed=1)
     result = p.runpytest("--gpu-profile=h200")
     result.assert_outcomes(passed=1)
@@ -330,38 +364,38 @@ def test_emulation_caps_vram_decisions(on):
         test_e="""
         import pytest
 
-        @pytest.mark.requires_vram("48GB")
+        @pytest.mark.gpu_requires_vram("48GB")
         def test_48(gpu_emulation):
             assert gpu_emulation.name == "rtx-6000-ada"
 
-        @pytest.mark.requires_vram("44GiB")
+        @pytest.mark.gpu_requires_vram("44GiB")
         def test_44():
             pass
         """
     )
-    result = p.runpytest("-rs", "--gpu-emulate=a100-40gb")
+    result = p.runpytest("-rs", "--gpuperf-emulate=a100-40gb")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(
         ["*needs 44.0 GiB of GPU memory, 40.0 GiB available on NVIDIA H200 (emulated cap)"]
     )
-    result = p.runpytest("-rs", "--gpu-emulate=rtx-6000-ada")
+    result = p.runpytest("-rs", "--gpuperf-emulate=rtx-6000-ada")
     result.assert_outcomes(passed=2)
 
 
 @pytest.mark.parametrize(
     ("device", "arg", "fragment"),
     [
-        ("h200", "a100", "--gpu-emulate: 'a100' is a family of GPU profiles (a100-40gb, a100-80gb): name the variant, e.g. a100-40gb"),
-        ("h200", "a10O", "--gpu-emulate: unknown GPU profile 'a10O'; did you mean"),
-        ("cpu", "a100-40gb", "--gpu-emulate=a100-40gb caps GPU memory, and this run has no GPU"),
-        ("t4", "a100-40gb", "--gpu-emulate=a100-40gb (40 GiB) is larger than this GPU (Tesla T4"),
-        ("h200", "cpu", "--gpu-emulate=cpu: the profile has no memory size to emulate"),
+        ("h200", "a100", "--gpuperf-emulate: 'a100' is a family of GPU profiles (a100-40gb, a100-80gb): name the variant, e.g. a100-40gb"),
+        ("h200", "a10O", "--gpuperf-emulate: unknown GPU profile 'a10O'; did you mean"),
+        ("cpu", "a100-40gb", "--gpuperf-emulate=a100-40gb caps GPU memory, and this run has no GPU"),
+        ("t4", "a100-40gb", "--gpuperf-emulate=a100-40gb (40 GiB) is larger than this GPU (Tesla T4"),
+        ("h200", "cpu", "--gpuperf-emulate=cpu: the profile has no memory size to emulate"),
     ],
 )
 def test_bad_emulation_is_a_usage_error(on, device, arg, fragment):
     p = on(device)
     p.makepyfile(test_ok="def test_ok():\n    pass\n")
-    result = p.runpytest(f"--gpu-emulate={arg}")
+    result = p.runpytest(f"--gpuperf-emulate={arg}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{fragment}*"])
 
@@ -370,7 +404,7 @@ def test_marker_name_lists_agree():
     from pytest_gpuperf import marks, plugin
 
     assert set(plugin.REQUIREMENT_MARKERS) == set(marks.PARSERS)
-    assert set(plugin.REQUIREMENT_MARKERS) | {"gpuperf", "dtype"} == set(plugin.MARKERS)
+    assert set(plugin.REQUIREMENT_MARKERS) | {"gpuperf", "gpu_dtype"} == set(plugin.MARKERS)
 
 
 # ------------------------------------------------------------- one GPU per xdist worker
@@ -447,7 +481,7 @@ import pytest
 def test_one_gpu(gpu_benchmark):
     gpu_benchmark.record("max_batch", 24, "samples")
 
-@pytest.mark.requires_gpus(2)
+@pytest.mark.gpu_requires_gpus(2)
 def test_both_gpus(gpu_benchmark):
     gpu_benchmark.record("busbw", 325.0, "GB/s")
 """
@@ -455,7 +489,7 @@ def test_both_gpus(gpu_benchmark):
 
 def test_a_baseline_knows_how_many_gpus_each_benchmark_used(on):
     """On a 2-GPU host a single-GPU benchmark is a 1-GPU figure, comparable with a 1-GPU
-    runner's baseline; a requires_gpus(2) benchmark is a 2-GPU figure with its link."""
+    runner's baseline; a gpu_requires_gpus(2) benchmark is a 2-GPU figure with its link."""
     import json
 
     p = on("h200")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -130,12 +130,15 @@ def judge_run(
     allow_cross_gpu: bool = False,
     exclude_session: str | None = None,
     offsets: Offsets | None = None,
+    incomparable: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None,
 ) -> Judgement:
     """Judge every result of a run against the baseline `entries`; sets `result.verdicts`.
 
     `exclude_session`: the run's own session, when it was saved into these entries (its
     values are left out of the history it is judged against). `offsets`: this run's class
-    offsets, given (a confirmation run re-measures a few tests: too few to estimate them)."""
+    offsets, given (a confirmation run re-measures a few tests: too few to estimate them).
+    `incomparable`: why an entry must not be compared (pytest passes the users' hook);
+    default history.incomparable_reason."""
     classes = result_classes(results)
     figures = {r.key: metrics_of(r, classes.get(r.key)) for r in results}
     current = {
@@ -171,7 +174,8 @@ def judge_run(
             continue
         why_not = None
         if base is not None:
-            why_not = incomparable_reason(base.get("environment", {}), env_for(env, r.gpus_used))
+            decide = incomparable or incomparable_reason  # the users' hook, in pytest
+            why_not = decide(base.get("environment", {}), env_for(env, r.gpus_used))
             if why_not and allow_cross_gpu and why_not.startswith("gpu differs"):
                 why_not = None
         for name, m in metrics.items():

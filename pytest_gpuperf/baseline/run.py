@@ -106,6 +106,7 @@ class RunBaseline:
             env,
             false_alarm=self.options.false_alarm,
             allow_cross_gpu=allow_cross_gpu,
+            incomparable=self.options.incomparable,
         )
         return self.judgement
 
@@ -126,6 +127,7 @@ class RunBaseline:
                 false_alarm=self.options.false_alarm,
                 allow_cross_gpu=allow_cross_gpu,
                 offsets=self.judgement.offsets,
+                incomparable=self.options.incomparable,
             )
             if again
             else Judgement(self.judgement.confidence, 0)
@@ -211,7 +213,7 @@ def refusal(
     if baseline_profile and (detected is None or detected != baseline_profile.split("@")[0]):
         return (
             f"results measured on {describe} (profile {detected or 'none'}) never enter the "
-            f"baseline of profile {baseline_profile!r}, whatever --gpu-allow-mismatch says"
+            f"baseline of profile {baseline_profile!r}, whatever --gpuperf-allow-mismatch says"
         )
     return None
 

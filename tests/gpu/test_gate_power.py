@@ -17,7 +17,7 @@ import os
 import pytest
 
 SLOWDOWN = float(os.environ.get("GPUPERF_SLOWDOWN", "0"))
-pytestmark = pytest.mark.requires_vram("8GiB")
+pytestmark = pytest.mark.gpu_requires_vram("8GiB")
 
 
 @pytest.mark.parametrize(
