@@ -71,6 +71,35 @@ class GpuBenchmark:
         on_oom: str = "raise",
         **settings: Any,
     ) -> Result:
+        return self._measure(fn, work, unit, metric, on_oom, settings, None)
+
+    def latency(
+        self,
+        fn: Callable[[], Any],
+        *,
+        unit: str = "ms",
+        metric: str | None = None,
+        on_oom: str = "raise",
+        **settings: Any,
+    ) -> Result:
+        """Time per call of `fn`, lower is better: measured by the same engine as
+        `gpu_benchmark(fn, ...)` (warm-up, stopping rule, interval, telemetry, busy fraction)
+        and judged against the baseline the same way, in `unit` ('s', 'ms', 'us' or 'ns',
+        fixed so that the baseline's figures stay comparable)."""
+        from .latency import check_unit
+
+        return self._measure(fn, 1, "calls", metric, on_oom, settings, check_unit(unit))
+
+    def _measure(
+        self,
+        fn: Callable[[], Any],
+        work: float,
+        unit: str,
+        metric: str | None,
+        on_oom: str,
+        settings: dict[str, Any],
+        latency_unit: str | None,
+    ) -> Result:
         if on_oom not in ("raise", "record"):
             raise ValueError(f"on_oom must be 'raise' or 'record', got {on_oom!r}")
         if metric is not None:
@@ -104,6 +133,10 @@ class GpuBenchmark:
                 return oom
 
         result = run()
+        if latency_unit is not None:
+            from .latency import as_latency
+
+            as_latency(result, latency_unit)
         self._stamp(result)
         self._check_figures(result)
         if self.emulated:
