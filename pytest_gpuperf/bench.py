@@ -33,8 +33,12 @@ class GpuBenchmark:
         progress: Callable[[str, bool], None] | None = None,
         gpus_used: int = 1,
         params: dict[str, Any] | None = None,
+        disabled: bool = False,
     ) -> None:
         self.nodeid = nodeid
+        # pytest-benchmark's --benchmark-disable: each call runs its work once, unmeasured,
+        # and nothing is recorded (benchflags.py)
+        self.disabled = disabled
         # the test's parameters, stamped on each result (the report charts by them); a test
         # that sweeps a value itself sets it here before each call: params["batch"] = 8
         self.params: dict[str, Any] = dict(params or {})
@@ -110,6 +114,10 @@ class GpuBenchmark:
         except SettingError as exc:
             raise ValueError(str(exc)) from None
         device = self.snapshot.describe()
+        if self.disabled:
+            from .benchflags import disabled_result  # --benchmark-disable: once, unmeasured
+
+            return disabled_result(fn, self.nodeid, metric, unit, work, self.backend, device)
 
         def run() -> Result:
             try:
@@ -191,7 +199,8 @@ class GpuBenchmark:
         if note:
             result.notes.append(note)
         self._check_figures(result)
-        self.results.append(result)
+        if not self.disabled:
+            self.results.append(result)
         self._report(result)
         return result
 
@@ -329,7 +338,8 @@ class GpuBenchmark:
         if note:
             result.notes.append(str(note))
         self._check_figures(result)
-        self.results.append(result)
+        if not self.disabled:
+            self.results.append(result)
         return result
 
 

@@ -351,6 +351,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session import Outputs
 
     config.pluginmanager.register(Outputs(sess), "gpuperf-outputs")
+    from .benchflags import SaveHandover
+
+    config.pluginmanager.register(SaveHandover(lambda: bool(sess.results)), "gpuperf-benchsave")
 
 
 def node_id(item: pytest.Item) -> str:
@@ -358,6 +361,13 @@ def node_id(item: pytest.Item) -> str:
     --dist loadgroup appends to tests marked xdist_group."""
     marked = item.get_closest_marker("xdist_group") is not None
     return strip_group(item.nodeid) if marked else item.nodeid
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-benchmark's own
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from .benchflags import apply_selection
+
+    apply_selection(config, items)  # --benchmark-only runs gpu_benchmark tests, -skip skips
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -616,6 +626,7 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
     time.perf_counter.
     """
     from .bench import GpuBenchmark
+    from .benchflags import disabled as benchmarks_disabled
 
     item = request.node
     sess = get_session(request.config)
@@ -641,6 +652,7 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
         progress=_progress_writer(request.config),
         gpus_used=_gpus_used(item),
         params=_params(item),
+        disabled=benchmarks_disabled(request.config),
     )
     item.stash[BENCH_KEY] = bench
     return bench

@@ -398,6 +398,15 @@ class GpuPerfSession:
         except OSError as exc:
             self.output_failed = True
             self.finish_notes.append(f"gpuperf: NOT WRITTEN: --benchmark-json: {exc}")
+        from .benchflags import save_when_alone
+
+        try:  # --benchmark-save/--benchmark-autosave with none of pytest-benchmark's own
+            saved = save_when_alone(session.config, summary)
+        except OSError as exc:
+            self.output_failed = True
+            saved = f"gpuperf: NOT SAVED: pytest-benchmark storage: {exc}"
+        if saved:
+            self.finish_notes.append(saved)
         if (self.save_failed or self.output_failed) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # an output asked for must not pass
 

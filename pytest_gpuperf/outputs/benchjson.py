@@ -90,7 +90,9 @@ def benchmark_entries(summary: RunSummary) -> list[dict[str, Any]]:
         entry = {
             "group": "gpuperf",
             "name": name,
-            "fullname": r.key,
+            # never pytest-benchmark's own fullname (the node id) of a test that uses both
+            # fixtures: --benchmark-compare matches entries by fullname
+            "fullname": f"{r.key} (gpuperf)",
             "params": {"param": param} if param else None,
             "param": param,
             "extra_info": json_safe(
