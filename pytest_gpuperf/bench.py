@@ -140,7 +140,11 @@ class GpuBenchmark:
                 oom.backend, oom.device, oom.config = self.backend, device, cfg.to_dict()
                 return oom
 
+        from . import hostload
+
+        before = hostload.READER()
         result = run()
+        hostload.stamp(result, before, hostload.READER())
         if latency_unit is not None:
             from .latency import as_latency
 

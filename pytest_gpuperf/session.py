@@ -228,6 +228,9 @@ class GpuPerfSession:
         re-measure a suspected regression in a fresh process before it may fail the run."""
         env = self.environment(self.options.emulate)
         judgement = self.base.judge(self.results, env, self.options.allow_mismatch)
+        from .hostload import busy_verdicts
+
+        busy_verdicts(self.results, judgement)  # on the CPU, a busy host decides nothing
         if judgement is None or self.options.warn_only or not self.options.confirm:
             return
         from .baseline.judge import flagged_tests
@@ -327,7 +330,10 @@ class GpuPerfSession:
                 tr.write_sep("-", line[4:])
             else:
                 tr.write_line(line)
-        for line in self.finish_notes:
+        from .hostload import xdist_cpu_warning
+
+        warning = xdist_cpu_warning(getattr(tr.config.option, "numprocesses", None), self.results)
+        for line in [*self.finish_notes, *([warning] if warning else [])]:
             tr.write_line(line)
         if self.options.warn_only and self.base.judgement is not None:
             # otherwise they are the failure text of the failed test GATE_NODEID
