@@ -112,6 +112,9 @@ def compare_files(
         memory_tolerance=memory_tolerance,
         exclude_session=sid,
     )
+    from .hostload import busy_verdicts
+
+    busy_verdicts(results, judgement)  # as the pytest run judges: a busy CPU decides nothing
     confidence = judgement.confidence
     shift_lines = [sh.line() for sh in judgement.shifts]
     gone = missing(base.entries, (r.key for r in results), None)

@@ -2,6 +2,8 @@
 warned about. The host is read through hostload.READER, replaced here: no real load."""
 
 import json
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -96,6 +98,13 @@ def test_a_busy_host_is_flagged_and_decides_no_verdict_on_the_cpu(project, monke
     assert hosts == [{"load1": 6.0, "cores": 2, "steal": 0.03, "busy": True}] * 2
     verdict = run["results"][0]["verdicts"]["throughput"]
     assert verdict["status"] == "inconclusive" and "busy host" in verdict["reason"]
+    # `gpuperf compare` judges the saved run as pytest did: no regression
+    cli = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuperf", "compare", "run.json"],
+        capture_output=True, text=True, cwd=project.path,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert "INCONCLUSIVE" in cli.stdout and "REGRESSED" not in cli.stdout
 
 
 def test_cpu_benchmarks_under_xdist_are_warned_about_once(pytester):
