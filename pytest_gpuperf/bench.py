@@ -33,8 +33,12 @@ class GpuBenchmark:
         progress: Callable[[str, bool], None] | None = None,
         gpus_used: int = 1,
         params: dict[str, Any] | None = None,
+        disabled: bool = False,
     ) -> None:
         self.nodeid = nodeid
+        # pytest-benchmark's --benchmark-disable: each call runs its work once, unmeasured,
+        # and nothing is recorded (benchflags.py)
+        self.disabled = disabled
         # the test's parameters, stamped on each result (the report charts by them); a test
         # that sweeps a value itself sets it here before each call: params["batch"] = 8
         self.params: dict[str, Any] = dict(params or {})
@@ -71,6 +75,35 @@ class GpuBenchmark:
         on_oom: str = "raise",
         **settings: Any,
     ) -> Result:
+        return self._measure(fn, work, unit, metric, on_oom, settings, None)
+
+    def latency(
+        self,
+        fn: Callable[[], Any],
+        *,
+        unit: str = "ms",
+        metric: str | None = None,
+        on_oom: str = "raise",
+        **settings: Any,
+    ) -> Result:
+        """Time per call of `fn`, lower is better: measured by the same engine as
+        `gpu_benchmark(fn, ...)` (warm-up, stopping rule, interval, telemetry, busy fraction)
+        and judged against the baseline the same way, in `unit` ('s', 'ms', 'us' or 'ns',
+        fixed so that the baseline's figures stay comparable)."""
+        from .latency import check_unit
+
+        return self._measure(fn, 1, "calls", metric, on_oom, settings, check_unit(unit))
+
+    def _measure(
+        self,
+        fn: Callable[[], Any],
+        work: float,
+        unit: str,
+        metric: str | None,
+        on_oom: str,
+        settings: dict[str, Any],
+        latency_unit: str | None,
+    ) -> Result:
         if on_oom not in ("raise", "record"):
             raise ValueError(f"on_oom must be 'raise' or 'record', got {on_oom!r}")
         if metric is not None:
@@ -81,6 +114,10 @@ class GpuBenchmark:
         except SettingError as exc:
             raise ValueError(str(exc)) from None
         device = self.snapshot.describe()
+        if self.disabled:
+            from .benchflags import disabled_result  # --benchmark-disable: once, unmeasured
+
+            return disabled_result(fn, self.nodeid, metric, unit, work, self.backend, device)
 
         def run() -> Result:
             try:
@@ -103,7 +140,15 @@ class GpuBenchmark:
                 oom.backend, oom.device, oom.config = self.backend, device, cfg.to_dict()
                 return oom
 
+        from . import hostload
+
+        before = hostload.READER()
         result = run()
+        hostload.stamp(result, before, hostload.READER())
+        if latency_unit is not None:
+            from .latency import as_latency
+
+            as_latency(result, latency_unit)
         self._stamp(result)
         self._check_figures(result)
         if self.emulated:
@@ -158,7 +203,8 @@ class GpuBenchmark:
         if note:
             result.notes.append(note)
         self._check_figures(result)
-        self.results.append(result)
+        if not self.disabled:
+            self.results.append(result)
         self._report(result)
         return result
 
@@ -296,7 +342,8 @@ class GpuBenchmark:
         if note:
             result.notes.append(str(note))
         self._check_figures(result)
-        self.results.append(result)
+        if not self.disabled:
+            self.results.append(result)
         return result
 
 

@@ -146,6 +146,7 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
     time.perf_counter.
     """
     from .bench import GpuBenchmark
+    from .benchflags import disabled as benchmarks_disabled
 
     item = request.node
     sess = get_session(request.config)
@@ -171,6 +172,7 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
         progress=_progress_writer(request.config),
         gpus_used=_gpus_used(item),
         params=_params(item),
+        disabled=benchmarks_disabled(request.config),
     )
     item.stash[BENCH_KEY] = bench
     return bench

@@ -153,6 +153,16 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session import Outputs
 
     config.pluginmanager.register(Outputs(sess), "gpuperf-outputs")
+    from .benchflags import SaveHandover
+
+    config.pluginmanager.register(SaveHandover(lambda: bool(sess.results)), "gpuperf-benchsave")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-benchmark's own
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from .benchflags import apply_selection
+
+    apply_selection(config, items)  # --benchmark-only runs gpu_benchmark tests, -skip skips
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -178,6 +178,8 @@ class Result:
     # str, int, float and bool values as they are, others as their id; the report's charts
     # come from them (a numeric one is an axis, a categorical one a set of bars)
     params: dict[str, Any] = field(default_factory=dict)
+    # the host's load while measuring (hostload.py): load1, cores, steal, busy
+    host: dict[str, Any] | None = None
 
     @property
     def clock_mhz(self) -> float | None:
@@ -213,6 +215,8 @@ class Result:
             out.append("throttled")
         if self.emulated:
             out.append(f"emulated {self.emulated}")
+        if self.host and self.host.get("busy"):
+            out.append("busy-host")
         return out
 
     @property

@@ -366,7 +366,10 @@ class GpuPerfSession:
                 tr.write_sep("-", line[4:])
             else:
                 tr.write_line(line)
-        for line in self.finish_notes:
+        from .hostload import xdist_cpu_warning
+
+        warning = xdist_cpu_warning(getattr(tr.config.option, "numprocesses", None), self.results)
+        for line in [*self.finish_notes, *([warning] if warning else [])]:
             tr.write_line(line)
         if self.options.warn_only and self.base.judgement is not None:
             # otherwise they are the failure text of the failed test GATE_NODEID
@@ -437,6 +440,15 @@ class GpuPerfSession:
         except OSError as exc:
             self.output_failed = True
             self.finish_notes.append(f"gpuperf: NOT WRITTEN: --benchmark-json: {exc}")
+        from .benchflags import save_when_alone
+
+        try:  # --benchmark-save/--benchmark-autosave with none of pytest-benchmark's own
+            saved = save_when_alone(session.config, summary)
+        except OSError as exc:
+            self.output_failed = True
+            saved = f"gpuperf: NOT SAVED: pytest-benchmark storage: {exc}"
+        if saved:
+            self.finish_notes.append(saved)
         if (self.save_failed or self.output_failed) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # an output asked for must not pass
 

@@ -44,7 +44,7 @@ def test_results_in_summary_json_and_junit(pytester):
     assert "gpuperf" not in data["machine_info"]  # runs saved without the plugin compare cleanly
     assert data["gpuperf"]["profile"] == "cpu"
     (entry,) = data["benchmarks"]  # the measured result, as a pytest-benchmark entry
-    assert entry["fullname"] == "test_b.py::test_spin" and entry["group"] == "gpuperf"
+    assert entry["fullname"] == "test_b.py::test_spin (gpuperf)" and entry["group"] == "gpuperf"
     assert entry["stats"]["rounds"] == len(entry["stats"]["data"]) >= 6
     assert entry["extra_info"]["throughput_unit"] == "tokens/s"
     res, rec = data["gpuperf"]["results"]  # one result type, measured and recorded
@@ -70,7 +70,7 @@ def test_results_reach_the_json_file_object_of_pytest_benchmark_before_5_3(pytes
     pytester.runpytest(*FAST).assert_outcomes(passed=1)
     data = json.loads((pytester.path / "old.json").read_text())
     (entry,) = data["benchmarks"]
-    assert entry["fullname"] == "test_b.py::test_spin" and entry["group"] == "gpuperf"
+    assert entry["fullname"] == "test_b.py::test_spin (gpuperf)" and entry["group"] == "gpuperf"
     assert data["gpuperf"]["results"][0]["key"] == "test_b.py::test_spin"
 
 

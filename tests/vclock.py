@@ -44,12 +44,17 @@ def next_seed(directory: Path) -> int:
 
 
 def install(monkeypatch, seed: int) -> Clock:
-    """Make the engine read `CLOCK`, a fresh clock with this seed, until monkeypatch undoes it."""
+    """Make the engine read `CLOCK`, a fresh clock with this seed, until monkeypatch undoes it;
+    and the host read as idle (pytest_gpuperf.hostload.READER), so that the runner's own
+    load never flags a result busy-host here."""
+    import pytest_gpuperf.hostload as hostload
     import pytest_gpuperf.timing as timing
 
     global CLOCK
     CLOCK = Clock(seed)
     monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=CLOCK.perf_counter))
+    idle = hostload.HostSample(load1=0.0, steal=0, total=0, cores=64)
+    monkeypatch.setattr(hostload, "READER", lambda: idle)
     return CLOCK
 
 

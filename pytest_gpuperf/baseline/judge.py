@@ -35,6 +35,7 @@ from ..verdict import (
     relative_change_text,
     what_would_settle,
 )
+from .busy import busy_verdicts
 from .history import (
     PER_CLOCK,
     env_for,
@@ -233,7 +234,9 @@ def judge_run(
             )
             for name, v in out.get(r.key, {}).items()
         }
-    return Judgement(confidence, m_total, [s for s in shifts if s is not None], dict(offsets))
+    judgement = Judgement(confidence, m_total, [s for s in shifts if s is not None], dict(offsets))
+    busy_verdicts(results, judgement)  # on the CPU, a busy host decides nothing
+    return judgement
 
 
 def _precheck(

@@ -364,7 +364,7 @@ def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict
                                   bound=result.bound, declared=result.noise_class)  # fmt: skip
     out["throughput"] = {
         "unit": t.unit,
-        "direction": "higher",
+        "direction": "higher" if result.higher_is_better else "lower",  # lower: a latency
         "median": t.median,
         "ci_low": t.ci_low,
         "ci_high": t.ci_high,

@@ -32,7 +32,7 @@ def write_benchmark_json(config: pytest.Config, summary: RunSummary, started: fl
     if hasattr(option, "write"):
         if getattr(option, "closed", False):
             return  # it wrote the file, with our section from pytest_benchmark_update_json
-        data = _skeleton(config)
+        data = skeleton(config)
         data["gpuperf"] = json_safe(summary.payload())
         data["benchmarks"] = benchmark_entries(summary)  # as for a path, below
         option.write(json.dumps(data, indent=2, default=str).encode())
@@ -45,13 +45,13 @@ def write_benchmark_json(config: pytest.Config, summary: RunSummary, started: fl
                 return
         except ValueError:
             pass
-    data = _skeleton(config)
+    data = skeleton(config)
     data["gpuperf"] = json_safe(summary.payload())
     data["benchmarks"] = benchmark_entries(summary)
     target.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
 
 
-def _skeleton(config: pytest.Config) -> dict[str, Any]:
+def skeleton(config: pytest.Config) -> dict[str, Any]:
     """pytest-benchmark's JSON layout, with its machine and commit info (public hooks)."""
     from datetime import UTC, datetime
     from importlib.metadata import version
@@ -90,7 +90,9 @@ def benchmark_entries(summary: RunSummary) -> list[dict[str, Any]]:
         entry = {
             "group": "gpuperf",
             "name": name,
-            "fullname": r.key,
+            # never pytest-benchmark's own fullname (the node id) of a test that uses both
+            # fixtures: --benchmark-compare matches entries by fullname
+            "fullname": f"{r.key} (gpuperf)",
             "params": {"param": param} if param else None,
             "param": param,
             "extra_info": json_safe(

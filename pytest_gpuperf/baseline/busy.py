@@ -1,0 +1,44 @@
+"""The busy-host rule of judging: on the CPU, a result measured while the host was loaded
+(hostload.py flags it) cannot show a change. judge_run applies it to every run it judges,
+so the pytest run and `gpuperf compare` agree."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+
+def describe(host: dict[str, Any]) -> str:
+    return (
+        f"load average {host['load1']:g} on {host['cores']} cores, "
+        f"{host['steal'] * 100:.1f}% CPU steal"
+    )
+
+
+def busy_verdicts(results: Iterable[Any], judgement: Any = None) -> None:
+    """On the CPU, a result measured on a busy host cannot show a change: its regressed or
+    improved verdicts become inconclusive, with the reason; so does a class-wide shift that
+    such a result helped estimate (`judgement.shifts`)."""
+    from dataclasses import replace
+
+    from ..verdict import IMPROVED, INCONCLUSIVE, REGRESSED
+
+    busy: dict[str, dict[str, Any]] = {}
+    for r in results:
+        host = getattr(r, "host", None)
+        if r.backend != "cpu" or not host or not host.get("busy"):
+            continue
+        busy[r.key] = host
+        for vd in r.verdicts.values():
+            if vd.get("status") in (REGRESSED, IMPROVED):
+                vd["reason"] = (
+                    f"measured on a busy host ({describe(host)}): the load, not the code, "
+                    f"may explain it (was {vd['status']}: {vd.get('reason')})"
+                )
+                vd["status"] = INCONCLUSIVE
+    shifts = getattr(judgement, "shifts", None) or []
+    for i, s in enumerate(shifts):
+        hit = next((busy[k] for k in s.keys if k in busy), None)
+        if hit is not None and s.verdict.status in (REGRESSED, IMPROVED):
+            why = f"measured on a busy host ({describe(hit)}): {s.verdict.reason}"
+            shifts[i] = replace(s, verdict=replace(s.verdict, status=INCONCLUSIVE, reason=why))
