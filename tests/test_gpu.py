@@ -65,6 +65,45 @@ def test_fixture_agrees_with_a_plain_event_loop(gpu_benchmark):
     assert result.peak_allocated and result.peak_allocated >= a.nbytes
 
 
+def test_latency_is_the_time_per_call_the_events_measure(gpu_benchmark):
+    """gpu_benchmark.latency on CUDA: the engine's time per call, in ms, lower is better,
+    agreeing with a plain CUDA-event loop and with the same work timed as a throughput."""
+    import torch
+
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    fn = lambda: a @ a  # noqa: E731
+    _event_loop(fn, 1.0)
+    plain_ms = _event_loop(fn, 0.5) * 1e3
+    r = gpu_benchmark.latency(fn, unit="ms", metric="matmul_ms", max_time=1.0)
+    assert r.timer == "cuda-event" and not r.higher_is_better
+    assert r.throughput.unit == "ms"
+    assert r.throughput.ci_low <= r.throughput.median <= r.throughput.ci_high
+    assert abs(r.throughput.median - plain_ms) / plain_ms < 0.05, (r.throughput.median, plain_ms)
+    assert abs(r.throughput.median - r.time.median * 1e3) / plain_ms < 1e-6
+
+
+def test_pytest_benchmark_flags_reach_gpu_benchmark_on_cuda(pytester):
+    """--benchmark-disable calls CUDA work once without measuring; --benchmark-only runs it."""
+    pytester.makepyfile(
+        test_f="""
+        import torch
+
+        def test_mm(gpu_benchmark):
+            a = torch.randn(1024, 1024, device="cuda")
+            r = gpu_benchmark(lambda: a @ a, work=2 * 1024**3, unit="flop", max_time=0.5)
+            print("OUTCOME", r.outcome, r.throughput is not None)
+        """
+    )
+    off = pytester.runpytest_subprocess("-s", "--benchmark-disable", "-p", "no:cacheprovider",
+                                        "--gpuperf-baseline=off")  # fmt: skip
+    off.assert_outcomes(passed=1)
+    off.stdout.fnmatch_lines(["*OUTCOME disabled False*"])
+    only = pytester.runpytest_subprocess("-s", "--benchmark-only", "-p", "no:cacheprovider",
+                                         "--gpuperf-baseline=off")  # fmt: skip
+    only.assert_outcomes(passed=1)
+    only.stdout.fnmatch_lines(["*OUTCOME ok True*"])
+
+
 def test_telemetry_reads_clocks_power_and_energy(gpu_benchmark):
     import torch
 
