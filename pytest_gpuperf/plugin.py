@@ -188,7 +188,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if tr is not None and any(_marked(item, REQUIREMENT_MARKERS) for item in session.items):
         snap = sess.snapshot()
         if snap.primary is None:  # said once here; each skip reason says what it needs
-            tr.write_line(f"gpuperf: no GPU visible: {snap.note or 'none found'}")
+            tr.write_line(
+                f"gpuperf: no GPU visible: {snap.note or 'none found'}; tests that need one "
+                "are skipped (-rs says what each needs)"
+            )
     if any("gpu_benchmark" in getattr(item, "fixturenames", ()) for item in session.items):
         sess.prepare_baseline()
         line = sess.base.line()

@@ -14,7 +14,8 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
 
     One table by default: the verdicts when a baseline was found, else the results;
     notes only for results with a flag. With -v: both tables, every note and the advice
-    for inconclusive verdicts. With -q: the table alone."""
+    for inconclusive verdicts. With -q: the table alone (recorded figures counted, not
+    listed)."""
     describe = summary.describe
     if verbosity <= 0:
         from ..device import DeviceSnapshot
@@ -33,10 +34,12 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
     measured = [r for r in summary.results if r.kind == "measured"]
     if verbosity > 0 or not verdicts:
         out += table(RESULT_HEADER, result_rows(measured))
-        for r in summary.results:
-            if r.kind == "recorded" and r.value is not None:
-                note = f" ({'; '.join(r.notes)})" if r.notes else ""
-                out.append(plain(f"{r.key}: {format_figure(r.value, r.unit)}{note}"))
+        recorded = [r for r in summary.results if r.kind == "recorded" and r.value is not None]
+        if verbosity < 0 and recorded:  # -q: the table alone, and how to see the rest
+            out.append(f"{len(recorded)} recorded figure(s): -v lists them")
+        for r in recorded if verbosity >= 0 else []:
+            note = f" ({'; '.join(r.notes)})" if r.notes else ""
+            out.append(plain(f"{r.key}: {format_figure(r.value, r.unit)}{note}"))
     if verbosity >= 0:
         for r in measured:
             if verbosity > 0 or r.flags() or r.stop_reason == "noise-limited":
