@@ -9,30 +9,27 @@ for that interval to be narrow, in the spirit of nvbench's noise target.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 
 def median(xs: Sequence[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    if n == 0:
+    if not xs:
         raise ValueError("median of no samples")
-    mid = n // 2
-    return s[mid] if n % 2 else (s[mid - 1] + s[mid]) / 2
+    return statistics.median(xs)
 
 
-def quantile(sorted_xs: Sequence[float], q: float) -> float:
-    """Linear-interpolation quantile (numpy's default) of already sorted data."""
-    n = len(sorted_xs)
-    if n == 0:
-        raise ValueError("quantile of no samples")
-    pos = q * (n - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, n - 1)
-    frac = pos - lo
-    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * frac
+def quartiles(sorted_xs: Sequence[float]) -> tuple[float, float]:
+    """Lower and upper quartiles by linear interpolation (numpy's default; statistics'
+    'inclusive' method); one sample is its own quartiles."""
+    if not sorted_xs:
+        raise ValueError("quartiles of no samples")
+    if len(sorted_xs) == 1:
+        return sorted_xs[0], sorted_xs[0]
+    q1, _, q3 = statistics.quantiles(sorted_xs, n=4, method="inclusive")
+    return q1, q3
 
 
 @lru_cache(maxsize=4096)
@@ -45,34 +42,19 @@ def median_ci_ranks(n: int, confidence: float) -> tuple[int, int] | None:
     if n < 1:
         return None
     alpha = 1 - confidence
-    # largest k with P(X <= k - 1) <= alpha/2 ; interval is [x_(k), x_(n-k+1)] 1-based
-    if n > 1000:  # normal approximation, accurate to a rank at this size
-        k = math.floor(n / 2 - _z(confidence) * math.sqrt(n) / 2)
-    else:
-        # k = number of i with P(X <= i) <= alpha/2, X ~ Binomial(n, 1/2), exact in log space
-        log_norm = math.lgamma(n + 1) - n * math.log(2)
-        cdf, k = 0.0, 0
-        while k <= n:
-            cdf += math.exp(log_norm - math.lgamma(k + 1) - math.lgamma(n - k + 1))
-            if cdf > alpha / 2:
-                break
-            k += 1
+    # k: the number of i with P(X <= i) <= alpha/2 for X ~ Binomial(n, 1/2), i.e. the
+    # quantile function at alpha/2 (the interval is [x_(k), x_(n-k+1)], 1-based)
+    from scipy.special import bdtr, bdtrik  # the binomial CDF and its inverse (scipy.stats
+    # would add most of a second of import to the first measurement)
+
+    k = max(0, math.floor(bdtrik(alpha / 2, n, 0.5)))  # continuous inverse: k is next to it
+    while k <= n and bdtr(k, n, 0.5) <= alpha / 2:
+        k += 1
+    while k > 0 and bdtr(k - 1, n, 0.5) > alpha / 2:
+        k -= 1
     if k < 1:
         return None
     return k - 1, n - k
-
-
-def _z(confidence: float) -> float:
-    """Two-sided normal quantile, by bisection on erf (stdlib only)."""
-    target = confidence
-    lo, hi = 0.0, 10.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if math.erf(mid / math.sqrt(2)) < target:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
 
 
 @dataclass(frozen=True)
@@ -132,8 +114,8 @@ def summarize(samples: Sequence[float], confidence: float = 0.95) -> Summary:
         ci_high=max(hi, med),
         confidence=confidence,
         ci_exact=exact,
-        q1=quantile(s, 0.25),
-        q3=quantile(s, 0.75),
+        q1=quartiles(s)[0],
+        q3=quartiles(s)[1],
         mean=mean,
         stdev=math.sqrt(var),
         min=s[0],

@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pytest_gpuperf.stats import StopRule, decide, median, median_ci_ranks, summarize
@@ -116,3 +116,24 @@ def test_summarize_rejects_nan_and_empty():
         summarize([1.0, float("nan")])
     with pytest.raises(ValueError, match="zero samples"):
         summarize([])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 400), st.sampled_from([0.8, 0.9, 0.95, 0.99, 0.999]))
+def test_median_ci_ranks_are_the_narrowest_that_cover(n, confidence):
+    """The binomial interval of the median, checked against exact binomial sums: it covers
+    the median with at least `confidence`, and one rank narrower on each side would not."""
+    from math import comb
+
+    def coverage(lo, hi):  # P(x_(lo) <= median <= x_(hi)), 0-based ranks
+        return sum(comb(n, i) for i in range(lo + 1, hi + 1)) / 2**n
+
+    ranks = median_ci_ranks(n, confidence)
+    if ranks is None:
+        assert coverage(0, n - 1) < confidence
+        return
+    lo, hi = ranks
+    assert hi == n - 1 - lo
+    assert coverage(lo, hi) >= confidence - 1e-12
+    if lo + 1 <= hi - 1:
+        assert coverage(lo + 1, hi - 1) < confidence

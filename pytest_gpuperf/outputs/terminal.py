@@ -39,7 +39,8 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
             out.append(f"{len(recorded)} recorded figure(s): -v lists them")
         for r in recorded if verbosity >= 0 else []:
             note = f" ({'; '.join(r.notes)})" if r.notes else ""
-            out.append(plain(f"{r.key}: {format_figure(r.value, r.unit)}{note}"))
+            value = r.value if r.value is not None else float("nan")  # filtered: never None
+            out.append(plain(f"{r.key}: {format_figure(value, r.unit)}{note}"))
     if verbosity >= 0:
         for r in measured:
             if verbosity > 0 or r.flags() or r.stop_reason == "noise-limited":
