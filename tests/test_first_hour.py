@@ -6,72 +6,6 @@ import pytest
 
 from .gateproject import FAST, saved
 
-LATENCY = """
-import os
-
-def test_latency(gpu_benchmark):
-    gpu_benchmark.record("ttft", float(os.environ.get("TTFT", "100")), "ms")
-"""
-
-
-def test_a_longer_latency_is_a_regression(project, monkeypatch):
-    project.makepyfile(test_l=LATENCY)
-    project.runpytest(*FAST, "test_l.py", "--gpuperf-baseline=save").assert_outcomes(passed=1)
-    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
-    assert data["entries"]["test_l.py::test_latency::ttft"]["metrics"]["value"]["direction"] == "lower"
-    monkeypatch.setenv("TTFT", "200")
-    # one session tells nothing of how much a figure varies: never judged as exact
-    once = project.runpytest(*FAST, "test_l.py")
-    once.assert_outcomes(passed=1)
-    once.stdout.fnmatch_lines(["INCONCLUSIVE *test_l.py::test_latency::ttft*+100.00%*"])
-    monkeypatch.setenv("TTFT", "100")
-    project.runpytest(*FAST, "test_l.py", "--gpuperf-baseline=save").assert_outcomes(passed=1)
-    monkeypatch.setenv("TTFT", "200")
-    result = project.runpytest(*FAST, "test_l.py")
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(
-        ["PERFORMANCE REGRESSION test_l.py::test_latency::ttft value: 100 ms -> 200 ms: regressed +100.00%*", "REGRESSED *test_l.py::test_latency::ttft*"]
-    )
-    monkeypatch.setenv("TTFT", "50")
-    project.runpytest(*FAST, "test_l.py").stdout.fnmatch_lines(["IMPROVED *test_l.py::test_latency::ttft*"])
-
-
-def test_the_run_says_which_baseline_it_uses(project):
-    result = project.runpytest(*FAST)
-    result.stdout.fnmatch_lines(
-        [f"gpuperf: no baseline at {project.path}/baselines/cpu.json (profile cpu): results are new", f"no baseline at {project.path}/baselines/cpu.json: every result is new"]
-    )
-    saved(project, times=1)
-    result = project.runpytest(*FAST)
-    result.stdout.fnmatch_lines(
-        [f"gpuperf: comparing with baseline {project.path}/baselines/cpu.json (profile cpu, 2 entries)"]
-    )
-    project.runpytest(*FAST, "--gpuperf-baseline=save").stdout.fnmatch_lines(
-        [f"gpuperf: saving to baseline {project.path}/baselines/cpu.json (profile cpu)"]
-    )
-
-
-def test_the_baseline_directory_is_the_rootdirs_wherever_pytest_starts(project, monkeypatch):
-    project.makeini("[pytest]\n")
-    saved(project, times=2)
-    sub = project.path / "sub"
-    sub.mkdir()
-    monkeypatch.chdir(sub)
-    result = project.runpytest(*FAST, str(project.path / "test_b.py"))
-    result.stdout.fnmatch_lines([f"gpuperf: comparing with baseline {project.path}/baselines/cpu.json*", "UNCHANGED *test_b.py::test_spin*"])
-
-
-def test_a_mistyped_baseline_directory_is_an_error(project):
-    saved(project, times=1)
-    result = project.runpytest(*FAST, "--gpuperf-baseline-dir=baseline")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [f"*--gpuperf-baseline-dir: {project.path}/baseline is not a directory (relative paths are resolved against the rootdir {project.path})*"]
-    )
-    # saving into a new directory is how one starts: not an error
-    project.runpytest(*FAST, "--gpuperf-baseline-dir=perf", "--gpuperf-baseline=save").assert_outcomes(passed=2)
-
-
 # ------------------------------------------------------------------- pytest-benchmark users
 
 PB = "def test_pb(benchmark):\n    benchmark(sum, range(10))\n"
@@ -218,41 +152,6 @@ def test_a_plan_before_spending(project):
     assert "Exit" not in result.stdout.str()
 
 
-def test_xdist_loadgroup_keeps_baseline_keys_stable(project):
-    """pytest-xdist's --dist loadgroup renames a grouped test `<id>@<group>` in its workers
-    (xdist/remote.py sets item._nodeid, which pytest 9.2 no longer reads, so xdist 3.8 does
-    not group there). A conftest renames the way this pytest stores ids, so the test holds
-    on either: baseline keys, failed tests and durations use the plain id."""
-    project.makeconftest(
-        (project.path / "conftest.py").read_text()
-        + "\n\n@pytest.hookimpl(trylast=True)\n"
-        "def pytest_collection_modifyitems(items):\n"
-        "    for item in items:\n"
-        "        mark = item.get_closest_marker('xdist_group')\n"
-        "        if mark is None:\n"
-        "            continue\n"
-        "        new = f'{item.nodeid}@{mark.args[0]}'\n"
-        "        if hasattr(item, '_id'):  # pytest >= 9.2 keeps the id here\n"
-        "            from _pytest.nodeid import coerce_node_id\n"
-        "            item._id = coerce_node_id(new)\n"
-        "        else:  # where xdist's own renaming takes effect\n"
-        "            item._nodeid = new\n"
-    )
-    project.makepyfile(
-        test_g="import pytest\nfrom vclock import spin\n\n"
-        "@pytest.mark.xdist_group('preset-a')\n"
-        "def test_g(gpu_benchmark):\n    gpu_benchmark(lambda: spin(0.001))\n\n"
-        "@pytest.mark.xdist_group('preset-a')\n"
-        "def test_f(gpu_benchmark):\n    gpu_benchmark(lambda: spin(0.001))\n    assert False\n"
-    )
-    result = project.runpytest(*FAST, "test_g.py", "--gpuperf-baseline=save", "-v")
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*test_g.py::test_g@preset-a PASSED*"])  # renamed as xdist does
-    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
-    assert list(data["entries"]) == ["test_g.py::test_g"]  # not test_g@preset-a; test_f failed
-    assert data["entries"]["test_g.py::test_g"]["duration_s"] >= 0
-
-
 def test_a_bad_false_alarm_rate_is_a_usage_error(project):
     result = project.runpytest("--gpuperf-false-alarm=5")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -269,28 +168,3 @@ def test_a_bad_bound_in_a_marker_is_a_collection_error(project):
     result.stdout.fnmatch_lines(["*test_m.py::test_m: @pytest.mark.gpuperf: marker: bound='gpu': use one of auto, compute, memory*"])
 
 
-def test_the_controller_drops_xdists_group_suffix_only():
-    from pytest_gpuperf.session import strip_group
-
-    assert strip_group("t.py::test_g@preset-a") == "t.py::test_g"
-    assert strip_group("t.py::test_g[x]@llama2-7b") == "t.py::test_g[x]"
-    assert strip_group("t.py::test_g[a@b]") == "t.py::test_g[a@b]"  # an '@' in a parameter
-    assert strip_group("me@host/t.py::test_g") == "me@host/t.py::test_g"  # an '@' in the path
-
-
-def test_in_ci_a_missing_baseline_is_loud(project, monkeypatch, tmp_path):
-    """A baseline in the wrong place silently switched the gate off: in CI the run says so
-    as a GitHub warning annotation and in the step summary, naming the path and rootdir."""
-    summary = tmp_path / "summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    quiet = project.runpytest(*FAST)
-    assert "::warning" not in quiet.stdout.str()
-    monkeypatch.setenv("CI", "true")
-    loud = project.runpytest(*FAST)
-    loud.assert_outcomes(passed=2)
-    loud.stdout.fnmatch_lines(
-        [f"::warning title=gpuperf: no baseline::no baseline at {project.path}/baselines/cpu.json (profile cpu; --gpuperf-baseline-dir resolved against the rootdir {project.path}): nothing was compared*--gpuperf-baseline=save*"]
-    )
-    assert "**Warning:** no baseline at" in summary.read_text()
-    saved(project, times=1)
-    assert "::warning" not in project.runpytest(*FAST).stdout.str()  # found: nothing to say

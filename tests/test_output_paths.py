@@ -9,7 +9,7 @@ import pytest
 from pytest_gpuperf.__main__ import main
 from pytest_gpuperf.outputs.paths import first_clash, is_baseline_file, unwritable
 
-from .test_hostile_json import VALID_BASELINE, VALID_RESULTS
+from .reportdata import VALID_BASELINE, VALID_RESULTS
 
 RECORD = """
 def test_r(gpu_benchmark):

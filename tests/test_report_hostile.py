@@ -17,7 +17,7 @@ from pytest_gpuperf.outputs import RunSummary, write_files
 
 from . import reportdata as rd
 from .gateproject import FAST
-from .test_hostile_json import JSON, paths, replaced
+from .reportdata import JSON, paths, replaced
 
 SCRIPT = 'x"><script>alert(9)</script>'
 NODE = "benchmarks/test_finetune.py::test_lora_step"
