@@ -1,7 +1,6 @@
 """One result type for measured and recorded figures (results.py): printing a throughput."""
 
 
-
 def test_progress_shows_a_range_not_a_ci_for_a_few_samples():
     from pytest_gpuperf.results import Throughput
 
