@@ -12,7 +12,7 @@ import pytest
 
 # The smoke tier, by test id within benchmarks/: one benchmark per family, GPU-bound ones
 # (stable to well under 1% between sessions on the H200) first; the tiny variants are the
-# same benchmarks on the CPU. tests/test_suite_tiers.py checks that each id exists.
+# same benchmarks on the CPU. tests/test_suite.py checks that each id exists.
 SMOKE = (
     "test_dtype.py::test_matmul[bf16]",
     "test_dtype.py::test_cast_bandwidth[fp32-to-bf16]",

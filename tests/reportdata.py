@@ -1,14 +1,20 @@
 """Results files made in tests (runs of several GPUs with parametrized benchmarks, as the
 plugin writes them) and a parser that reads a report back as a browser would: its headings,
 each chart's SVG (texts and drawn lines), table cells, script elements and attributes.
-Shared by tests/test_report_html.py and tests/test_report_hostile.py."""
+Also baseline entries and files, and hypothesis strategies for hostile JSON (arbitrary
+documents, and valid baseline and results files with one value replaced).
+Shared by the tests of the baseline files, results files and outputs."""
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 
 from pytest_gpuperf.outputs import RunSummary
 from pytest_gpuperf.results import Result, Throughput, throughput_of
@@ -159,3 +165,166 @@ def parse(text: str) -> Page:
     page.feed(text)
     page.close()
     return page
+
+
+def entry(gpu="G", median=100.0):
+    return {
+        "environment": {"gpu": gpu, "mig_profile": None, "emulated": None},
+        "date": "2026-11-30",
+        "commit": None,
+        "flags": {},
+        "metrics": {
+            "throughput": {
+                "unit": "tokens/s",
+                "direction": "higher",
+                "median": median,
+                "ci_low": median * 0.99,
+                "ci_high": median * 1.01,
+                "n": 10,
+            }
+        },
+    }
+
+
+def baseline_json(profile="cpu", entries=None, **extra):
+    data = {"schema": "pytest-gpuperf/baseline", "version": 1, "profile": profile}
+    data.update(extra)
+    data["entries"] = {
+        k: {**e, "metrics": {m: {**v, "history": [{"median": v["median"]}]} for m, v in e["metrics"].items()}}
+        for k, e in (entries or {}).items()
+    }
+    return data
+
+
+def metric(median, unit="tokens/s", direction="higher"):
+    return {
+        "unit": unit,
+        "direction": direction,
+        "median": median,
+        "ci_low": median * 0.99,
+        "ci_high": median * 1.01,
+        "n": 10,
+    }
+
+
+def update(key, median):
+    return {
+        key: {
+            "environment": {"gpu": "G"},
+            "date": "d",
+            "commit": None,
+            "flags": {},
+            "metrics": {"throughput": metric(median)},
+        }
+    }
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+VALID_BASELINE = {
+    "schema": "pytest-gpuperf/baseline",
+    "version": 1,
+    "profile": "cpu",
+    "updated": "2026-11-30",
+    "entries": {
+        "t.py::a": {
+            "environment": {"gpu": "cpu: X", "mig_profile": None, "emulated": None},
+            "date": "2026-11-30",
+            "commit": None,
+            "flags": {"launch_bound": None},
+            "metrics": {
+                "throughput": {
+                    "unit": "tokens/s",
+                    "direction": "higher",
+                    "median": 100.0,
+                    "ci_low": 99.0,
+                    "ci_high": 101.0,
+                    "n": 10,
+                    "history": [{"median": 100.0, "date": "d", "commit": None}, {"median": 100.01, "date": "e", "commit": None}, {"median": 99.99, "date": "f", "commit": None}],
+                }
+            },
+        }
+    },
+}
+
+
+VALID_RESULTS = {
+    "schema": "pytest-gpuperf/results-1",
+    "device": {"gpus": [], "cpu_model": "X", "packages": {}},
+    "describe": "cpu",
+    "profile": "cpu",
+    "baseline": None,
+    "results": [
+        {
+            "nodeid": "t.py::a",
+            "metric": None,
+            "unit": "tokens",
+            "work_per_call": 64.0,
+            "kind": "measured",
+            "config": {"tolerance": 0.03},
+            "time": {
+                "n": 10, "median": 0.64, "ci_low": 0.63, "ci_high": 0.65, "confidence": 0.95,
+                "ci_exact": True, "q1": 0.63, "q3": 0.65, "mean": 0.64, "stdev": 0.01,
+                "min": 0.62, "max": 0.66,
+            },
+            "throughput": {"unit": "tokens/s", "median": 100.0, "ci_low": 98.5, "ci_high": 101.6},
+        }
+    ],
+}
+
+
+def paths(doc, prefix=()):
+    """Every place in a JSON document where a value sits."""
+    yield prefix
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from paths(v, (*prefix, i))
+
+
+def replaced(doc, path, value):
+    if not path:
+        return value
+    out = copy.deepcopy(doc)
+    node = out
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    return out
+
+
+def mutants(valid):
+    places = list(paths(valid))
+    return st.tuples(st.sampled_from(places), JSON).map(lambda pv: replaced(valid, *pv))
+
+
+def as_bytes(doc):
+    return json.dumps(doc, allow_nan=True).encode()
+
+
+SETTINGS = settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+GOOD = {
+    "schema": "pytest-gpuperf/baseline",
+    "version": 1,
+    "profile": "h200",
+    "entries": {"k": {"metrics": {"throughput": {**metric(5.0), "history": [{"median": 5.0}]}}}},
+}
+
+
+def history(values, unit="ms", direction="lower", metric="lat"):
+    return {f"t.py::test_x::{metric}": {"environment": {}, "metrics": {"value": {
+        "unit": unit, "direction": direction, "median": values[-1],
+        "history": [{"median": v, "date": f"d{i}"} for i, v in enumerate(values)]}}}}  # fmt: skip

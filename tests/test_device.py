@@ -172,3 +172,9 @@ def test_nvlink_and_pcie_baselines_are_not_compared():
     assert incomparable_reason(base, fewer) is None
     one = environment(detect(nvml_of(a), use_torch=False).to_dict(), None)
     assert incomparable_reason(base, one) == "GPU count differs: baseline 2, now 1"
+
+
+def test_gpu_info_does_not_repeat_the_device_kind():
+    from tests.fakes import snapshot
+
+    assert snapshot().lines()[0] == "device: cpu"

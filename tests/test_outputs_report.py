@@ -1,8 +1,4 @@
-"""Hostile results files and names against the report: script in every text field, `$`
-(matplotlib's math syntax) in ids, GPU names and titles, a 400 KB node id, values of the
-wrong kind, and arbitrary mutations of a valid file. Each gives a report whose only script
-is its own, or one clear error naming the file and the field (exit 2); never a traceback,
-never a run that loses its other outputs."""
+"""`gpuperf report`'s HTML (outputs/html.py) of hostile results files, names and sizes."""
 
 import copy
 import json
@@ -17,7 +13,7 @@ from pytest_gpuperf.outputs import RunSummary, write_files
 
 from . import reportdata as rd
 from .gateproject import FAST
-from .test_hostile_json import JSON, paths, replaced
+from .reportdata import JSON, paths, replaced
 
 SCRIPT = 'x"><script>alert(9)</script>'
 NODE = "benchmarks/test_finetune.py::test_lora_step"

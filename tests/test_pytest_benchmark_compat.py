@@ -1,6 +1,4 @@
-"""pytest-benchmark's flags reach gpu_benchmark tests (benchflags.py), in real pytest
-sessions (pytester, the virtual clock). Cheap: .ci/run runs this file with the oldest
-pytest and pytest-benchmark that pyproject.toml allows."""
+"""pytest-benchmark interplay (benchflags.py, plugin.py): its flags, timer, JSON and compare."""
 
 import json
 
@@ -131,3 +129,104 @@ def test_a_test_with_both_fixtures_writes_two_distinct_fullnames(pytester):
     again = pytester.runpytest(*FAST, "--benchmark-compare", *store)
     again.assert_outcomes(passed=1)
     again.stdout.fnmatch_lines(["*test_both (0001*"])
+
+
+PLAIN_PB = """
+def test_sum(benchmark):
+    assert benchmark(sum, range(100)) == 4950
+
+def test_sorted(benchmark):
+    benchmark.pedantic(sorted, args=([3, 1, 2],), rounds=3, iterations=2)
+"""
+
+
+PB_FAST = ["-p", "no:cacheprovider", "--benchmark-max-time=0.01", "--benchmark-min-rounds=3"]
+
+
+def _pb_run(pytester, *args):
+    """A pytest-benchmark project run in a subprocess: its outcome, header and JSON."""
+    result = pytester.runpytest_subprocess(*PB_FAST, "--benchmark-json=pb.json", *args)
+    header = [line for line in result.outlines if line.startswith("benchmark: ")]
+    data = json.loads((pytester.path / "pb.json").read_text())
+    return result, header, data
+
+
+def test_pytest_benchmark_runs_the_same_with_and_without_the_plugin(pytester):
+    pytester.makepyfile(test_pb=PLAIN_PB)
+    without, header_without, json_without = _pb_run(pytester, "-p", "no:gpuperf")
+    with_plugin, header_with, json_with = _pb_run(pytester)
+    without.assert_outcomes(passed=2)
+    with_plugin.assert_outcomes(passed=2)
+    assert header_with == header_without  # "benchmark: 5.x (defaults: timer=time.perf_counter ..."
+    assert "timer=time.perf_counter" in header_with[0]
+    assert sorted(json_with) == sorted(json_without)  # no "gpuperf" key, nothing else added
+    assert "gpuperf" not in json_with
+    assert sorted(json_with["machine_info"]) == sorted(json_without["machine_info"])
+
+    def shape(data):
+        return [(b["fullname"], b["options"], sorted(b), sorted(b["stats"])) for b in data["benchmarks"]]
+
+    assert shape(json_with) == shape(json_without)
+    assert {b["options"]["timer"] for b in json_with["benchmarks"]} == {"perf_counter"}
+
+
+def test_a_skipped_gpu_benchmark_adds_nothing_to_pytest_benchmarks_json(pytester):
+    # the plugin's tests are collected but none measures: still no "gpuperf" key
+    pytester.makepyfile(
+        test_pb=PLAIN_PB
+        + "\n\nimport pytest\n\n@pytest.mark.gpu_requires_gpus(64)\ndef test_gpu(gpu_benchmark):\n    gpu_benchmark(lambda: None)\n"
+    )
+    result, _, data = _pb_run(pytester)
+    result.assert_outcomes(passed=2, skipped=1)
+    assert "gpuperf" not in data
+    assert sorted(b["name"] for b in data["benchmarks"]) == ["test_sorted", "test_sum"]
+
+
+@pytest.mark.parametrize("how", ["option", "marker"])
+def test_the_synchronised_timer_is_an_opt_in(pytester, how):
+    timer = "pytest_gpuperf.clock.synchronized_perf_counter"
+    if how == "option":
+        pytester.makepyfile(test_pb=PLAIN_PB)
+        result, header, data = _pb_run(pytester, f"--benchmark-timer={timer}")
+        assert f"timer={timer}" in header[0]
+    else:  # per test, through pytest-benchmark's own marker
+        pytester.makepyfile(
+            test_pb="import pytest\n"
+            "from pytest_gpuperf.clock import synchronized_perf_counter\n\n"
+            "@pytest.mark.benchmark(timer=synchronized_perf_counter)\n"
+            "def test_sum(benchmark):\n    benchmark(sum, range(100))\n"
+        )
+        result, header, data = _pb_run(pytester)
+        assert "timer=time.perf_counter" in header[0]  # the run's default is untouched
+    result.assert_outcomes(passed=1 if how == "marker" else 2)
+    assert {b["options"]["timer"] for b in data["benchmarks"]} == {"synchronized_perf_counter"}
+
+
+PB = "def test_pb(benchmark):\n    benchmark(sum, range(10))\n"
+
+
+@pytest.mark.parametrize("where", ["ini", "pyproject", "env"])
+def test_a_timer_chosen_in_addopts_or_the_environment_is_kept(pytester, monkeypatch, where):
+    pytester.makepyfile(test_pb=PB)
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    if where == "ini":
+        pytester.makeini("[pytest]\naddopts = --benchmark-timer=time.process_time\n")
+    elif where == "pyproject":
+        pytester.makepyprojecttoml('[tool.pytest.ini_options]\naddopts = ["--benchmark-timer=time.process_time"]\n')
+    else:
+        monkeypatch.setenv("PYTEST_ADDOPTS", "--benchmark-timer=time.process_time")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*timer=time.process_time*"])
+    assert "synchronized_perf_counter" not in result.stdout.str()
+
+
+def test_compare_with_runs_saved_without_the_plugin_gives_no_warning(pytester):
+    pytester.makepyfile(test_pb=PB)
+    store = f"file://{pytester.path}/store"
+    first = pytester.runpytest_subprocess("-p", "no:gpuperf", "--benchmark-autosave", f"--benchmark-storage={store}")
+    first.assert_outcomes(passed=1)
+    again = pytester.runpytest_subprocess(
+        "--benchmark-compare", f"--benchmark-storage={store}", "-W", "error", "-p", "no:cacheprovider"
+    )
+    again.assert_outcomes(passed=1)
+    assert "machine_info is different" not in again.stdout.str() + again.stderr.str()

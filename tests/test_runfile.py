@@ -1,19 +1,20 @@
-"""A results file says which tests its run selected, and one run is one run however many
-formats it was written in (#21.9): `gpuperf compare` of a run made with `-k` must not call
-the deselected benchmarks missing, and `gpuperf report` of one run's --gpuperf-json and
---benchmark-json reports one run."""
+"""Results files read back (runfile.py): selected tests, runs counted once, hostile files."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from hypothesis import given
 
+from pytest_gpuperf.__main__ import InputError, compare_files
 from pytest_gpuperf.baseline.explain import missing
+from pytest_gpuperf.baseline.store import load
 from pytest_gpuperf.runfile import ResultsFileError, read_run, run_count, summary_from_payload
 
 from . import reportdata as rd
 from .gateproject import FAST, saved
+from .reportdata import JSON, SETTINGS, VALID_BASELINE, VALID_RESULTS, as_bytes, mutants
 
 
 def _selected_run(project):
@@ -79,3 +80,46 @@ def test_gpuperf_report_counts_runs_not_files(project, capsys):
     capsys.readouterr()
     assert main(["report", str(a), str(b), "-o", str(project.path / "r.html")]) == 0
     assert "from 1 run(s)" in capsys.readouterr().out
+
+
+def check_compare(tmp_path, results_doc, baseline_doc):
+    results = tmp_path / "r.json"
+    base = tmp_path / "cpu.json"
+    results.write_bytes(as_bytes(results_doc))
+    base.write_bytes(as_bytes(baseline_doc))
+    before = (results.read_bytes(), base.read_bytes())
+    try:
+        rows, failed, used, _, _ = compare_files(results, base)
+    except InputError as exc:
+        assert str(results) in str(exc) or str(base) in str(exc) or "the run" in str(exc)
+    else:
+        assert isinstance(failed, bool) and used == base
+        assert all(len(r) == 7 for r in rows)
+    assert (results.read_bytes(), base.read_bytes()) == before
+
+
+@SETTINGS
+@given(doc=JSON)
+def test_arbitrary_json_to_compare(tmp_path, doc):
+    check_compare(tmp_path, doc, VALID_BASELINE)
+
+
+@SETTINGS
+@given(doc=mutants(VALID_RESULTS))
+def test_valid_results_with_one_value_replaced_to_compare(tmp_path, doc):
+    check_compare(tmp_path, doc, VALID_BASELINE)
+
+
+@SETTINGS
+@given(doc=mutants(VALID_BASELINE))
+def test_compare_against_a_mutated_baseline(tmp_path, doc):
+    check_compare(tmp_path, VALID_RESULTS, doc)
+
+
+def test_the_valid_documents_are_valid(tmp_path):
+    """The mutation tests start from documents that pass: otherwise they prove little."""
+    (tmp_path / "cpu.json").write_text(json.dumps(VALID_BASELINE))
+    assert load(tmp_path / "cpu.json").profile == "cpu"
+    (tmp_path / "r.json").write_text(json.dumps(VALID_RESULTS))
+    rows, failed, _, _, _ = compare_files(tmp_path / "r.json", tmp_path / "cpu.json")
+    assert rows[0][0] == "UNCHANGED" and failed is False

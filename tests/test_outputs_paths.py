@@ -1,5 +1,4 @@
-"""No output lands on an input, a baseline or another output of the same run
-(outputs/paths.py): the pure check, pytest at configure time, `gpuperf report`."""
+"""Where an output may go (outputs/paths.py): never onto an input, a baseline or another output."""
 
 import json
 import os
@@ -9,7 +8,8 @@ import pytest
 from pytest_gpuperf.__main__ import main
 from pytest_gpuperf.outputs.paths import first_clash, is_baseline_file, unwritable
 
-from .test_hostile_json import VALID_BASELINE, VALID_RESULTS
+from .gateproject import FAST
+from .reportdata import VALID_BASELINE, VALID_RESULTS
 
 RECORD = """
 def test_r(gpu_benchmark):
@@ -170,3 +170,22 @@ def test_report_never_overwrites_an_input_or_a_baseline(tmp_path, monkeypatch, c
     assert {p: p.read_bytes() for p in kept} == kept
     assert not (bl / "cpu.json").exists() or bl / "cpu.json" in kept
     assert main(["report", "r.json", "-o", "r.html", "--baseline-dir", "bl"]) == 0  # elsewhere: written
+
+
+def test_an_unwritable_json_path_is_a_usage_error(project):
+    (project.path / "out").mkdir()
+    result = project.runpytest(*FAST, "--gpuperf-json=out")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gpuperf-json=out: is a directory; give a file path*"])
+
+
+def test_a_step_summary_that_cannot_be_written_keeps_the_results(project, monkeypatch):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(project.path / "no" / "such" / "dir" / "s.md"))
+    result = project.runpytest(*FAST)
+    result.assert_outcomes(passed=2)
+    out = result.stdout.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    result.stdout.fnmatch_lines(
+        ["*= gpuperf results =*", "test_b.py::test_spin *tokens/s*", "gpuperf: NOT WRITTEN: GITHUB_STEP_SUMMARY *s.md: No such file or directory"]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

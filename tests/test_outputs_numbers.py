@@ -1,6 +1,4 @@
-"""Figures in the outputs are printed with their units at a sensible precision, never as
-Python's raw float text ("8.66381e+06 bytes", "3.10044 fraction"): the terminal summary,
-the markdown step summary, a result's headline and the gate's reasons (#21.9)."""
+"""Numbers in the outputs (outputs/text.py, terminal, markdown): with their units, never raw."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The noise model (baseline/noise.py) and the whole-run judge (baseline/judge.py) on the CPU:
-pure numbers, hypothesis properties, and the H200 full-suite run replayed from its data."""
+"""The noise model (baseline/noise.py) and the whole-run judge (baseline/judge.py) on the CPU."""
 
 import json
 import math

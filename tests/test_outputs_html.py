@@ -1,5 +1,4 @@
-"""The HTML report: --gpuperf-html on a run, `gpuperf report` merging runs of several GPUs,
-bad inputs, and what a person sees in a real browser (headless Chromium)."""
+"""The HTML report (outputs/html.py): --gpuperf-html, `gpuperf report` of several GPUs, a browser."""
 
 import html
 import json

@@ -1,0 +1,524 @@
+"""One pytest run's baseline (baseline/run.py): find, judge and save, in real pytest sessions."""
+
+import json
+import textwrap
+
+import pytest
+
+from pytest_gpuperf.baseline.run import RunBaseline, key_collisions
+from pytest_gpuperf.baseline.schema import BaselineError
+from pytest_gpuperf.results import Result
+from pytest_gpuperf.session import Options
+
+from . import vclock
+from .gateproject import BENCH, FAST, saved
+from .reportdata import baseline_json, entry
+
+
+def test_save_then_compare_then_fail_on_a_slowdown(project, monkeypatch):
+    data = saved(project)
+    entry = data["entries"]["test_b.py::test_spin"]
+    assert data["profile"] == "cpu" and len(entry["metrics"]["throughput"]["history"]) == 2
+    assert entry["environment"]["gpu"].startswith("cpu: ")
+
+    same = project.runpytest(*FAST)
+    same.assert_outcomes(passed=2)
+    same.stdout.fnmatch_lines(
+        [
+            "*gpuperf verdicts against baseline*",
+            "UNCHANGED *test_b.py::test_spin *throughput*",
+            # 2 judged metrics (the tests' throughput) share the run's 1% false-alarm rate
+            "verdicts: 2 unchanged; each metric judged at 99.500% confidence",
+        ]
+    )
+
+    monkeypatch.setenv("SLOW", "0.5")
+    slow = project.runpytest(*FAST, "--junitxml=j.xml")
+    # both tests pass; the run fails through the gate, reported as a failed test of its own
+    slow.assert_outcomes(passed=2, failed=1)
+    assert slow.ret == pytest.ExitCode.TESTS_FAILED
+    slow.stdout.fnmatch_lines(
+        [
+            "PERFORMANCE REGRESSION test_b.py::test_spin throughput: * tokens/s -> * tokens/s: regressed -3?.*% (tolerance 3.0%; ±*% from its own 2 sessions (1 df); at 99.50%); baseline cpu of 20??-??-??, 2 session(s); confirmed in a fresh process",
+            "REGRESSED *test_b.py::test_spin *throughput*confirmed in a fresh process*",
+            "gpuperf: re-measured 1 test(s) with a suspected regression in a fresh process",
+            "FAILED gpuperf::performance-gate - PERFORMANCE REGRESSION*",
+        ]
+    )
+    junit = (project.path / "j.xml").read_text()
+    assert "<failure" in junit and "PERFORMANCE REGRESSION" in junit
+    assert 'name="gpuperf:test_b.py::test_spin:throughput:verdict" value="regressed"' not in junit  # judged after the test ran
+
+    warn = project.runpytest(*FAST, "--gpuperf-warn-only")
+    warn.assert_outcomes(passed=2)
+    assert warn.ret == pytest.ExitCode.OK
+    warn.stdout.fnmatch_lines(
+        ["REGRESSED *test_b.py::test_spin*", "PERFORMANCE REGRESSION test_b.py::test_spin *(--gpuperf-warn-only: not failing)"]
+    )
+    # no re-measurement when asked not to: the suspected regression fails as measured
+    fast_fail = project.runpytest(*FAST, "--gpuperf-no-confirm")
+    fast_fail.assert_outcomes(passed=2, failed=1)
+    fast_fail.stdout.fnmatch_lines(["PERFORMANCE REGRESSION *; NOT re-measured in a fresh process"])
+    assert "re-measured 1 test" not in fast_fail.stdout.str()
+
+
+def test_a_regression_that_does_not_repeat_is_not_failed(project):
+    saved(project)
+    project.makeconftest(
+        vclock.CONFTEST
+        + textwrap.dedent(
+            """
+        import pytest_gpuperf.bench as bench
+
+        import os
+
+        REAL = bench.measure
+
+        def first_one_slow(fn, **kw):
+            if not os.environ.get("PYTEST_GPUPERF_CONFIRMATION"):  # slow here, not in the fresh process
+                inner = fn
+                def fn():
+                    inner()
+                    vclock.spin(0.001)
+            return REAL(fn, **kw)
+
+        @pytest.fixture(autouse=True)
+        def once_slow(monkeypatch):
+            monkeypatch.setattr(bench, "measure", first_one_slow)
+        """
+        )
+    )
+    result = project.runpytest(*FAST, "-k", "test_spin", "--gpuperf-max-time=0.2")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        ["INCONCLUSIVE *test_b.py::test_spin*not confirmed in a fresh process: -3*% here, +0.0*% (unchanged) there*"]
+    )
+
+
+def test_saving_a_subset_keeps_other_entries(project):
+    saved(project, times=1)
+    project.runpytest(*FAST, "--gpuperf-baseline=save", "-k", "test_spin").assert_outcomes(passed=1)
+    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    assert set(data["entries"]) == {"test_b.py::test_spin", "test_b.py::test_other"}
+    assert len(data["entries"]["test_b.py::test_spin"]["metrics"]["throughput"]["history"]) == 2
+    assert len(data["entries"]["test_b.py::test_other"]["metrics"]["throughput"]["history"]) == 1
+
+
+def test_new_and_missing_are_reported(project):
+    saved(project, times=1)
+    project.makepyfile(
+        test_c="from vclock import spin\n\n"
+        "def test_new(gpu_benchmark):\n    gpu_benchmark(lambda: spin(0.001))\n"
+    )
+    result = project.runpytest(*FAST, "-k", "test_new or test_spin")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["NEW *test_c.py::test_new*"])
+    result = project.runpytest(
+        *FAST, "test_b.py", "-k", "test_spin or test_other", "--deselect", "test_b.py::test_other"
+    )
+    # test_other was not collected: it is not reported missing
+    assert "MISSING" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("{", "is not valid JSON (truncated or edited?)"),
+        (
+            '{"schema": "pytest-gpuperf/baseline", "version": 7, "profile": "cpu", "entries": {}}',
+            "schema version 7 is not supported",
+        ),
+    ],
+)
+def test_bad_baseline_file_stops_the_run_and_is_not_overwritten(project, content, fragment):
+    (project.path / "baselines").mkdir()
+    path = project.path / "baselines" / "cpu.json"
+    path.write_text(content)
+    for args in ([], ["--gpuperf-baseline=save"]):
+        result = project.runpytest(*FAST, *args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*baseline file {path}: {fragment}*"])
+    assert path.read_text() == content
+
+
+def test_compare_mode_needs_a_baseline(project):
+    result = project.runpytest(*FAST, "--gpuperf-baseline=compare")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--gpuperf-baseline=compare, but there is no baseline file*cpu.json*"]
+    )
+
+
+def test_baseline_off_and_a_custom_directory(project):
+    project.runpytest(*FAST, "--gpuperf-baseline=save", "--gpuperf-baseline-dir=perf/base")
+    assert (project.path / "perf" / "base" / "cpu.json").is_file()
+    result = project.runpytest(*FAST, "--gpuperf-baseline=off", "--gpuperf-baseline-dir=perf/base")
+    assert "verdicts against baseline" not in result.stdout.str()
+
+
+def test_a_baseline_from_another_gpu_is_not_compared(project):
+    saved(project, times=1)
+    path = project.path / "baselines" / "cpu.json"
+    data = json.loads(path.read_text())
+    for e in data["entries"].values():
+        e["environment"]["gpu"] = "cpu: Some Other CPU"
+    path.write_text(json.dumps(data))
+    project.runpytest(*FAST).stdout.fnmatch_lines(["INCOMPARABLE *test_b.py::test_spin*"])
+
+
+def test_reports_json_and_github_summary(project, monkeypatch):
+    saved(project, times=1)
+    summary = project.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    project.runpytest(*FAST, "--gpuperf-json=out/r.json").assert_outcomes(passed=2)
+    data = json.loads((project.path / "out" / "r.json").read_text())
+    assert data["profile"] == "cpu" and data["baseline"].endswith("cpu.json")
+    assert {r["verdicts"]["throughput"]["status"] for r in data["results"]} <= {
+        "unchanged",
+        "inconclusive",
+        "improved",
+    }
+    md = summary.read_text()
+    assert "## gpuperf: cpu:" in md and "| verdict | benchmark |" in md
+
+
+def test_xdist_workers_save_into_one_file(project):
+    pytest.importorskip("xdist")
+    result = project.runpytest(*FAST, "-n", "2", "--gpuperf-baseline=save")
+    result.assert_outcomes(passed=2)
+    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    assert set(data["entries"]) == {"test_b.py::test_spin", "test_b.py::test_other"}
+
+
+def test_under_xdist_the_run_says_at_what_confidence_its_workers_judged(project):
+    """The controller judges nothing itself; its summary and JSON still carry the
+    confidence each metric was judged at (it was missing from the H200 -n 2 run's JSON)."""
+    pytest.importorskip("xdist")
+    saved(project)
+    result = project.runpytest(*FAST, "-n", "2", "--gpuperf-json=r.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["verdicts: *; each metric judged at 99.500% confidence*"])
+    data = json.loads((project.path / "r.json").read_text())
+    assert data["confidence"] == pytest.approx(1 - 0.01 / 2)
+
+
+def test_a_per_test_tolerance_from_the_marker(project, monkeypatch):
+    saved(project, times=2)
+    project.makepyfile(
+        test_b=BENCH.replace(
+            "def test_spin(gpu_benchmark):",
+            "import pytest\n\n@pytest.mark.gpuperf(tolerance=0.9)\ndef test_spin(gpu_benchmark):",
+        )
+    )
+    monkeypatch.setenv("SLOW", "0.5")
+    result = project.runpytest(*FAST, "-k", "test_spin")
+    result.assert_outcomes(passed=1)  # -33% is within this test's 90% tolerance
+    result.stdout.fnmatch_lines(["* test_b.py::test_spin *throughput*90.0%*"])
+
+
+def test_bad_baseline_mode_in_the_ini_file_is_a_usage_error(project):
+    project.makeini("[pytest]\ngpuperf_baseline = sometimes\n")
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*tox.ini: gpuperf_baseline='sometimes': use one of auto, compare, save, off*"]
+    )
+
+
+def test_a_baseline_save_that_fails_fails_the_run(project):
+    (project.path / "baselines").write_text("a file where the baseline directory should be")
+    result = project.runpytest(*FAST, "--gpuperf-baseline=save")
+    result.assert_outcomes(passed=2)  # the benchmarks themselves passed ...
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # ... but the save asked for did not happen
+    result.stdout.fnmatch_lines(["baseline: NOT SAVED: baseline file *cpu.json: *Error: *"])
+
+
+def base(tmp_path, mode, **kw):
+    opts = Options(baseline_mode=mode, baseline_dir=tmp_path, **kw)
+    return RunBaseline(opts)
+
+
+def test_no_matching_profile_is_a_note_not_an_error(tmp_path):
+    b = base(tmp_path, "auto")
+    b.prepare(None, "some card")
+    assert b.ready and b.file is None and b.path is None
+    assert b.line() == (
+        "no GPU profile matches some card: results are not compared or saved; add a profile "
+        "in pyproject.toml ([tool.gpuperf.profiles])"
+    )
+    assert b.missing(["x"], {"x"}) == []
+
+
+def test_what_each_mode_says(tmp_path):
+    off = base(tmp_path, "off")
+    off.prepare("cpu", "cpu")
+    assert not off.ready and off.line() == "baselines off" and not off.comparing
+    auto = base(tmp_path, "auto")
+    auto.prepare("cpu", "cpu")
+    assert auto.comparing and auto.file is None and auto.entries == {}
+    assert auto.line() == f"no baseline at {tmp_path / 'cpu.json'} (profile cpu): results are new"
+    save = base(tmp_path, "save")
+    save.prepare("cpu", "cpu")
+    assert not save.comparing
+    assert save.line() == f"saving to baseline {tmp_path / 'cpu.json'} (profile cpu)"
+    with pytest.raises(BaselineError, match=r"cpu\.json"):
+        base(tmp_path, "compare").prepare("cpu", "cpu")  # compare needs the file
+
+
+def test_a_corrupt_file_is_refused_when_found(tmp_path):
+    (tmp_path / "cpu.json").write_text("{not json")
+    with pytest.raises(BaselineError, match=r"cpu\.json"):
+        base(tmp_path, "auto").prepare("cpu", "cpu")
+    assert (tmp_path / "cpu.json").read_text() == "{not json"
+
+
+def test_an_interrupted_run_is_not_saved(tmp_path):
+    b = base(tmp_path, "save")
+    b.prepare("cpu", "cpu")
+    note, failed = b.save(stopped=True, results=[object()], detected="cpu", describe="cpu",
+                          failed_tests=(), environment={}, durations={})  # fmt: skip
+    assert failed and note.startswith(f"NOT SAVED to {tmp_path / 'cpu.json'}: the run was")
+    assert not (tmp_path / "cpu.json").exists()
+    nothing = base(tmp_path, "auto")
+    nothing.prepare("cpu", "cpu")
+    assert nothing.save(stopped=False, results=[object()], detected="cpu", describe="cpu",
+                        failed_tests=(), environment={}, durations={}) == (None, False)  # fmt: skip
+
+
+def test_confidence_is_shared_by_the_measurements_the_run_judges(tmp_path):
+    from pytest_gpuperf.results import Result, Throughput
+    from pytest_gpuperf.stats import summarize
+
+    entry = {"environment": {}, "metrics": {
+        "throughput": {"unit": "tokens/s", "direction": "higher", "median": 1.0,
+                       "history": [{"median": 1.0}, {"median": 1.01}]}}}  # fmt: skip
+    data = {"schema": "pytest-gpuperf/baseline", "version": 1, "profile": "cpu",
+            "entries": {f"t.py::test_{i}": entry for i in range(4)}}  # fmt: skip
+    (tmp_path / "cpu.json").write_text(json.dumps(data))
+    b = base(tmp_path, "auto")
+    b.options.false_alarm = 0.004  # set after the session exists, as the plugin does
+    b.prepare("cpu", "cpu")
+
+    def result(i, **kw):
+        r = Result(f"t.py::test_{i}", None, "tokens", 1.0, **kw)
+        r.time = summarize([1.0, 1.0, 1.0], 0.95)
+        r.throughput = Throughput("tokens/s", 1.0, 0.99, 1.01)
+        return r
+
+    # 2 of the 4 entries measured: their 2 metrics share the rate
+    assert b.judge([result(0), result(1)], {}, False).confidence == pytest.approx(1 - 0.004 / 2)
+    # a figure derived from a measurement is that measurement again: no share of its own
+    derived = Result("t.py::test_1", "per_s", "x/s", 1.0, kind="recorded", derived_from="")
+    derived.throughput = Throughput("x/s", 2.0, 2.0, 2.0)
+    assert b.judge([result(0), result(1), derived], {}, False).confidence == pytest.approx(1 - 0.004 / 2)
+    # informational figures (gate=False) are never judged: no share either
+    info = Result("t.py::test_0", None, "tokens", 1.0, gate=False)
+    assert b.judge([info, result(1)], {}, False).confidence == pytest.approx(1 - 0.004)
+
+
+def test_a_save_under_allow_mismatch_never_writes_another_devices_baseline(project):
+    (project.path / "baselines").mkdir()
+    path = project.path / "baselines" / "h200.json"
+    path.write_text(json.dumps(baseline_json("h200", {"test_b.py::test_spin": entry("NVIDIA H200", 680.0)})))
+    before = path.read_bytes()
+    result = project.runpytest(
+        *FAST, "--gpu-profile=h200", "--gpuperf-allow-mismatch", "--gpuperf-baseline=save"
+    )
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["baseline: NOT SAVED to *h200.json: results measured on cpu:* (profile cpu) never enter the baseline of profile 'h200', whatever --gpuperf-allow-mismatch says"]
+    )
+    assert path.read_bytes() == before
+
+
+def test_the_xdist_controller_compares_and_reports_missing(project):
+    pytest.importorskip("xdist")
+    saved(project, times=2)
+    project.makepyfile(
+        test_c="from vclock import spin\n\ndef test_gone(gpu_benchmark):\n    gpu_benchmark(lambda: spin(0.001))\n"
+    )
+    project.runpytest(*FAST, "test_c.py", "--gpuperf-baseline=save").assert_outcomes(passed=1)
+    project.makepyfile(test_c="def test_gone():\n    pass\n")  # now measures nothing
+    result = project.runpytest(*FAST, "-n", "2", "--gpuperf-json=x.json")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*gpuperf verdicts against baseline *cpu.json*", "MISSING *test_c.py::test_gone*"])
+    data = json.loads((project.path / "x.json").read_text())
+    assert data["missing"] == ["test_c.py::test_gone"]
+    assert data["baseline"].endswith("cpu.json")
+
+
+def test_a_collision_across_tests_is_refused_at_save(project):
+    a = Result(nodeid="t.py::a[x]", metric="m", unit="calls", work_per_call=1)
+    b = Result(nodeid="t.py::a[x]::m", metric=None, unit="calls", work_per_call=1)
+    (clash,) = key_collisions([a, b])
+    assert "t.py::a[x]::m: measured twice in one run (by t.py::a[x] metric 'm' and by t.py::a[x]::m)" in clash
+
+
+def test_the_environment_of_a_bad_file_never_reaches_a_test(project):
+    (project.path / "baselines").mkdir()
+    data = baseline_json("cpu", {"test_b.py::test_spin": entry()})
+    data["entries"]["test_b.py::test_spin"]["environment"] = "oops"
+    (project.path / "baselines" / "cpu.json").write_text(json.dumps(data))
+    result = project.runpytest(*FAST)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*'environment' must be an object, got 'oops'*"])
+
+
+def test_an_interrupted_save_run_saves_nothing(project):
+    project.makepyfile(
+        test_z="def test_z():\n    raise KeyboardInterrupt\n"
+    )
+    # in a subprocess: a KeyboardInterrupt in an in-process run would stop this session too
+    result = project.runpytest_subprocess(*FAST, "test_b.py", "test_z.py", "--gpuperf-baseline=save")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert not (project.path / "baselines" / "cpu.json").exists()
+    result.stdout.fnmatch_lines(["baseline: NOT SAVED to *cpu.json: the run was interrupted*"])
+
+
+def test_a_run_stopped_at_its_first_failure_saves_nothing(project):
+    project.makepyfile(test_a="def test_a():\n    assert False\n")
+    result = project.runpytest(*FAST, "-x", "test_b.py", "test_a.py", "--gpuperf-baseline=save")
+    result.assert_outcomes(passed=2, failed=1)
+    assert not (project.path / "baselines" / "cpu.json").exists()
+    result.stdout.fnmatch_lines(["baseline: NOT SAVED to *cpu.json: the run was interrupted or stopped early*"])
+
+
+def test_a_test_that_fails_its_own_assertion_is_not_saved(project):
+    project.makepyfile(
+        test_f="from vclock import spin\n\ndef test_f(gpu_benchmark):\n    gpu_benchmark(lambda: spin(0.001))\n    assert False, 'wrong answer'\n"
+    )
+    result = project.runpytest(*FAST, "--gpuperf-baseline=save")
+    result.assert_outcomes(passed=2, failed=1)
+    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    assert set(data["entries"]) == {"test_b.py::test_spin", "test_b.py::test_other"}
+    result.stdout.fnmatch_lines(["baseline: saved 2 benchmark(s) to *cpu.json; not saved, their test failed: test_f.py::test_f"])
+
+
+LATENCY = """
+import os
+
+def test_latency(gpu_benchmark):
+    gpu_benchmark.record("ttft", float(os.environ.get("TTFT", "100")), "ms")
+"""
+
+
+def test_a_longer_latency_is_a_regression(project, monkeypatch):
+    project.makepyfile(test_l=LATENCY)
+    project.runpytest(*FAST, "test_l.py", "--gpuperf-baseline=save").assert_outcomes(passed=1)
+    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    assert data["entries"]["test_l.py::test_latency::ttft"]["metrics"]["value"]["direction"] == "lower"
+    monkeypatch.setenv("TTFT", "200")
+    # one session tells nothing of how much a figure varies: never judged as exact
+    once = project.runpytest(*FAST, "test_l.py")
+    once.assert_outcomes(passed=1)
+    once.stdout.fnmatch_lines(["INCONCLUSIVE *test_l.py::test_latency::ttft*+100.00%*"])
+    monkeypatch.setenv("TTFT", "100")
+    project.runpytest(*FAST, "test_l.py", "--gpuperf-baseline=save").assert_outcomes(passed=1)
+    monkeypatch.setenv("TTFT", "200")
+    result = project.runpytest(*FAST, "test_l.py")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["PERFORMANCE REGRESSION test_l.py::test_latency::ttft value: 100 ms -> 200 ms: regressed +100.00%*", "REGRESSED *test_l.py::test_latency::ttft*"]
+    )
+    monkeypatch.setenv("TTFT", "50")
+    project.runpytest(*FAST, "test_l.py").stdout.fnmatch_lines(["IMPROVED *test_l.py::test_latency::ttft*"])
+
+
+def test_the_run_says_which_baseline_it_uses(project):
+    result = project.runpytest(*FAST)
+    result.stdout.fnmatch_lines(
+        [f"gpuperf: no baseline at {project.path}/baselines/cpu.json (profile cpu): results are new", f"no baseline at {project.path}/baselines/cpu.json: every result is new"]
+    )
+    saved(project, times=1)
+    result = project.runpytest(*FAST)
+    result.stdout.fnmatch_lines(
+        [f"gpuperf: comparing with baseline {project.path}/baselines/cpu.json (profile cpu, 2 entries)"]
+    )
+    project.runpytest(*FAST, "--gpuperf-baseline=save").stdout.fnmatch_lines(
+        [f"gpuperf: saving to baseline {project.path}/baselines/cpu.json (profile cpu)"]
+    )
+
+
+def test_the_baseline_directory_is_the_rootdirs_wherever_pytest_starts(project, monkeypatch):
+    project.makeini("[pytest]\n")
+    saved(project, times=2)
+    sub = project.path / "sub"
+    sub.mkdir()
+    monkeypatch.chdir(sub)
+    result = project.runpytest(*FAST, str(project.path / "test_b.py"))
+    result.stdout.fnmatch_lines([f"gpuperf: comparing with baseline {project.path}/baselines/cpu.json*", "UNCHANGED *test_b.py::test_spin*"])
+
+
+def test_a_mistyped_baseline_directory_is_an_error(project):
+    saved(project, times=1)
+    result = project.runpytest(*FAST, "--gpuperf-baseline-dir=baseline")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*--gpuperf-baseline-dir: {project.path}/baseline is not a directory (relative paths are resolved against the rootdir {project.path})*"]
+    )
+    # saving into a new directory is how one starts: not an error
+    project.runpytest(*FAST, "--gpuperf-baseline-dir=perf", "--gpuperf-baseline=save").assert_outcomes(passed=2)
+
+
+def test_xdist_loadgroup_keeps_baseline_keys_stable(project):
+    """pytest-xdist's --dist loadgroup renames a grouped test `<id>@<group>` in its workers
+    (xdist/remote.py sets item._nodeid, which pytest 9.2 no longer reads, so xdist 3.8 does
+    not group there). A conftest renames the way this pytest stores ids, so the test holds
+    on either: baseline keys, failed tests and durations use the plain id."""
+    project.makeconftest(
+        (project.path / "conftest.py").read_text()
+        + "\n\n@pytest.hookimpl(trylast=True)\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        mark = item.get_closest_marker('xdist_group')\n"
+        "        if mark is None:\n"
+        "            continue\n"
+        "        new = f'{item.nodeid}@{mark.args[0]}'\n"
+        "        if hasattr(item, '_id'):  # pytest >= 9.2 keeps the id here\n"
+        "            from _pytest.nodeid import coerce_node_id\n"
+        "            item._id = coerce_node_id(new)\n"
+        "        else:  # where xdist's own renaming takes effect\n"
+        "            item._nodeid = new\n"
+    )
+    project.makepyfile(
+        test_g="import pytest\nfrom vclock import spin\n\n"
+        "@pytest.mark.xdist_group('preset-a')\n"
+        "def test_g(gpu_benchmark):\n    gpu_benchmark(lambda: spin(0.001))\n\n"
+        "@pytest.mark.xdist_group('preset-a')\n"
+        "def test_f(gpu_benchmark):\n    gpu_benchmark(lambda: spin(0.001))\n    assert False\n"
+    )
+    result = project.runpytest(*FAST, "test_g.py", "--gpuperf-baseline=save", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_g.py::test_g@preset-a PASSED*"])  # renamed as xdist does
+    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    assert list(data["entries"]) == ["test_g.py::test_g"]  # not test_g@preset-a; test_f failed
+    assert data["entries"]["test_g.py::test_g"]["duration_s"] >= 0
+
+
+def test_the_controller_drops_xdists_group_suffix_only():
+    from pytest_gpuperf.session import strip_group
+
+    assert strip_group("t.py::test_g@preset-a") == "t.py::test_g"
+    assert strip_group("t.py::test_g[x]@llama2-7b") == "t.py::test_g[x]"
+    assert strip_group("t.py::test_g[a@b]") == "t.py::test_g[a@b]"  # an '@' in a parameter
+    assert strip_group("me@host/t.py::test_g") == "me@host/t.py::test_g"  # an '@' in the path
+
+
+def test_in_ci_a_missing_baseline_is_loud(project, monkeypatch, tmp_path):
+    """A baseline in the wrong place silently switched the gate off: in CI the run says so
+    as a GitHub warning annotation and in the step summary, naming the path and rootdir."""
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    quiet = project.runpytest(*FAST)
+    assert "::warning" not in quiet.stdout.str()
+    monkeypatch.setenv("CI", "true")
+    loud = project.runpytest(*FAST)
+    loud.assert_outcomes(passed=2)
+    loud.stdout.fnmatch_lines(
+        [f"::warning title=gpuperf: no baseline::no baseline at {project.path}/baselines/cpu.json (profile cpu; --gpuperf-baseline-dir resolved against the rootdir {project.path}): nothing was compared*--gpuperf-baseline=save*"]
+    )
+    assert "**Warning:** no baseline at" in summary.read_text()
+    saved(project, times=1)
+    assert "::warning" not in project.runpytest(*FAST).stdout.str()  # found: nothing to say

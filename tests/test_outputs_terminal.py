@@ -1,0 +1,72 @@
+"""The terminal output (outputs/terminal.py): the results table, progress lines, the plan."""
+
+import json
+
+import pytest
+
+from .gateproject import FAST, saved
+
+
+def test_one_compact_table_by_default_details_with_v(project):
+    saved(project, times=2)
+    default = project.runpytest(*FAST).stdout.str()
+    assert "verdict    benchmark" in default and "median/call" not in default  # one table
+    assert "to settle" not in default
+    verbose = project.runpytest(*FAST, "-v").stdout.str()
+    assert "verdict    benchmark" in verbose and "median/call" in verbose  # both tables
+    quiet = project.runpytest(*FAST, "-q").stdout.str()
+    assert "verdict    benchmark" in quiet
+    widths = [len(line) for line in quiet.splitlines() if str(project.path) not in line]
+    assert max(widths) <= 120, quiet  # no 190-character lines (file paths aside)
+
+
+SWEEP = """
+from vclock import spin
+
+def test_sweep(gpu_benchmark):
+    for batch in (1, 2, 4):
+        gpu_benchmark(lambda: spin(0.001 * batch), work=batch * 64, unit="tokens", metric=f"batch{batch}")
+"""
+
+
+def test_progress_lines_for_each_measurement(project, monkeypatch):
+    import pytest_gpuperf.bench as bench
+
+    project.makepyfile(test_s=SWEEP)
+    verbose = project.runpytest(*FAST, "test_s.py", "-v")
+    verbose.stdout.fnmatch_lines(
+        ["*gpuperf: test_s.py::test_sweep::batch1: 64,0* tokens/s (95% CI*", "*gpuperf: test_s.py::test_sweep::batch4: *tokens/s*"]
+    )
+    plain = project.runpytest(*FAST, "test_s.py").stdout.str()
+    assert "gpuperf: test_s.py::test_sweep::batch1:" not in plain  # a short test: no lines
+    monkeypatch.setattr(bench.GpuBenchmark, "PROGRESS_AFTER_S", -1.0)  # as if it ran long
+    long = project.runpytest(*FAST, "test_s.py")
+    long.stdout.fnmatch_lines(["*gpuperf: test_s.py::test_sweep::batch2: *tokens/s*"])
+    quiet = project.runpytest(*FAST, "test_s.py", "-q").stdout.str()
+    assert "gpuperf: test_s.py::test_sweep::batch" not in quiet  # nothing extra under -q
+
+
+def test_a_plan_before_spending(project):
+    saved(project, times=1)
+    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    assert all(e["duration_s"] >= 0 for e in data["entries"].values())  # recorded when saved
+    project.makepyfile(
+        test_c="def test_new(gpu_benchmark):\n    pass\n",
+        test_d="import pytest\n\n@pytest.mark.gpu_requires_gpus(2)\n"
+        "def test_two(gpu_benchmark):\n    pass\n",
+    )
+    result = project.runpytest(*FAST, "--gpuperf-plan")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "gpuperf plan: 4 test(s), durations from *cpu.json",
+            "test_b.py::test_spin * s",
+            "test_b.py::test_other * s",
+            "test_c.py::test_new *unknown",
+            "test_d.py::test_two *skipped here: needs 2 GPU(s), 0 visible*",
+            "total: * s + 1 test(s) of unknown duration; 1 test(s) skipped here",
+        ]
+    )
+    assert "passed" not in result.stdout.str()  # nothing ran
+    assert "!!!" not in result.stdout.str()  # an ordinary end, not pytest.exit's (issue #21)
+    assert "Exit" not in result.stdout.str()

@@ -1,0 +1,65 @@
+"""Table rows and cells shared by the renderers (outputs/text.py): escaping, intervals."""
+
+import textwrap
+
+from pytest_gpuperf.outputs.text import markdown_table, md_cell, plain, table
+
+from .gateproject import FAST
+
+
+def test_markdown_cells_cannot_break_out_of_the_table():
+    evil = ["\n\n# HEADING\n<details open>", "![](https://example/p.png)", "a\\|b", "`x`"]
+    md = markdown_table(["h"], [[e] for e in evil])
+    lines = md.splitlines()
+    assert len(lines) == 2 + len(evil)  # no cell added a line
+    assert all(line.startswith("| ") and line.endswith(" |") for line in lines[:1] + lines[2:])
+    assert "<details" not in md and "&lt;details open&gt;" in md
+    assert "!\\[\\]\\(https://example/p.png\\)" in md
+    assert md_cell("a\\|b") == "a\\\\\\|b"  # the backslash and the pipe are both escaped
+    assert md_cell("`x`") == "\\`x\\`"
+
+
+def test_terminal_text_shows_control_characters_instead_of_acting_on_them():
+    assert plain("\x1b[31mred\x1b[0m") == "\\x1b[31mred\\x1b[0m"
+    assert plain("a\nb\rc\x9b") == "a\\x0ab\\x0dc\\x9b"
+    assert "\x1b" not in "".join(table(["h"], [["\x1b[2J"]]))
+
+
+def test_escaped_ids_in_a_run(project, monkeypatch):
+    summary = project.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    project.makepyfile(
+        test_e=textwrap.dedent(
+            """
+            import pytest
+            from vclock import spin
+
+            @pytest.mark.parametrize("x", ["![](https://example/p.png)", "\\x1b[31mred", "a|b"])
+            def test_e(gpu_benchmark, x):
+                gpu_benchmark(lambda: spin(0.001))
+            """
+        )
+    )
+    result = project.runpytest(*FAST, "test_e.py")
+    result.assert_outcomes(passed=3)
+    assert "\x1b[31m" not in result.stdout.str()
+    md = summary.read_text()
+    assert "](https" not in md and "\x1b" not in md
+    rows = [line for line in md.splitlines() if line.startswith("| NEW |")]
+    assert len(rows) == 3 and all(row.count(" | ") == 6 for row in rows)
+
+
+def test_intervals_say_when_there_is_none_or_it_is_noise():
+    from pytest_gpuperf.outputs.text import interval_text
+    from pytest_gpuperf.results import Result, Throughput
+    from pytest_gpuperf.stats import summarize
+
+    r = Result(nodeid="t", metric=None, unit="tokens", work_per_call=1)
+    r.time = summarize([0.01], 0.95)
+    r.throughput = Throughput("tokens/s", 100.0, 100.0, 100.0)
+    assert interval_text(r) == "none (n=1)"  # not "±0.00% (range)"
+    r.time = summarize([0.01 * (1 + i % 7) for i in range(30)], 0.95)
+    r.throughput = Throughput("tokens/s", 100.0, 10.0, 678.0)
+    assert interval_text(r) == "unusable noise"  # not "±578%"
+    r.throughput = Throughput("tokens/s", 100.0, 99.0, 101.0)
+    assert interval_text(r) == "±1.00%"
