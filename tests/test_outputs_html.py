@@ -322,6 +322,13 @@ def test_the_report_as_a_person_sees_it(tmp_path):
     driver = _browser()
     try:
         driver.get(out.as_uri())
+        # a loaded machine may lay out a large page after `get` returns (one full run saw 1
+        # chart of many): wait for them, as a person would, rather than count at once
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        WebDriverWait(driver, 120).until(
+            lambda d: len(d.find_elements(By.CSS_SELECTOR, ".chart svg")) >= 4
+        )
         charts = driver.find_elements(By.CSS_SELECTOR, ".chart svg")
         assert len(charts) >= 4
         for svg in charts:
