@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..results import Result, fmt_number, format_figure
-from ..settings import BY_NAME
+from ..settings import BY_NAME, FALSE_ALARM
 from ..verdict import (
     FAILED,
     IMPROVED,
@@ -125,7 +125,7 @@ def judge_run(
     entries: dict[str, dict[str, Any]],
     env: dict[str, Any],
     *,
-    false_alarm: float = 0.01,
+    false_alarm: float = FALSE_ALARM,
     tolerance: float | None = None,
     memory_tolerance: float | None = None,
     allow_cross_gpu: bool = False,
