@@ -98,17 +98,26 @@ class RunBaseline:
         """Judge the whole run (sets each result's verdicts); None when not comparing."""
         if not self.comparing or self.path is None:
             return None
+        self.judgement = self._judge_run(results, env, allow_cross_gpu)  # no file: all new
+        return self.judgement
+
+    def _judge_run(
+        self, results: list[Result], env: dict[str, Any], allow_cross_gpu: bool,
+        offsets: Any = None,
+    ) -> Judgement:  # fmt: skip
+        """judge_run with this run's baseline entries and options (and, for a confirmation,
+        the first judgement's class offsets)."""
         from .judge import judge_run
 
-        self.judgement = judge_run(  # no file yet: every result is new
+        return judge_run(
             results,
             self.entries,
             env,
             false_alarm=self.options.false_alarm,
             allow_cross_gpu=allow_cross_gpu,
+            offsets=offsets,
             incomparable=self.options.incomparable,
         )
-        return self.judgement
 
     def confirm(self, results: list[Result], again: list[Result] | None, env: dict[str, Any],
                 allow_cross_gpu: bool, failure: str | None) -> None:  # fmt: skip
@@ -116,19 +125,11 @@ class RunBaseline:
         if self.judgement is None:
             return
         from .confirmation import confirm
-        from .judge import Judgement, judge_run
+        from .judge import Judgement
 
         again = again or []
         again_j = (
-            judge_run(
-                again,
-                self.entries,
-                env,
-                false_alarm=self.options.false_alarm,
-                allow_cross_gpu=allow_cross_gpu,
-                offsets=self.judgement.offsets,
-                incomparable=self.options.incomparable,
-            )
+            self._judge_run(again, env, allow_cross_gpu, offsets=self.judgement.offsets)
             if again
             else Judgement(self.judgement.confidence, 0)
         )
