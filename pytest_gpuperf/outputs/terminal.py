@@ -34,12 +34,13 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
     measured = [r for r in summary.results if r.kind == "measured"]
     if verbosity > 0 or not verdicts:
         out += table(RESULT_HEADER, result_rows(measured))
-        recorded = [r for r in summary.results if r.kind == "recorded" and r.value is not None]
+        recorded = [
+            (r, r.value) for r in summary.results if r.kind == "recorded" and r.value is not None
+        ]
         if verbosity < 0 and recorded:  # -q: the table alone, and how to see the rest
             out.append(f"{len(recorded)} recorded figure(s): -v lists them")
-        for r in recorded if verbosity >= 0 else []:
+        for r, value in recorded if verbosity >= 0 else []:
             note = f" ({'; '.join(r.notes)})" if r.notes else ""
-            value = r.value if r.value is not None else float("nan")  # filtered: never None
             out.append(plain(f"{r.key}: {format_figure(value, r.unit)}{note}"))
     if verbosity >= 0:
         for r in measured:
