@@ -5,17 +5,9 @@ import json
 import pytest
 
 from . import vclock
+from .test_plugin_bench import FAST as GPUPERF_FAST
 
-FAST = [
-    "--gpuperf-min-time=0.01",
-    "--gpuperf-max-time=0.2",
-    "--gpuperf-warmup-time=0",
-    "--gpuperf-min-samples=6",
-    "-p",
-    "no:cacheprovider",
-    "--benchmark-max-time=0.01",
-    "--benchmark-min-rounds=3",
-]
+FAST = [*GPUPERF_FAST, "--benchmark-max-time=0.01", "--benchmark-min-rounds=3"]
 
 TESTS = """
 from vclock import spin
