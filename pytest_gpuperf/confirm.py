@@ -55,9 +55,41 @@ def command(config: Any, nodeids: list[str], json_path: Path) -> list[str]:
     return args
 
 
+def fresh_process(
+    args: list[str], config: Any, env: dict[str, str], timeout: float | None = None
+) -> tuple[subprocess.CompletedProcess[str] | None, str | None]:
+    """Run a fresh pytest process in the run's root, with this environment less
+    pytest-xdist's worker variables plus `env`. Returns it, or None and why not."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    full.update(env)
+    try:
+        return subprocess.run(
+            args,
+            cwd=str(config.rootpath),
+            env=full,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        ), None
+    except subprocess.TimeoutExpired:
+        return None, f"the fresh process ran over {timeout:.0f} s and was stopped"
+    except OSError as exc:
+        return None, f"the fresh process could not start: {exc}"
+
+
+def said(proc: subprocess.CompletedProcess[str]) -> str:
+    """The last lines the process printed, on one line."""
+    return " / ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
+
+
 def _gpu_of(results: list[Result], nodeids: list[str]) -> str | None:
-    """The GPU the flagged tests ran on, when one (a fresh process on the same card)."""
-    uuids = {r.gpu_uuid for r in results if r.nodeid in nodeids and r.gpu_uuid}
+    """The GPU the flagged tests ran on, when one (a fresh process on the same card); None
+    when a flagged test used more than one GPU (it needs all of them again)."""
+    flagged = [r for r in results if r.nodeid in nodeids]
+    if any(r.gpus_used > 1 for r in flagged):
+        return None
+    uuids = {r.gpu_uuid for r in flagged if r.gpu_uuid}
     return uuids.pop() if len(uuids) == 1 else None
 
 
@@ -70,34 +102,25 @@ def confirmation_run(
     budget = 120 + 3 * sum(durations.get(n, 60.0) for n in nodeids)
     with tempfile.TemporaryDirectory(prefix="gpuperf-confirm-") as tmp:
         json_path = Path(tmp) / "confirm.json"
-        env = dict(os.environ)
-        env[ENV_FLAG] = "1"
-        # a cold compile cache: a compiled step is compiled again, as in a fresh CI job
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(tmp) / "inductor")
-        env["TRITON_CACHE_DIR"] = str(Path(tmp) / "triton")
-        for name in [k for k in env if k.startswith("PYTEST_XDIST")]:
-            env.pop(name)
         gpu = _gpu_of(results, nodeids)
-        if gpu:
-            env["CUDA_VISIBLE_DEVICES"] = gpu
-        try:
-            proc = subprocess.run(
-                command(config, nodeids, json_path),
-                cwd=str(config.rootpath),
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=budget,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return None, f"the fresh process ran over {budget:.0f} s and was stopped"
-        except OSError as exc:
-            return None, f"the fresh process could not start: {exc}"
+        proc, failure = fresh_process(
+            command(config, nodeids, json_path),
+            config,
+            {
+                ENV_FLAG: "1",
+                # a cold compile cache: a compiled step is compiled again, as in a fresh CI job
+                "TORCHINDUCTOR_CACHE_DIR": str(Path(tmp) / "inductor"),
+                "TRITON_CACHE_DIR": str(Path(tmp) / "triton"),
+                **({"CUDA_VISIBLE_DEVICES": gpu} if gpu else {}),
+            },
+            timeout=budget,
+        )
+        if proc is None:
+            return None, failure
         if not json_path.exists():
-            tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-            said = " / ".join(tail)
-            return None, f"the fresh process wrote no results (exit {proc.returncode}: {said})"
+            return None, (
+                f"the fresh process wrote no results (exit {proc.returncode}: {said(proc)})"
+            )
         try:
             return read_run(json_path)[1].results, None
         except ResultsFileError as exc:

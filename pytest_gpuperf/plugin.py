@@ -8,6 +8,7 @@ Importing this module imports neither torch nor NVML.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -156,6 +157,13 @@ def pytest_configure(config: pytest.Config) -> None:
     from .benchflags import SaveHandover
 
     config.pluginmanager.register(SaveHandover(lambda: bool(sess.results)), "gpuperf-benchsave")
+    outcomes = os.environ.get("PYTEST_GPUPERF_OUTCOMES")  # deferred.py's fresh process
+    if outcomes:
+        from pathlib import Path
+
+        from .deferred import OutcomeLog
+
+        config.pluginmanager.register(OutcomeLog(Path(outcomes)), "gpuperf-outcomes")
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-benchmark's own
@@ -163,6 +171,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from .benchflags import apply_selection
 
     apply_selection(config, items)  # --benchmark-only runs gpu_benchmark tests, -skip skips
+    sess = get_session(config)
+    if sess.host is not None and any(_marked(i, ("gpu_requires_gpus",)) for i in items):
+        keep: list[pytest.Item] = []
+        later: list[pytest.Item] = []
+        for item in items:
+            (later if deferred_in_worker(item) else keep).append(item)
+        if later:  # every worker defers the same tests; the controller runs them at the end
+            items[:] = keep
+            output = config.workeroutput  # type: ignore[attr-defined]  # pytest-xdist's
+            output["gpuperf_deferred"] = [node_id(i) for i in later]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -294,12 +312,30 @@ def skip_reason(item: pytest.Item) -> str | None:
     snap = sess.snapshot()
     cap = sess.vram_cap()
     for req in reqs:
-        reason = marks.evaluate(req, snap, vram_cap=cap)
+        # a worker's GPU count is its host's: what it lacks runs after it (deferred.py)
+        on = sess.host if sess.host is not None and isinstance(req, marks.GPUs) else snap
+        reason = marks.evaluate(req, on, vram_cap=cap)
         if reason:
             return reason
     if spec is not None:
         return marks.evaluate_dtype(spec, snap)
     return None
+
+
+def deferred_in_worker(item: pytest.Item) -> bool:
+    """In a pytest-xdist worker given one GPU of a host: whether the test needs more GPUs
+    than the worker has and no more than the host has (it runs after the workers)."""
+    sess = get_session(item.config)
+    if sess.host is None or not _marked(item, ("gpu_requires_gpus",)):
+        return False
+    from .deferred import should_defer
+    from .marks import GPUs
+
+    visible, host = sess.snapshot().gpu_count, sess.host.gpu_count
+    return any(
+        isinstance(req, GPUs) and should_defer(req.count, visible, host)
+        for req in _requirements(item)
+    )
 
 
 @pytest.hookimpl(wrapper=True)

@@ -94,6 +94,8 @@ class GpuPerfSession:
         self._snapshot: DeviceSnapshot | None = None
         self.config: pytest.Config | None = None  # for the users' hooks (hookspec.py)
         self._environment: dict[str, dict[str, Any]] = {}
+        self.host: DeviceSnapshot | None = None  # in a pytest-xdist worker: its host's GPUs
+        self.deferred: set[str] = set()  # the controller's: tests the workers deferred
 
     @property
     def registry(self) -> Registry:
@@ -177,6 +179,7 @@ class GpuPerfSession:
         except WorkerError as exc:
             raise pytest.UsageError(str(exc)) from None
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu.uuid or str(gpu.index)
+        self.host = snap  # gpu_requires_gpus is judged on the host (deferred.py)
         self._snapshot = dataclasses.replace(snap, gpus=(gpu,))
 
     # --------------------------------------------------------------------- emulation
@@ -318,6 +321,12 @@ class GpuPerfSession:
         self.results.extend(Result.from_dict(d) for d in report.gpuperf)
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """A worker finished: the tests it left for after the workers (deferred.py)."""
+        output = getattr(node, "workeroutput", None) or {}
+        self.deferred.update(output.get("gpuperf_deferred") or [])
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """The controller's view of what was selected, without the '@group' that
         --dist loadgroup appends (a last '@' followed by no ']', '::' or '/')."""
@@ -381,8 +390,12 @@ class GpuPerfSession:
         """Judge the run (before JUnit XML and the terminal summary are written): a
         regression is reported as the failed test GATE_NODEID, whose failure text is the
         regression lines, so it shows wherever failed tests show."""
-        if hasattr(session.config, "workerinput") or not self.results:
+        if hasattr(session.config, "workerinput"):
             return  # the controller judges, from the workers' reports
+        if self.deferred:
+            self.run_deferred(session)
+        if not self.results:
+            return
         if self.options.baseline_mode == "save" or self.interrupted:
             return
         if not self.base.ready:
@@ -403,6 +416,17 @@ class GpuPerfSession:
         session.config.hook.pytest_runtest_logreport(report=report)
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a performance regression
+
+    def run_deferred(self, session: pytest.Session) -> None:
+        """Run the tests the workers deferred, and report them as their own (deferred.py)."""
+        from .deferred import run_after_workers
+
+        ids, self.deferred = sorted(self.deferred), set()
+        self.collected.update(ids)
+        stopped = bool(session.shouldstop or session.shouldfail or self.interrupted)
+        self.finish_notes.append(
+            run_after_workers(session, ids, self.snapshot().gpu_count, stopped)
+        )
 
     def finish_outputs(self, session: pytest.Session) -> None:
         """Save (save mode) and write the outputs asked for: last of the run's sessionfinish

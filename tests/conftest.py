@@ -40,6 +40,15 @@ def _not_in_ci(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch):
+    """The pytest sessions the tests start are not pytest-xdist workers, even when this
+    suite runs under -n: pytest-benchmark reads PYTEST_XDIST_WORKER and turns itself off,
+    and a fresh process the plugin starts must not inherit what the outer worker has."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _cuda_visible_devices_kept():
     """An in-process session that plays a pytest-xdist worker pins its GPU through
     CUDA_VISIBLE_DEVICES in os.environ; later tests (device detection) must not see it."""

@@ -176,3 +176,21 @@ class FakePynvml:
 
     def nvmlShutdown(self) -> None:
         pass
+
+
+# A conftest for pytester sessions: a 2-GPU H200 host with NVLink, set through the plugin's
+# session API (tests of multi-GPU baselines and of pytest-xdist deferral).
+TWO_GPU_HOST = """
+import dataclasses
+
+from pytest_gpuperf.plugin import get_session
+from tests.fakes import gpu, snapshot
+
+HOST = dataclasses.replace(
+    snapshot(gpu(uuid="GPU-a"), dataclasses.replace(gpu(uuid="GPU-b"), index=1)),
+    interconnect="NVLink (18 links)",
+)
+
+def pytest_configure(config):
+    get_session(config).set_snapshot(HOST)
+"""

@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from pytest_gpuperf.results import Result
+from tests.fakes import TWO_GPU_HOST
 
 FAKE_DEVICE = """
 import pytest
@@ -459,21 +460,6 @@ def test_each_result_names_the_gpu_of_the_host_it_ran_on(monkeypatch):
     assert r.gpu == "GPU 1 (00000000:3B:00.0)"
     assert Result.from_dict(r.to_dict()).gpu == r.gpu
 
-
-TWO_GPU_HOST = """
-import dataclasses
-
-from pytest_gpuperf.plugin import get_session
-from tests.fakes import gpu, snapshot
-
-HOST = dataclasses.replace(
-    snapshot(gpu(uuid="GPU-a"), dataclasses.replace(gpu(uuid="GPU-b"), index=1)),
-    interconnect="NVLink (18 links)",
-)
-
-def pytest_configure(config):
-    get_session(config).set_snapshot(HOST)
-"""
 
 TWO_TESTS = """
 import pytest

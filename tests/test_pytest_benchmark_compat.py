@@ -10,12 +10,6 @@ from .test_plugin_bench import FAST as GPUPERF_FAST
 FAST = [*GPUPERF_FAST, "--benchmark-max-time=0.01", "--benchmark-min-rounds=3"]
 
 
-@pytest.fixture(autouse=True)
-def not_an_xdist_worker(monkeypatch):
-    """The pytest sessions these tests start are not xdist workers, even when this suite
-    runs under -n: pytest-benchmark reads PYTEST_XDIST_WORKER and turns itself off."""
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-
 TESTS = """
 from vclock import spin
 
