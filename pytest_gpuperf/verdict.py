@@ -183,7 +183,7 @@ def decide(
     z = z_quantile(confidence)
     t = quantile(confidence, df)
     half = math.sqrt((z * s_cur) ** 2 + t * t * (var * (1 + 1 / max(1, k)) + extra_var))
-    change = math.expm1(d)
+    change = _ratio_change(d)
     worse = -change if higher_is_better else change
     mde = max(tolerance, half)
     if worse > tolerance and worse > half:
@@ -307,6 +307,11 @@ def combine_clocked(
     return replace(base, status=status, reason=why)
 
 
+def _ratio_change(log_ratio: float) -> float:
+    """exp(x) - 1, infinite where it overflows a float (an interval as wide as that)."""
+    return math.expm1(log_ratio) if log_ratio < 700 else math.inf
+
+
 def paired(
     base: Sequence[float],
     head: Sequence[float],
@@ -332,9 +337,9 @@ def paired(
     half_log = t_quantile(confidence, n - 1) * statistics.stdev(d) / math.sqrt(n)
     worse_log = -mean if higher_is_better else mean
     tol_log = math.log1p(tolerance)
-    change = math.expm1(mean)
+    change = _ratio_change(mean)
     worse = -change if higher_is_better else change
-    half = math.expm1(half_log)
+    half = _ratio_change(half_log)  # 2 rounds that differ 6x: t(1) at 99.9% is 637
     mde = max(tolerance, half)
     if worse_log > tol_log and worse_log > half_log:
         status, why = REGRESSED, f"beyond tolerance and significant over {n} paired rounds"

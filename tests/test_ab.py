@@ -174,6 +174,20 @@ def test_a_metric_missing_from_some_rounds_is_inconclusive_not_dropped():
     assert v["status"] == "inconclusive" and v["reason"] == "measured in 1 of 2 base and 2 of 2 head rounds"
 
 
+def test_two_rounds_far_apart_are_inconclusive_not_a_crash():
+    """`gpuperf ab --rounds 2` on a loaded machine: a head 10x off in one round put t(1) at
+    the run's confidence past a float's exp (OverflowError, exit 1 read as a regression)."""
+    from pytest_gpuperf.ab import judge_rounds
+
+    key = ("t.py::test_r", "throughput")
+    base = [{key: (1.0, "GB/s", True)}, {key: (1.0, "GB/s", True)}]
+    head = [{key: (1.0, "GB/s", True)}, {key: (10.0, "GB/s", True)}]
+    out = judge_rounds({"base": base, "head": head}, 0.03, 0.001)  # at 99.9%, as with 10 metrics
+    assert out["confidence"] >= 0.999
+    v = out["verdicts"]["t.py::test_r"]["throughput"]
+    assert v["status"] == "inconclusive" and v["advice"].startswith("run more rounds")
+
+
 def mostly(good, bad, one_in=5):
     """`bad` one time in `one_in`: malformed input is tried, well formed input is judged."""
     return st.integers(1, one_in).flatmap(lambda i: bad if i == one_in else good)

@@ -1,5 +1,7 @@
 """The verdict: pure, property-tested."""
 
+import math
+
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -171,6 +173,25 @@ def test_paired_sees_five_percent_in_five_rounds():
     assert v.status == REGRESSED and v.change == pytest.approx(-0.05, abs=0.002)
     assert paired(base, base, higher_is_better=True, tolerance=0.03).status == UNCHANGED
     assert paired(base[:1], head[:1], higher_is_better=True, tolerance=0.03).status == INCONCLUSIVE
+
+
+wide_rounds = st.lists(st.floats(min_value=1e-6, max_value=1e6), min_size=2, max_size=5)
+
+
+@given(wide_rounds, wide_rounds, st.booleans(), st.sampled_from([0.95, 0.999, 0.99999]))
+def test_paired_never_overflows(a, b, higher, confidence):
+    """Two rounds 6x apart at 99.9% put t(1) * sd past a float's exp: inconclusive, an
+    infinite interval, never an OverflowError (`gpuperf ab --rounds 2` crashed on it)."""
+    n = min(len(a), len(b))
+    v = paired(a[:n], b[:n], higher_is_better=higher, tolerance=0.03, confidence=confidence)
+    assert v.status in (REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE)
+    assert v.uncertainty is not None and v.uncertainty >= 0  # inf where it overflows, never NaN
+
+
+def test_paired_two_rounds_far_apart_is_inconclusive_with_an_infinite_interval():
+    v = paired([1.0, 1.0], [1.0, 10.0], higher_is_better=True, tolerance=0.03, confidence=0.999)
+    assert (v.status, v.uncertainty, v.mde) == (INCONCLUSIVE, math.inf, math.inf)
+    assert "±inf%" in v.reason
 
 
 @given(st.floats(min_value=1e-4, max_value=0.5), st.integers(1, 500), st.integers(1, 500))
