@@ -58,6 +58,8 @@ def test_on_the_cpu_a_busy_host_makes_a_change_inconclusive():
     assert cpu.verdicts["throughput"]["status"] == "inconclusive"
     assert "busy host (load average 5 on 2 cores, 0.0% CPU steal)" in cpu.verdicts["throughput"]["reason"]
     assert better.verdicts["throughput"]["status"] == "inconclusive"
+    assert cpu.verdicts["throughput"]["advice"].startswith("run it again on an idle machine (measured on a busy host")
+    assert "advice" not in gpu.verdicts["throughput"] and "advice" not in calm.verdicts["throughput"]
     assert gpu.verdicts["throughput"]["status"] == "regressed"  # a GPU result's verdict stands
     assert calm.verdicts["throughput"]["status"] == "regressed"
     assert cpu.flags() == ["busy-host"] and calm.flags() == []

@@ -36,6 +36,12 @@ def busy_verdicts(results: Iterable[Any], judgement: Any = None) -> None:
                     f"may explain it (was {vd['status']}: {vd.get('reason')})"
                 )
                 vd["status"] = INCONCLUSIVE
+            if vd.get("status") == INCONCLUSIVE:  # what -v says would settle it: the load first
+                rest = f"; {vd['advice']}" if vd.get("advice") else ""
+                vd["advice"] = (
+                    f"run it again on an idle machine (measured on a busy host: "
+                    f"{describe(host)}){rest}"
+                )
     shifts = getattr(judgement, "shifts", None) or []
     for i, s in enumerate(shifts):
         hit = next((busy[k] for k in s.keys if k in busy), None)
