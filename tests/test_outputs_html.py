@@ -430,3 +430,18 @@ def test_report_baseline_dir_problems_are_named(tmp_path, capsys):
     assert main(["report", str(H200_RUNS[3]), "--baseline-dir", str(bad), "-o", str(out)]) == 0
     assert f"no history from h200.json: baseline file {bad / 'h200.json'}" in capsys.readouterr().err
     assert "History: the baseline" not in out.read_text() and (bad / "h200.json").read_text() == "{not json"
+
+
+def test_the_runs_table_says_when_the_baseline_judged_nothing_of_the_run():
+    from pytest_gpuperf.outputs.html import _baseline_cell
+
+    s = summary_from_payload(_payload(H200_RUNS[0]), "run.json")
+    s.baseline_path = "baselines/h200.json"
+    for r in s.results:
+        r.verdicts = {"throughput": {"status": "unchanged"}}
+    assert _baseline_cell(s) == "baselines/h200.json"
+    for r in s.results:
+        r.verdicts = {"throughput": {"status": "new"}}
+    assert _baseline_cell(s) == "baselines/h200.json (nothing of this run in it: every result new)"
+    s.baseline_path = None
+    assert _baseline_cell(s) == "-"

@@ -236,6 +236,16 @@ class Table:
     rows: list[Row]
 
 
+def _baseline_cell(s: RunSummary) -> str:
+    """The baseline a run names, and whether it judged anything against it."""
+    if not s.baseline_path:
+        return "-"
+    statuses = {v.get("status") for r in s.results for v in r.verdicts.values()}
+    if statuses <= {"new"}:
+        return f"{s.baseline_path} (nothing of this run in it: every result new)"
+    return s.baseline_path
+
+
 def runs_table(report: Report) -> Table:
     rows = []
     for run in report.runs:
@@ -244,7 +254,7 @@ def runs_table(report: Report) -> Table:
         if run.emulated and run.emulated_gib:
             emulated = f"{run.emulated} ({run.emulated_gib:g} GiB)"
         rows.append(Row([run.label, s.describe, s.profile or "unknown", emulated,
-                         str(len(s.results)), s.baseline_path or "-",
+                         str(len(s.results)), _baseline_cell(s),
                          _short(s.source) if s.source else "this run"]))  # fmt: skip
     return Table(["run", "device", "profile", "emulated", "results", "baseline", "source"], rows)
 
