@@ -144,7 +144,7 @@ class Verdict:
 
 
 def _half_width(z: float, s_cur: float, t: float, s_bet: float, k: int) -> float:
-    return math.sqrt((z * s_cur) ** 2 + (t * s_bet) ** 2 * (1 + 1 / k))
+    return math.hypot(z * s_cur, t * s_bet * math.sqrt(1 + 1 / k))
 
 
 def quantile(confidence: float, df: float) -> float:
@@ -182,8 +182,10 @@ def decide(
         return Verdict(INCONCLUSIVE, None, None, None, tolerance, "not a finite value")
     z = z_quantile(confidence)
     t = quantile(confidence, df)
-    half = math.sqrt((z * s_cur) ** 2 + t * t * (var * (1 + 1 / max(1, k)) + extra_var))
-    change = _ratio_change(d)
+    # hypot: a current interval near a float's limit gives an infinite half-width, never
+    # an OverflowError
+    half = math.hypot(z * s_cur, t * math.sqrt(var * (1 + 1 / max(1, k)) + extra_var))
+    change = ratio_change(d)
     worse = -change if higher_is_better else change
     mde = max(tolerance, half)
     if worse > tolerance and worse > half:
@@ -307,7 +309,7 @@ def combine_clocked(
     return replace(base, status=status, reason=why)
 
 
-def _ratio_change(log_ratio: float) -> float:
+def ratio_change(log_ratio: float) -> float:
     """exp(x) - 1, infinite where it overflows a float (an interval as wide as that)."""
     return math.expm1(log_ratio) if log_ratio < 700 else math.inf
 
@@ -337,9 +339,9 @@ def paired(
     half_log = t_quantile(confidence, n - 1) * statistics.stdev(d) / math.sqrt(n)
     worse_log = -mean if higher_is_better else mean
     tol_log = math.log1p(tolerance)
-    change = _ratio_change(mean)
+    change = ratio_change(mean)
     worse = -change if higher_is_better else change
-    half = _ratio_change(half_log)  # 2 rounds that differ 6x: t(1) at 99.9% is 637
+    half = ratio_change(half_log)  # 2 rounds that differ 6x: t(1) at 99.9% is 637
     mde = max(tolerance, half)
     if worse_log > tol_log and worse_log > half_log:
         status, why = REGRESSED, f"beyond tolerance and significant over {n} paired rounds"

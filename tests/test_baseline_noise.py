@@ -147,6 +147,22 @@ def test_a_compile_time_never_gates_and_one_session_is_never_exact():
         assert r.verdicts["value"]["uncertainty"] is None  # never "±0.00%"
 
 
+@pytest.mark.parametrize("sessions", [1, 3])
+@pytest.mark.parametrize(("then", "now"), [(1e-300, 1e10), (1e300, 1e-10)])
+def test_figures_a_float_apart_are_judged_never_an_overflow(sessions, then, now):
+    """A user's recorded figure saved at 1e-300 and measured at 1e10 (a break-it pass):
+    judge_run raised OverflowError in exp; now a verdict, its change at most infinite."""
+    hist = [{"median": then * (1 + i / 100), "date": f"d{i}"} for i in range(sessions)]
+    entries = {"t.py::a::err": {"environment": {}, "metrics": {"value": {
+        "unit": "bytes", "direction": "lower", "median": then, "history": hist}}}}  # fmt: skip
+    r = Result("t.py::a", "err", "bytes", 1.0, kind="recorded", higher_is_better=False)
+    r.throughput = Throughput("bytes", now, now, now)
+    judge_run([r], entries, {})
+    v = r.verdicts["value"]
+    assert v["status"] in ("regressed", "improved", "inconclusive")
+    assert v["change"] is None or not math.isnan(v["change"])
+
+
 def test_the_h200_full_suite_run_replayed():
     """The cold -n 2 run of 2026-11-30 (docs/evidence/h200x2-2026-11-30-e, samples dropped)
     against the 3-session baselines/h200.json of that day (tests/data): at commit da4211f

@@ -307,3 +307,14 @@ def test_a_baseline_of_another_gpu_count_is_incomparable():
 
     assert incomparable_reason({"gpu": "G", "gpus": 2}, {"gpu": "G", "gpus": 1}) == "GPU count differs: baseline 2, now 1"
     assert incomparable_reason({"gpu": "G"}, {"gpu": "G", "gpus": 1}) is None  # older files: unknown
+
+
+@given(st.floats(min_value=-1e3, max_value=1e3), st.floats(min_value=0, max_value=1e308), st.floats(min_value=0, max_value=1e308))
+def test_decide_never_overflows(d, s_cur, var):
+    """A results file whose interval reaches 1e308 made `gpuperf compare` raise OverflowError
+    in (z * s_cur) ** 2 (a break-it pass): the half-width is infinite, the verdict stands."""
+    from pytest_gpuperf.verdict import decide
+
+    v = decide(d, higher_is_better=True, s_cur=s_cur, var=var, df=2, k=3, tolerance=0.03, confidence=0.999)
+    assert v.status in (REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE)
+    assert v.uncertainty is not None and not math.isnan(v.uncertainty)

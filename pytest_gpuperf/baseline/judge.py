@@ -32,6 +32,7 @@ from ..verdict import (
     combine_clocked,
     decide,
     per_metric_confidence,
+    ratio_change,
     relative_change_text,
     what_would_settle,
 )
@@ -349,7 +350,7 @@ def _judge_item(it: _Item, model: NoiseModel, offsets: Offsets, confidence: floa
     sp = it.spread
     higher = it.metric["direction"] == "higher"
     if not math.isfinite(sp.var):
-        change = math.expm1(it.d)
+        change = ratio_change(it.d)
         return Verdict(
             INCONCLUSIVE,
             change,
@@ -370,7 +371,7 @@ def _judge_item(it: _Item, model: NoiseModel, offsets: Offsets, confidence: floa
             d -= found[0]
             pool = fit.pooled_var if fit.pooled_var is not None else sp.var
             extra = (math.pi / 2) * pool / found[1]  # the variance of a median of found[1]
-            after = f", after this run's class-wide {math.expm1(found[0]) * 100:+.1f}%"
+            after = f", after this run's class-wide {ratio_change(found[0]) * 100:+.1f}%"
         elif it.raw is not None and math.isfinite(it.raw.var):
             # too few of its class in this run to estimate the run's offset: judged with
             # the spread that keeps the sessions' offsets in
@@ -378,7 +379,7 @@ def _judge_item(it: _Item, model: NoiseModel, offsets: Offsets, confidence: floa
             d, df = math.log(it.metric["median"]) - sp.level, sp.df
             after = "; its class's offsets kept in the spread (too few of its class in this run)"
     if sp.aside_dev is not None and d * sp.aside_dev > 0 and abs(d) >= abs(sp.aside_dev) / 2:
-        change = math.expm1(d)
+        change = ratio_change(d)
         why = (
             f"{change * 100:+.1f}%, the way a baseline session went that was set aside as an "
             "outlier: this may be the same cause, not the code (a model left resident, a "

@@ -38,6 +38,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from ..verdict import ratio_change
+
 BANDWIDTH = "bandwidth"
 COMPUTE = "compute"
 MODEL = "model"
@@ -202,9 +204,9 @@ class NoiseModel:
             dev = res[far] - _median(others)
             if abs(dev) > bound:
                 why = (
-                    f"session of {s.sessions[far]} set aside: {math.expm1(dev) * 100:+.1f}% "
+                    f"session of {s.sessions[far]} set aside: {ratio_change(dev) * 100:+.1f}% "
                     f"from the metric's other {len(others)} sessions (more than "
-                    f"{math.expm1(bound) * 100:.1f}%: another model resident, a throttled "
+                    f"{ratio_change(bound) * 100:.1f}%: another model resident, a throttled "
                     "card?)"
                 )
                 own[s.key] = (statistics.fmean(others), _var(others), len(others), (why,))
