@@ -228,14 +228,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # after every plugin's and conftest's pytest_configure, so they can set up detection
     sess = get_session(session.config)
     workerinput = getattr(session.config, "workerinput", None)
+    controller = False  # of `pytest -n N`
     if workerinput is not None:  # pytest-xdist worker: one GPU each, before CUDA starts
         sess.assign_worker_gpu(workerinput["workerid"], int(workerinput["workercount"]))
     else:
         workers = getattr(session.config.option, "numprocesses", None)
-        if isinstance(workers, int) and workers > 0:  # the controller of `pytest -n N`
+        if isinstance(workers, int) and workers > 0:
+            controller = True
             sess.check_workers(workers)
     sess.check_profile()
     sess.check_emulation()
+    if controller:
+        # the baseline file is checked before the workers start: a worker stopping on a
+        # bad one is an INTERNALERROR in the controller that loses the message
+        sess.prepare_baseline()
     if sess.ini_layer or sess.cli_layer:  # contradictions between them and the defaults
         backend = "cuda" if sess.snapshot().kind == "cuda" else "cpu"
         try:

@@ -131,19 +131,24 @@ def test_new_and_missing_are_reported(project):
         ),
     ],
 )
-def test_bad_baseline_file_stops_the_run_and_is_not_overwritten(project, content, fragment):
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_bad_baseline_file_stops_the_run_and_is_not_overwritten(project, content, fragment, workers):
+    """Under pytest -n the controller checks the file before the workers start (each worker
+    stopping on it was an INTERNALERROR that lost the message)."""
     (project.path / "baselines").mkdir()
     path = project.path / "baselines" / "cpu.json"
     path.write_text(content)
     for args in ([], ["--gpuperf-baseline=save"]):
-        result = project.runpytest(*FAST, *args)
+        result = project.runpytest(*FAST, *workers, *args)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines([f"*baseline file {path}: {fragment}*"])
+        assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     assert path.read_text() == content
 
 
-def test_compare_mode_needs_a_baseline(project):
-    result = project.runpytest(*FAST, "--gpuperf-baseline=compare")
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_compare_mode_needs_a_baseline(project, workers):
+    result = project.runpytest(*FAST, *workers, "--gpuperf-baseline=compare")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["*--gpuperf-baseline=compare, but there is no baseline file*cpu.json*"]
