@@ -6,6 +6,7 @@ import os
 import pytest
 
 from pytest_gpuperf.__main__ import main
+from pytest_gpuperf.baseline.store import MAX_BYTES as SNIFF_BYTES
 from pytest_gpuperf.outputs.paths import first_clash, is_baseline_file, unwritable
 
 from .gateproject import FAST
@@ -77,6 +78,21 @@ def test_a_baseline_file_is_refused_in_any_directory(tmp_path):
     assert not is_baseline_file(copy) and first_clash([("-o", copy)]) is None
     os.mkfifo(tmp_path / "fifo")  # never opened: nothing hangs
     assert not is_baseline_file(tmp_path / "fifo") and not is_baseline_file(tmp_path / "none")
+
+
+@pytest.mark.parametrize("cut", [40, 300, -1])
+def test_a_damaged_baseline_is_still_refused(tmp_path, cut):
+    """A truncated baseline is the one a user wants to recover: `gpuperf report -o` onto it
+    wrote HTML over it (a break-it pass). Damaged, or larger than a usable one, it is refused."""
+    good = json.dumps(VALID_BASELINE, indent=1).encode()
+    path = tmp_path / "cpu.json"
+    path.write_bytes(good[:cut] if cut > 0 else good + b" " * (SNIFF_BYTES + 1))
+    before = path.read_bytes()
+    assert is_baseline_file(path)
+    assert "is a pytest-gpuperf baseline file" in first_clash([("-o", path)])
+    assert path.read_bytes() == before
+    path.write_text('{"baseline": "/src/pytest-gpuperf/baselines/cpu.json", "x": [')  # a results file, cut
+    assert not is_baseline_file(path)
 
 
 def test_unwritable_outputs_are_named(tmp_path):

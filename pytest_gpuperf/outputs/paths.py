@@ -33,21 +33,28 @@ def _same(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 
 
 def is_baseline_file(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` is a regular file holding a pytest-gpuperf baseline (a JSON object
-    whose schema is pytest-gpuperf/baseline). Anything unreadable is not one."""
+    """Whether `path` is a regular file holding a pytest-gpuperf baseline: a JSON object whose
+    schema is pytest-gpuperf/baseline, or a damaged one (truncated, edited, too large) that
+    still says `"schema": "pytest-gpuperf/baseline"` (the one to recover, not to overwrite).
+    Anything unreadable is not one."""
     import json
+    import re
 
+    schema_field = rb'"schema"\s*:\s*"' + re.escape(BASELINE_SCHEMA.encode()) + rb'"'
     try:
         st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > SNIFF_BYTES:
+        if not stat.S_ISREG(st.st_mode):
             return False
         with open(path, "rb") as fh:
             raw = fh.read(SNIFF_BYTES)
-        if BASELINE_SCHEMA.encode() not in raw:  # most outputs: no need to parse them
-            return False
-        data = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
+    except OSError:
         return False
+    if BASELINE_SCHEMA.encode() not in raw:  # most outputs: no need to parse them
+        return False
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return re.search(schema_field, raw) is not None
     return isinstance(data, dict) and data.get("schema") == BASELINE_SCHEMA
 
 
