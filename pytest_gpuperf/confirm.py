@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .results import Result
 
 ENV_FLAG = "PYTEST_GPUPERF_CONFIRMATION"
+INTERRUPTED = "interrupted (Ctrl-C) before the fresh process finished"
 RUN_OPTIONS = ("gpu_profile", "gpuperf_emulate")  # run-wide options the fresh process repeats
 
 
@@ -74,6 +75,8 @@ def fresh_process(
         ), None
     except subprocess.TimeoutExpired:
         return None, f"the fresh process ran over {timeout:.0f} s and was stopped"
+    except KeyboardInterrupt:  # subprocess.run has stopped the child
+        return None, INTERRUPTED
     except OSError as exc:
         return None, f"the fresh process could not start: {exc}"
 

@@ -269,13 +269,15 @@ class GpuPerfSession:
         if judgement is None or self.options.warn_only or not self.options.confirm:
             return
         from .baseline.confirmation import flagged_tests
-        from .confirm import ENV_FLAG, confirmation_run
+        from .confirm import ENV_FLAG, INTERRUPTED, confirmation_run
 
         flagged = flagged_tests(self.results, judgement)
         if not flagged or os.environ.get(ENV_FLAG):  # a confirmation run confirms nothing
             return
 
         again, failure = confirmation_run(config, flagged, self.results, self.durations)
+        if failure == INTERRUPTED:  # Ctrl-C while it ran: the run ends as interrupted
+            self.interrupted = True
         self.finish_notes.append(
             f"gpuperf: re-measured {len(flagged)} test(s) with a suspected regression in a "
             "fresh process" + (f": {failure}" if failure else "")
@@ -363,9 +365,11 @@ class GpuPerfSession:
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.results:
-            return
         tr = terminalreporter
+        if not self.results:  # the notes still show (deferred tests not run, say)
+            for line in self.finish_notes:
+                tr.write_line(line)
+            return
         tr.write_sep("=", "gpuperf results")
         from .outputs.terminal import terminal_lines
 
@@ -401,6 +405,9 @@ class GpuPerfSession:
         if not self.base.ready:
             self.prepare_baseline()
         self.judge(session.config)
+        if self.interrupted:  # Ctrl-C during the confirmation: the verdicts show, unconfirmed
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+            return
         judgement = self.base.judgement
         if judgement is None or not judgement.failing(self.results) or self.options.warn_only:
             return

@@ -62,6 +62,40 @@ def test_save_then_compare_then_fail_on_a_slowdown(project, monkeypatch):
     assert "re-measured 1 test" not in fast_fail.stdout.str()
 
 
+def test_ctrl_c_during_the_confirmation_ends_the_run_as_interrupted(project, monkeypatch):
+    """Ctrl-C while the fresh process re-measured a suspected regression printed a raw
+    KeyboardInterrupt traceback from the plugin (a break-it pass): now the run ends as
+    interrupted (exit 2), its verdicts shown, unconfirmed."""
+    import subprocess
+
+    import pytest_gpuperf.confirm as confirm
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    class Config:
+        rootpath = project.path
+
+    real = subprocess.run
+    monkeypatch.setattr(subprocess, "run", ctrl_c)
+    got = confirm.fresh_process(["true"], Config(), {})
+    monkeypatch.setattr(subprocess, "run", real)
+    assert got == (None, confirm.INTERRUPTED)
+
+    saved(project)
+    monkeypatch.setattr(confirm, "confirmation_run", lambda *a, **k: (None, confirm.INTERRUPTED))
+    monkeypatch.setenv("SLOW", "0.5")
+    result = project.runpytest(*FAST)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "REGRESSED *test_b.py::test_spin *throughput*",
+            "gpuperf: re-measured 1 test(s) with a suspected regression in a fresh process: interrupted (Ctrl-C)*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
 def test_a_regression_that_does_not_repeat_is_not_failed(project):
     saved(project)
     project.makeconftest(
