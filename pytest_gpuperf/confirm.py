@@ -21,18 +21,81 @@ INTERRUPTED = "interrupted (Ctrl-C) before the fresh process finished"
 RUN_OPTIONS = ("gpu_profile", "gpuperf_emulate")  # run-wide options the fresh process repeats
 
 
+# What the fresh process is not given of the run's command line (the rest, a user's own
+# options included, it is): pytest-xdist's options (it runs no workers), the cache's (it runs
+# with -p no:cacheprovider), the run's outputs (it must not write over them), coverage (its
+# data file is the run's), and what would keep it from running the tests or wait at a prompt.
+DROPPED_FLAGS = frozenset({
+    "-f", "--looponfail", "-d", "--distload", "--loadscope-reorder", "--no-loadscope-reorder",
+    "--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--cache-clear",
+    "--sw", "--stepwise", "--sw-skip", "--stepwise-skip", "--sw-reset", "--stepwise-reset",
+    "--pdb", "--trace", "--setup-only", "--setup-plan", "--collect-only", "--co",
+    "--self-contained-html", "--benchmark-autosave", "--cov-append", "--cov-branch",
+    "--cov-reset", "--no-cov-on-fail", "--gpuperf-plan", "--gpuperf-info", "--gpu-info",
+    "--gpuperf-profiles", "--gpu-profiles",
+})  # fmt: skip
+DROPPED_WITH_VALUE = frozenset({
+    "-n", "--numprocesses", "--maxprocesses", "--dist", "--tx", "--px", "--rsyncdir",
+    "--rsyncignore", "--max-worker-restart", "--maxworkerrestart", "--maxschedchunk",
+    "--lfnf", "--last-failed-no-failures", "--junitxml", "--junit-xml", "--junitprefix",
+    "--junit-prefix", "--report-log", "--resultlog", "--result-log", "--basetemp", "--html",
+    "--pdbcls", "--benchmark-save", "--benchmark-json", "--cov-report", "--cov-config",
+    "--cov-fail-under", "--cov-context", "--alluredir", "-c", "--config-file", "--rootdir",
+    "--gpuperf-json", "--gpuperf-html", "--gpuperf-baseline", "--log-file", "--pastebin",
+})  # fmt: skip
+# value optional (`--cache-show [glob]`): a next word that is not a test path is its value
+DROPPED_OPTIONAL_VALUE = frozenset(
+    {"--cache-show", "--benchmark-histogram", "--benchmark-cprofile-dump", "--cov", "--debug"}
+)
+# pytest's own options that take a value, kept with it (a value that looks like a test path
+# is not one)
+KEPT_WITH_VALUE = frozenset({
+    "-k", "-m", "-p", "-o", "-W", "-r", "--deselect", "--ignore", "--ignore-glob",
+    "--confcutdir", "--import-mode", "--tb", "--capture", "--maxfail", "--durations",
+    "--pythonwarnings", "--override-ini",
+})  # fmt: skip
+
+
+def passed_through(config: Any) -> list[str]:
+    """The run's command line less its test paths and what DROPPED_* name, in order."""
+    given = [str(a) for a in config.invocation_params.args]
+    paths = {str(a) for a in getattr(config, "args", ())}
+    out: list[str] = []
+    i = 0
+    while i < len(given):
+        a = given[i]
+        name = a.split("=", 1)[0] if a.startswith("--") else a
+        i += 1
+        if a in paths:
+            continue
+        if name in DROPPED_FLAGS:
+            continue
+        if name in DROPPED_WITH_VALUE:
+            if a == name and i < len(given):  # `--opt value`, not `--opt=value`
+                i += 1
+            continue
+        if name in DROPPED_OPTIONAL_VALUE:
+            if a == name and i < len(given) and given[i][:1] != "-" and given[i] not in paths:
+                i += 1
+            continue
+        if a in KEPT_WITH_VALUE and i < len(given):  # its value, whatever it looks like
+            out += [a, given[i]]
+            i += 1
+            continue
+        if a.startswith("-n") and a[2:].isalnum() and not a.startswith("--"):  # -n4, -nauto
+            continue
+        out.append(a)
+    return out
+
+
 def command(config: Any, nodeids: list[str], json_path: Path) -> list[str]:
-    """The fresh process's command line: the flagged tests, this run's settings and
-    plugins (-p), the same ini file and rootdir, baselines off, results as JSON."""
+    """The fresh process's command line: the flagged tests, this run's options (its own and
+    a user's, less those `passed_through` leaves out), settings and plugins, the same ini
+    file and rootdir, baselines off, results as JSON."""
     from .settings import SETTINGS
 
-    args = [sys.executable, "-m", "pytest", *nodeids, "-q", "-p", "no:cacheprovider"]
-    given = list(map(str, config.invocation_params.args))
-    for i, a in enumerate(given):
-        if a == "-p" and i + 1 < len(given) and given[i + 1] != "no:cacheprovider":
-            args += ["-p", given[i + 1]]
-        elif a.startswith("-p") and len(a) > 2 and a[2:] != "no:cacheprovider":
-            args.append(a)
+    args = [sys.executable, "-m", "pytest", *nodeids, *passed_through(config)]
+    args += ["-q", "-p", "no:cacheprovider"]
     for s in SETTINGS:
         if s.cli and config.getoption(f"gpuperf_{s.name}") is not None:
             args.append(
@@ -61,7 +124,11 @@ def fresh_process(
 ) -> tuple[subprocess.CompletedProcess[str] | None, str | None]:
     """Run a fresh pytest process in the run's root, with this environment less
     pytest-xdist's worker variables plus `env`. Returns it, or None and why not."""
-    full = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    full = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PYTEST_XDIST") and k != "GITHUB_STEP_SUMMARY"  # the run's own
+    }
     full.update(env)
     try:
         return subprocess.run(

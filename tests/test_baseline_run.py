@@ -96,6 +96,74 @@ def test_ctrl_c_during_the_confirmation_ends_the_run_as_interrupted(project, mon
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
+def test_the_fresh_process_gets_the_runs_own_options(project, monkeypatch, tmp_path):
+    """A conftest's own option (`--label`) reached the confirmation's fresh process with its
+    default: it re-measured another configuration than the run's (a break-it pass)."""
+    project.makeconftest(
+        vclock.CONFTEST
+        + textwrap.dedent(
+            """
+        def pytest_addoption(parser):
+            parser.addoption("--label", default="default")
+        """
+        )
+    )
+    project.makepyfile(
+        test_l="""
+        import os
+        from vclock import spin
+
+        def test_lab(gpu_benchmark, request):
+            if os.environ.get("PYTEST_GPUPERF_CONFIRMATION"):
+                with open(os.environ["LABEL_OUT"], "w") as fh:
+                    fh.write(request.config.getoption("label"))
+            slow = float(os.environ.get("SLOW", "0"))
+            gpu_benchmark(lambda: spin(0.002 * (1 + slow)), work=64, unit="tokens")
+        """
+    )
+    for _ in range(2):
+        project.runpytest(*FAST, "test_l.py", "--label", "big", "--gpuperf-baseline=save").assert_outcomes(passed=1)
+    out = tmp_path / "label.txt"
+    monkeypatch.setenv("LABEL_OUT", str(out))
+    monkeypatch.setenv("SLOW", "0.5")
+    result = project.runpytest(*FAST, "test_l.py", "--label", "big", "--junitxml=j.xml")
+    result.stdout.fnmatch_lines(["REGRESSED *test_l.py::test_lab *confirmed in a fresh process*"])
+    assert out.read_text() == "big"
+
+
+def test_the_fresh_process_writes_no_step_summary_of_its_own(monkeypatch, tmp_path):
+    """GITHUB_STEP_SUMMARY is the run's: a confirmation or the deferred tests' process
+    appended a second table to it."""
+    import subprocess
+    from types import SimpleNamespace
+
+    import pytest_gpuperf.confirm as confirm
+
+    seen = {}
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step.md"))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    monkeypatch.setattr(subprocess, "run", lambda *a, env, **k: seen.update(env))
+    confirm.fresh_process(["true"], SimpleNamespace(rootpath=tmp_path), {"X": "1"})
+    assert seen["X"] == "1" and "GITHUB_STEP_SUMMARY" not in seen and "PYTEST_XDIST_WORKER" not in seen
+
+
+def test_what_the_fresh_process_is_not_given():
+    from types import SimpleNamespace
+
+    from pytest_gpuperf.confirm import passed_through
+
+    given = ["benchmarks", "-n", "2", "--dist", "loadgroup", "--model-size=70b", "-k", "benchmarks",
+             "--junitxml", "j.xml", "--gpuperf-json=r.json", "-p", "no:randomly", "-x", "--lf", "-n4",
+             "--cov", "src", "-o", "a=b", "--benchmark-histogram", "--basetemp=/tmp/x", "--label", "big",
+             "--pdb", "--log-file", "l.txt", "tests/test_x.py::test_y"]  # fmt: skip
+    config = SimpleNamespace(
+        invocation_params=SimpleNamespace(args=given), args=["benchmarks", "tests/test_x.py::test_y"]
+    )
+    assert passed_through(config) == [
+        "--model-size=70b", "-k", "benchmarks", "-p", "no:randomly", "-x", "-o", "a=b", "--label", "big"
+    ]  # fmt: skip
+
+
 def test_a_regression_that_does_not_repeat_is_not_failed(project):
     saved(project)
     project.makeconftest(
