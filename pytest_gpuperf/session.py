@@ -434,6 +434,8 @@ class GpuPerfSession:
         self.finish_notes.append(
             run_after_workers(session, ids, self.snapshot().gpu_count, stopped)
         )
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C in the deferred tests
+            self.interrupted = True
 
     def finish_outputs(self, session: pytest.Session) -> None:
         """Save (save mode) and write the outputs asked for: last of the run's sessionfinish

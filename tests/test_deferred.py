@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuperf.deferred import Outcome, outcomes, report_of, should_defer
+from pytest_gpuperf.deferred import (
+    Outcome,
+    outcomes,
+    record,
+    report_of,
+    reports_of,
+    should_defer,
+)
 from pytest_gpuperf.results import Result
 from tests.fakes import TWO_GPU_HOST
 
@@ -185,18 +192,179 @@ def test_outcomes_of_the_fresh_process():
         "boom",
     )
     assert (got["t.py::c"].outcome, got["t.py::c"].longrepr) == ("skipped", "why")
-    assert got["t.py::d"].outcome == "failed" and "did not run" in got["t.py::d"].longrepr
+    assert got["t.py::d"].outcome == "error" and "did not run" in got["t.py::d"].longrepr
     assert "t.py::other" not in got
 
 
 def test_report_of_carries_the_results():
     r = Result("t.py::a", None, "GB/s", 300.0, gpus_used=2)
-    rep = report_of(Outcome("t.py::a", results=[r]))
+    call = {"nodeid": "t.py::a", "when": "call", "outcome": "passed", "duration": 2.0}
+    rep = report_of("t.py::a", call, [r])
     assert (rep.nodeid, rep.outcome, rep.when) == ("t.py::a", "passed", "call")
     back = Result.from_dict(rep.gpuperf[0])
     assert (back.nodeid, back.gpus_used) == ("t.py::a", 2)
-    skipped = report_of(Outcome("t.py::s", "skipped", "setup", "needs 4 GPU(s)"))
-    assert skipped.skipped and skipped.longrepr[2] == "needs 4 GPU(s)"
+    # only the call's report carries them
+    assert not hasattr(report_of("t.py::a", {**call, "when": "teardown"}, [r]), "gpuperf")
+    skipped = report_of(
+        "t.py::s", {"when": "setup", "outcome": "skipped", "longrepr": "needs 4 GPU(s)"}
+    )
+    assert skipped.skipped and skipped.longrepr == ("t.py", None, "needs 4 GPU(s)")
+    # a test that did not run: one failed setup
+    (alone,) = reports_of(Outcome("t.py::n", "error", "setup", "not run"))
+    assert (alone.when, alone.outcome, str(alone.longrepr)) == ("setup", "failed", "not run")
+
+
+def phase(when, outcome="passed", **more):
+    return {"nodeid": "t.py::x", "when": when, "outcome": outcome, "duration": 0.5, **more}
+
+
+@pytest.mark.parametrize(
+    ("phases", "folded", "when"),
+    [
+        ([phase("setup"), phase("call"), phase("teardown")], "passed", "call"),
+        ([phase("setup"), phase("call"), phase("teardown", "failed")], "error", "teardown"),
+        ([phase("setup", "failed"), phase("teardown")], "error", "setup"),
+        ([phase("setup"), phase("call", "failed"), phase("teardown", "failed")], "failed", "call"),
+        (
+            [phase("setup"), phase("call", "skipped", wasxfail="known"), phase("teardown")],
+            "xfailed",
+            "call",
+        ),
+        ([phase("setup"), phase("call", wasxfail="known"), phase("teardown")], "xpassed", "call"),
+        (
+            [phase("setup", "skipped", longrepr=["/r/t.py", 3, "why"]), phase("teardown")],
+            "skipped",
+            "setup",
+        ),
+    ],
+)
+def test_a_test_is_folded_from_its_phases_as_pytest_counts_it(phases, folded, when):
+    (o,) = outcomes(["t.py::x"], phases, [])
+    assert (o.outcome, o.when, o.duration) == (folded, when, 0.5 * len(phases))
+    assert o.failed is (folded in ("failed", "error"))
+    reports = reports_of(o)  # one report per phase, as pytest's own
+    assert [(r.when, r.outcome) for r in reports] == [(p["when"], p["outcome"]) for p in phases]
+
+
+def test_a_phase_report_survives_the_outcomes_file():
+    """What the fresh process's report says comes back in the controller's: the location,
+    xfail, user properties (a value JSON cannot hold as its str()), a skip's line, the
+    crash line of a failure."""
+
+    class Odd:
+        def __str__(self):
+            return "odd"
+
+    xfailed = pytest.TestReport(
+        "t.py::x",
+        ("t.py", 11, "x"),
+        {"x": 1, "xfail": 1},
+        "skipped",
+        "Traceback ...\nE  assert 0",
+        "call",
+        sections=[("Captured stdout call", "hi")],
+        duration=0.25,
+        user_properties=[("n", 42), ("odd", Odd())],
+        wasxfail="known",
+    )
+    rec = json.loads(json.dumps(record(xfailed)))
+    back = report_of("t.py::x", rec)
+    assert (back.location, back.wasxfail, back.duration) == (("t.py", 11, "x"), "known", 0.25)
+    assert back.user_properties == [("n", 42), ("odd", "odd")]
+    assert (back.sections, back.keywords) == (
+        [("Captured stdout call", "hi")],
+        {"x": 1, "xfail": 1},
+    )
+    assert str(back.longrepr) == "Traceback ...\nE  assert 0"
+
+    skip = pytest.TestReport(
+        "t.py::s", ("t.py", 3, "s"), {}, "skipped", ("t.py", 5, "no NVLink"), "call"
+    )
+    back = report_of("t.py::s", json.loads(json.dumps(record(skip))))
+    assert back.longrepr == (os.path.abspath("t.py"), 5, "no NVLink")
+
+    failed = report_of(
+        "t.py::f", {"when": "call", "outcome": "failed", "longrepr": "long\ntext", "crash": "E1"}
+    )
+    assert (str(failed.longrepr), failed.longrepr.reprcrash.message) == ("long\ntext", "E1")
+    assert failed.longreprtext == "long\ntext"
+
+
+KINDS = """
+import pytest
+
+@pytest.fixture
+def bad_teardown():
+    yield
+    raise RuntimeError("teardown boom")
+
+@pytest.mark.gpu_requires_gpus(2)
+def test_teardown_error(gpu_benchmark, bad_teardown):
+    gpu_benchmark.record("busbw", 325.0, "GB/s")
+
+@pytest.mark.gpu_requires_gpus(2)
+@pytest.mark.xfail(reason="known bug")
+def test_xfailed():
+    assert 0
+
+@pytest.mark.gpu_requires_gpus(2)
+@pytest.mark.xfail(reason="fixed since")
+def test_xpassed():
+    pass
+
+@pytest.mark.gpu_requires_gpus(2)
+def test_property(record_property):
+    record_property("model", "70b")
+
+@pytest.mark.gpu_requires_gpus(2)
+def test_skipped():
+    pytest.skip("no NVLink")
+"""
+
+
+def test_deferred_tests_are_reported_as_a_serial_run_reports_them(host):
+    """xfail and xpass, a teardown error after a passed call (its figures kept), user
+    properties in JUnit XML, a skip's line number: as pytest reports them without -n."""
+    import xml.etree.ElementTree as ET
+
+    host.makepyfile(test_k=KINDS)
+    result = run(
+        host,
+        "-rsxXE",
+        "--gpuperf-baseline=off",
+        "--gpuperf-json=run.json",
+        "--junitxml=j.xml",
+        "-o",
+        "junit_family=xunit1",
+        "test_k.py",
+    )
+    result.assert_outcomes(passed=2, errors=1, xfailed=1, xpassed=1, skipped=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the teardown error
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED [1] test_k.py:28: no NVLink",
+            "XFAIL test_k.py::test_xfailed - known bug",
+            "XPASS test_k.py::test_xpassed - fixed since",
+            "ERROR test_k.py::test_teardown_error - RuntimeError: teardown boom",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "gpuperf: deferred tests, run after the workers: 1 error, 2 passed, 1 skipped, "
+            "1 xfailed, 1 xpassed in * s"
+        ]
+    )
+    saved = json.loads((host.path / "run.json").read_text())
+    assert [r["nodeid"] for r in saved["results"]] == ["test_k.py::test_teardown_error"]
+    cases = {c.get("name"): c for c in ET.parse(host.path / "j.xml").iter("testcase")}
+    xfailed = cases["test_xfailed"].find("skipped")
+    assert (xfailed.get("type"), xfailed.get("message")) == ("pytest.xfail", "known bug")
+    props = {p.get("name"): p.get("value") for p in cases["test_property"].iter("property")}
+    assert props == {"model": "70b"}
+    teardown = cases["test_teardown_error"]
+    assert "teardown boom" in teardown.find("error").get("message")
+    names = [p.get("name") for p in teardown.iter("property")]
+    assert "gpuperf:test_k.py::test_teardown_error::busbw" in names
 
 
 def test_a_multi_gpu_confirmation_is_not_pinned_to_one_gpu():
@@ -224,3 +392,39 @@ def test_the_workers_are_ended_before_the_deferred_tests_run():
     stop_workers(config)
     assert ended == [True]
     stop_workers(SimpleNamespace(pluginmanager=SimpleNamespace(getplugin=lambda name: None)))
+
+
+def test_a_stopped_run_says_its_deferred_tests_did_not_run(host):
+    """-x: a worker's test failed, so the deferred test is not run, and the run says so even
+    though it has no figures (the note was dropped when a run had no results)."""
+    host.makepyfile(
+        test_x="""
+import pytest
+
+def test_fails_first():
+    assert False
+
+@pytest.mark.gpu_requires_gpus(2)
+def test_later():
+    pass
+"""
+    )
+    result = run(host, "-x", "--gpuperf-baseline=off", "test_x.py")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # pytest-xdist's -x: "stopping after 1 failures"
+    result.stdout.fnmatch_lines(["gpuperf: 1 deferred test(s) not run: the run was stopped"])
+
+
+def test_ctrl_c_in_the_deferred_tests_ends_the_run_as_interrupted(monkeypatch):
+    """A KeyboardInterrupt while the fresh process ran escaped as a raw traceback (a break-it
+    pass): nothing of it is reported, the run ends as interrupted (exit 2) and says why."""
+    from types import SimpleNamespace
+
+    import pytest_gpuperf.deferred as deferred
+    from pytest_gpuperf.confirm import INTERRUPTED
+
+    monkeypatch.setattr(deferred, "run", lambda config, nodeids: ([], INTERRUPTED))
+    plugins = SimpleNamespace(get_plugin=lambda name: None, getplugin=lambda name: None)
+    session = SimpleNamespace(config=SimpleNamespace(pluginmanager=plugins), exitstatus=pytest.ExitCode.OK)
+    note = deferred.run_after_workers(session, ["t.py::a", "t.py::b"], 2, stopped=False)
+    assert note == f"gpuperf: 2 deferred test(s) not run: {INTERRUPTED}"
+    assert session.exitstatus == pytest.ExitCode.INTERRUPTED
