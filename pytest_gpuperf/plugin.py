@@ -148,7 +148,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for doc in MARKERS.values():
         config.addinivalue_line("markers", doc)
     sess = get_session(config)
-    if sess.layer_error:
+    if sess.layer_error and not getattr(config.option, "help", False):
+        # `pytest --help` still shows the help that helps mend a bad ini value; a run stops
         raise pytest.UsageError(f"gpuperf: {sess.layer_error}")
     config.pluginmanager.register(sess, "gpuperf-session")
     from .session import Outputs

@@ -119,3 +119,16 @@ def test_the_new_spelling_wins_over_the_old():
     config = Config()
     assert options.resolve_aliases(config) == ["--gpu-emulate is deprecated: use --gpuperf-emulate"]  # type: ignore[arg-type]
     assert config.option.gpuperf_emulate == "l4"
+
+
+@pytest.mark.parametrize("ini", ["gpuperf_baseline = bogus", "gpuperf_tolerance = lots", "gpuperf_max_time = soon"])
+def test_help_works_with_a_bad_ini_value_and_a_run_stops_on_it(pytester, ini):
+    """`pytest --help` exited 4 on a bad gpuperf ini value: the help that says how to mend
+    it could not be read (a break-it pass)."""
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    shown = pytester.runpytest("--help")
+    assert shown.ret == pytest.ExitCode.OK
+    shown.stdout.fnmatch_lines(["*--gpuperf-baseline=*"])
+    stopped = pytester.runpytest("-p", "no:cacheprovider")
+    assert stopped.ret == pytest.ExitCode.USAGE_ERROR
+    stopped.stderr.fnmatch_lines(["ERROR: gpuperf: *"])
