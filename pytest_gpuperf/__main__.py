@@ -234,6 +234,9 @@ def report_command(args: argparse.Namespace) -> int:
     from .runfile import ResultsFileError, read_run, run_count
 
     pyproject = args.pyproject or Path("pyproject.toml")
+    if args.pyproject is not None and not pyproject.is_file():  # named: a typo must not pass
+        print(f"gpuperf report: --pyproject {pyproject}: not a file", file=sys.stderr)
+        return 2
     try:
         registry = load_registry(pyproject if pyproject.is_file() else None)
     except ProfileError as exc:

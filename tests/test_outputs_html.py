@@ -430,6 +430,10 @@ def test_report_baseline_dir_problems_are_named(tmp_path, capsys):
     assert main(["report", str(H200_RUNS[3]), "--baseline-dir", str(bad), "-o", str(out)]) == 0
     assert f"no history from h200.json: baseline file {bad / 'h200.json'}" in capsys.readouterr().err
     assert "History: the baseline" not in out.read_text() and (bad / "h200.json").read_text() == "{not json"
+    missing = tmp_path / "no-such.toml"  # a named profiles file that is not there was ignored
+    assert main(["report", str(H200_RUNS[3]), "--pyproject", str(missing), "-o", str(tmp_path / "p.html")]) == 2
+    assert f"--pyproject {missing}: not a file" in capsys.readouterr().err
+    assert not (tmp_path / "p.html").exists()
 
 
 def test_the_runs_table_says_when_the_baseline_judged_nothing_of_the_run():
