@@ -569,6 +569,17 @@ def test_a_mistyped_baseline_directory_is_an_error(project):
     project.runpytest(*FAST, "--gpuperf-baseline-dir=perf", "--gpuperf-baseline=save").assert_outcomes(passed=2)
 
 
+@pytest.mark.parametrize("mode", ["auto", "save"])
+def test_a_baseline_directory_that_is_a_file_is_an_error(project, mode):
+    """`baselines` a regular file: auto read it as "every result new", save failed on
+    FileExistsError (a break-it pass)."""
+    (project.path / "baselines").write_text("not a directory")
+    result = project.runpytest(*FAST, f"--gpuperf-baseline={mode}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*the baseline directory {project.path / 'baselines'} is a file, not a directory*"])
+    assert (project.path / "baselines").read_text() == "not a directory"
+
+
 def test_xdist_loadgroup_keeps_baseline_keys_stable(project):
     """pytest-xdist's --dist loadgroup renames a grouped test `<id>@<group>` in its workers
     (xdist/remote.py sets item._nodeid, which pytest 9.2 no longer reads, so xdist 3.8 does

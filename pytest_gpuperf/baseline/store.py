@@ -35,6 +35,11 @@ def locate(
     of an unknown schema, of another profile, or missing where one `must_exist`."""
     name = f"{profile}@{emulate}" if emulate else profile
     path = baseline_path(directory, name)
+    if Path(directory).exists() and not Path(directory).is_dir():  # not "no baseline yet"
+        raise BaselineError(
+            f"the baseline directory {directory} is a file, not a directory (see "
+            "--gpuperf-baseline-dir)"
+        )
     found = load(path)
     if found is None and must_exist:
         raise BaselineError(
