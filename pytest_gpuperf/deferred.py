@@ -277,6 +277,17 @@ def reports_of(o: Outcome) -> list[pytest.TestReport]:
     return [report_of(o.nodeid, p, o.results) for p in o.phases]
 
 
+def run_deferred(sess: Any, session: pytest.Session) -> None:
+    """The controller's GpuPerfSession at the end of the run: run the tests the workers
+    deferred, report them as their own, keep the line for the end."""
+    ids, sess.deferred = sorted(sess.deferred), set()
+    sess.collected.update(ids)
+    stopped = bool(session.shouldstop or session.shouldfail or sess.interrupted)
+    sess.finish_notes.append(run_after_workers(session, ids, sess.snapshot().gpu_count, stopped))
+    if session.exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C in the deferred tests
+        sess.interrupted = True
+
+
 def run_after_workers(session: pytest.Session, nodeids: list[str], gpus: int, stopped: bool) -> str:
     """The controller's part: say so, end the workers, run the deferred tests, report
     each as its own test and fail the run when one failed. Returns the line for the end."""

@@ -396,8 +396,10 @@ class GpuPerfSession:
         regression lines, so it shows wherever failed tests show."""
         if hasattr(session.config, "workerinput"):
             return  # the controller judges, from the workers' reports
-        if self.deferred:
-            self.run_deferred(session)
+        if self.deferred:  # the tests the workers left for after them
+            from .deferred import run_deferred
+
+            run_deferred(self, session)
         if not self.results:
             return
         if self.options.baseline_mode == "save" or self.interrupted:
@@ -423,19 +425,6 @@ class GpuPerfSession:
         session.config.hook.pytest_runtest_logreport(report=report)
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a performance regression
-
-    def run_deferred(self, session: pytest.Session) -> None:
-        """Run the tests the workers deferred, and report them as their own (deferred.py)."""
-        from .deferred import run_after_workers
-
-        ids, self.deferred = sorted(self.deferred), set()
-        self.collected.update(ids)
-        stopped = bool(session.shouldstop or session.shouldfail or self.interrupted)
-        self.finish_notes.append(
-            run_after_workers(session, ids, self.snapshot().gpu_count, stopped)
-        )
-        if session.exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C in the deferred tests
-            self.interrupted = True
 
     def finish_outputs(self, session: pytest.Session) -> None:
         """Save (save mode) and write the outputs asked for: last of the run's sessionfinish
