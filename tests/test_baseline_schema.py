@@ -132,6 +132,9 @@ def test_merge_refuses_an_entry_from_another_device(tmp_path):
         (lambda d: d["entries"]["k"]["metrics"]["throughput"]["history"][0].update(date=5), "date and commit must be strings"),
         (lambda d: d["entries"]["k"].update(flags=[]), "'flags' must be an object"),
         (lambda d: d.update(version=True), "schema version True is not supported"),
+        (lambda d: d.update(version=1.0), "schema version 1.0 is not supported"),
+        (lambda d: d["entries"]["k"].update(flags={"launch_bound": "yes"}), "'flags' must be an object of true, false or null"),
+        (lambda d: d["entries"].update({" ": d["entries"]["k"]}), "an entry's key is empty"),
     ],
 )
 def test_every_field_is_validated(tmp_path, mutate, message):

@@ -166,7 +166,7 @@ def validate(path: Path, data: Any) -> BaselineFile:
         raise file_error(path, f"expected a JSON object, got {type(data).__name__}")
     if data.get("schema") != SCHEMA:
         raise file_error(path, f"not a pytest-gpuperf baseline (schema {data.get('schema')!r})")
-    if data.get("version") != VERSION or isinstance(data.get("version"), bool):
+    if type(data.get("version")) is not int or data.get("version") != VERSION:  # not 1.0, true
         raise file_error(
             path,
             f"schema version {data.get('version')!r} is not supported (this pytest-gpuperf "
@@ -182,6 +182,8 @@ def validate(path: Path, data: Any) -> BaselineFile:
         raise file_error(path, "'entries' must be an object")
     for key, entry in entries.items():
         where = f"entry {key!r}"
+        if not key.strip():
+            raise file_error(path, "an entry's key is empty: it must name a test")
         if not isinstance(entry, dict) or not isinstance(entry.get("metrics"), dict):
             raise file_error(path, f"{where} has no 'metrics' object")
         env = entry.get("environment", {})
@@ -195,8 +197,12 @@ def validate(path: Path, data: Any) -> BaselineFile:
         for name in ("date", "commit"):
             if not _text_or_none(entry.get(name)):
                 raise file_error(path, f"{where}: {name!r} must be a string or null")
-        if not isinstance(entry.get("flags", {}), dict):
-            raise file_error(path, f"{where}: 'flags' must be an object")
+        flags = entry.get("flags", {})
+        if not isinstance(flags, dict) or not all(v is None or v is True or v is False
+                                                  for v in flags.values()):  # fmt: skip
+            raise file_error(
+                path, f"{where}: 'flags' must be an object of true, false or null, got {flags!r}"
+            )
         if "duration_s" in entry:
             why = number_problem(entry["duration_s"])
             if why:
