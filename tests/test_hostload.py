@@ -54,7 +54,11 @@ def test_on_the_cpu_a_busy_host_makes_a_change_inconclusive():
     better = Result("t.py::b", None, "calls", 1, backend="cpu", host=busy, verdicts=_verdict("improved"))
     gpu = Result("t.py::c", None, "calls", 1, backend="cuda", host=busy, verdicts=_verdict("regressed"))
     calm = Result("t.py::d", None, "calls", 1, backend="cpu", verdicts=_verdict("regressed"))
-    busy_verdicts([cpu, better, gpu, calm])
+    # a figure derived from the busy measurement (samples/s beside tokens/s) is as suspect
+    derived = Result("t.py::a", "samples_per_s", "samples/s", 1, kind="recorded", backend="cpu",
+                     verdicts={"value": {"status": "regressed", "reason": "worse by 40%"}})  # fmt: skip
+    busy_verdicts([cpu, better, gpu, calm, derived])
+    assert derived.verdicts["value"]["status"] == "inconclusive"
     assert cpu.verdicts["throughput"]["status"] == "inconclusive"
     assert "busy host (load average 5 on 2 cores, 0.0% CPU steal)" in cpu.verdicts["throughput"]["reason"]
     assert better.verdicts["throughput"]["status"] == "inconclusive"

@@ -23,10 +23,16 @@ def busy_verdicts(results: Iterable[Any], judgement: Any = None) -> None:
 
     from ..verdict import IMPROVED, INCONCLUSIVE, REGRESSED
 
+    results = list(results)
     busy: dict[str, dict[str, Any]] = {}
+    by_test: dict[str, dict[str, Any]] = {}  # a test measured on a busy host: all its figures
     for r in results:
         host = getattr(r, "host", None)
-        if r.backend != "cpu" or not host or not host.get("busy"):
+        if r.backend == "cpu" and host and host.get("busy"):
+            by_test.setdefault(r.nodeid, host)
+    for r in results:
+        host = by_test.get(r.nodeid) if r.backend == "cpu" else None
+        if host is None:
             continue
         busy[r.key] = host
         for vd in r.verdicts.values():
