@@ -334,7 +334,9 @@ def test_bad_baseline_mode_in_the_ini_file_is_a_usage_error(project):
 
 
 def test_a_baseline_save_that_fails_fails_the_run(project):
-    (project.path / "baselines").write_text("a file where the baseline directory should be")
+    # the save's lock cannot be taken: a directory where the lock file should be (a baseline
+    # directory that is a file is refused before any test runs)
+    (project.path / "baselines" / ".cpu.json.lock").mkdir(parents=True)
     result = project.runpytest(*FAST, "--gpuperf-baseline=save")
     result.assert_outcomes(passed=2)  # the benchmarks themselves passed ...
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # ... but the save asked for did not happen
