@@ -133,7 +133,7 @@ def test_merge_refuses_an_entry_from_another_device(tmp_path):
         (lambda d: d["entries"]["k"].update(flags=[]), "'flags' must be an object"),
         (lambda d: d.update(version=True), "schema version True is not supported"),
         (lambda d: d.update(version=1.0), "schema version 1.0 is not supported"),
-        (lambda d: d["entries"]["k"].update(flags={"launch_bound": "yes"}), "'flags' must be an object of true, false or null"),
+        (lambda d: d["entries"]["k"].update(flags={"launch_bound": 1}), "'flags' must be an object of true, false, null or names"),
         (lambda d: d["entries"].update({" ": d["entries"]["k"]}), "an entry's key is empty"),
     ],
 )
@@ -214,3 +214,16 @@ def test_a_save_never_changes_a_file_it_cannot_read(tmp_path, doc):
         else:
             raise AssertionError("a save merged into an unreadable file")
         assert path.read_bytes() == content
+
+
+def test_an_emulated_run_is_saved_and_loaded_with_its_flags(tmp_path):
+    """`--gpuperf-emulate a100-40gb` saves flags {"emulated": "a100-40gb"}: a name, not a
+    boolean (a stricter flag check refused every emulated save; a review caught it)."""
+    from pytest_gpuperf.baseline.schema import entries_to_save
+    from pytest_gpuperf.results import Result, Throughput
+
+    r = Result("t.py::a", "max_batch", "samples", 1.0, kind="recorded", backend="cuda", emulated="a100-40gb")
+    r.throughput = Throughput("samples", 24.0, 24.0, 24.0)
+    path = tmp_path / "h200@a100-40gb.json"
+    save(path, "h200@a100-40gb", entries_to_save([r], {}, date="d0", commit=None), now="n0")
+    assert load(path).entries["t.py::a::max_batch"]["flags"]["emulated"] == "a100-40gb"

@@ -197,11 +197,13 @@ def validate(path: Path, data: Any) -> BaselineFile:
         for name in ("date", "commit"):
             if not _text_or_none(entry.get(name)):
                 raise file_error(path, f"{where}: {name!r} must be a string or null")
-        flags = entry.get("flags", {})
-        if not isinstance(flags, dict) or not all(v is None or v is True or v is False
-                                                  for v in flags.values()):  # fmt: skip
+        flags = entry.get("flags", {})  # launch_bound, throttled: booleans; emulated: a name
+        if not isinstance(flags, dict) or not all(
+            v is None or isinstance(v, bool | str) for v in flags.values()
+        ):
             raise file_error(
-                path, f"{where}: 'flags' must be an object of true, false or null, got {flags!r}"
+                path,
+                f"{where}: 'flags' must be an object of true, false, null or names, got {flags!r}",
             )
         if "duration_s" in entry:
             why = number_problem(entry["duration_s"])
