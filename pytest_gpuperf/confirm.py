@@ -64,7 +64,9 @@ def passed_through(config: Any) -> list[str]:
     i = 0
     while i < len(given):
         a = given[i]
-        name = a.split("=", 1)[0] if a.startswith("--") else a
+        if a == "--":  # what follows is test paths
+            break
+        name = a.split("=", 1)[0] if a.startswith("--") or a.startswith("-n=") else a
         i += 1
         if a in paths:
             continue
@@ -113,9 +115,13 @@ def command(config: Any, nodeids: list[str], json_path: Path) -> list[str]:
         f"--rootdir={config.rootpath}",
         "--gpuperf-baseline=off",
         f"--gpuperf-json={json_path}",
+        # the run's own, wherever they came from (addopts too): its own temporary ones
+        f"--basetemp={json_path.parent / 'basetemp'}",
     ]
-    if config.pluginmanager.hasplugin("xdist"):
-        args += ["-p", "no:xdist"]
+    if getattr(config.option, "xmlpath", None):
+        args.append(f"--junitxml={json_path.parent / 'junit.xml'}")
+    if config.pluginmanager.hasplugin("xdist"):  # no workers, whatever addopts ask for
+        args += ["-n", "0", "--dist", "no"]
     return args
 
 

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from .results import Result
 
 OUTCOMES_ENV = "PYTEST_GPUPERF_OUTCOMES"  # the fresh process writes each test's outcome here
-PASSED_ON = ("--benchmark-skip", "--benchmark-only", "--benchmark-disable")
 
 
 def should_defer(needed: int, visible: int, host_gpus: int | None) -> bool:
@@ -164,15 +163,6 @@ def outcomes(
     return list(out.values())
 
 
-def command(config: Any, nodeids: list[str], json_path: Path) -> list[str]:
-    """The confirmation's command line (this run's settings and plugins, baselines off,
-    results as JSON), and pytest-benchmark's selection flags as given."""
-    from .confirm import command as fresh_command
-
-    given = [str(a) for a in config.invocation_params.args]
-    return [*fresh_command(config, nodeids, json_path), *(a for a in PASSED_ON if a in given)]
-
-
 def stop_workers(config: Any) -> None:
     """End the pytest-xdist worker processes now (their CUDA contexts hold memory on the
     GPUs the deferred tests need); pytest-xdist's own teardown then finds nothing to do."""
@@ -185,7 +175,7 @@ def stop_workers(config: Any) -> None:
 def run(config: Any, nodeids: list[str]) -> tuple[list[Outcome], str]:
     """Run the deferred tests in one fresh process. Returns their outcomes and how long it
     took ("" when it did not run)."""
-    from .confirm import fresh_process, said
+    from .confirm import command, fresh_process, said
     from .runfile import ResultsFileError, read_run
 
     t0 = time.monotonic()
@@ -201,7 +191,10 @@ def run(config: Any, nodeids: list[str]) -> tuple[list[Outcome], str]:
         if not log_path.exists():
             why = f"the fresh process reported no tests (exit {proc.returncode}: {said(proc)})"
             return _all_failed(nodeids, why), ""
-        reports = json.loads(log_path.read_text())
+        try:
+            reports = json.loads(log_path.read_text())
+        except (OSError, ValueError) as exc:  # a process killed while it wrote them
+            return _all_failed(nodeids, f"its outcomes could not be read: {exc}"), ""
         results: list[Result] = []
         if json_path.exists():
             try:

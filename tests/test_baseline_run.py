@@ -2,6 +2,7 @@
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -147,6 +148,16 @@ def test_the_fresh_process_writes_no_step_summary_of_its_own(monkeypatch, tmp_pa
     assert seen["X"] == "1" and "GITHUB_STEP_SUMMARY" not in seen and "PYTEST_XDIST_WORKER" not in seen
 
 
+def test_the_fresh_process_runs_no_workers_when_the_ini_asks_for_them(project, monkeypatch):
+    """`addopts = -n 2 --dist loadgroup` in the ini reaches the fresh process too (it reads
+    the same ini): it must run the flagged test itself, not in workers, nor stop on -n."""
+    project.makeini("[pytest]\naddopts = -n 2 --dist loadgroup\n")
+    saved(project)
+    monkeypatch.setenv("SLOW", "0.5")
+    result = project.runpytest(*FAST, "-k", "test_spin")
+    result.stdout.fnmatch_lines(["REGRESSED *test_b.py::test_spin *confirmed in a fresh process*"])
+
+
 def test_what_the_fresh_process_is_not_given():
     from types import SimpleNamespace
 
@@ -155,13 +166,24 @@ def test_what_the_fresh_process_is_not_given():
     given = ["benchmarks", "-n", "2", "--dist", "loadgroup", "--model-size=70b", "-k", "benchmarks",
              "--junitxml", "j.xml", "--gpuperf-json=r.json", "-p", "no:randomly", "-x", "--lf", "-n4",
              "--cov", "src", "-o", "a=b", "--benchmark-histogram", "--basetemp=/tmp/x", "--label", "big",
-             "--pdb", "--log-file", "l.txt", "tests/test_x.py::test_y"]  # fmt: skip
+             "--pdb", "--log-file", "l.txt", "-n=4", "tests/test_x.py::test_y", "--", "-q", "more/"]  # fmt: skip
     config = SimpleNamespace(
         invocation_params=SimpleNamespace(args=given), args=["benchmarks", "tests/test_x.py::test_y"]
     )
     assert passed_through(config) == [
         "--model-size=70b", "-k", "benchmarks", "-p", "no:randomly", "-x", "-o", "a=b", "--label", "big"
     ]  # fmt: skip
+    # and what it always gets: no workers, its own temporary directory and JUnit XML
+    from pytest_gpuperf.confirm import command
+
+    full = SimpleNamespace(
+        **vars(config), inipath=None, rootpath=Path("/r"), option=SimpleNamespace(xmlpath="j.xml"),
+        getoption=lambda name: None, pluginmanager=SimpleNamespace(hasplugin=lambda name: name == "xdist"),
+    )  # fmt: skip
+    args = command(full, ["t.py::a"], Path("/tmp/x/confirm.json"))
+    assert args[-4:] == ["-n", "0", "--dist", "no"]
+    assert "--basetemp=/tmp/x/basetemp" in args and "--junitxml=/tmp/x/junit.xml" in args
+    assert "--" not in args and "more/" not in args
 
 
 def test_a_regression_that_does_not_repeat_is_not_failed(project):

@@ -447,5 +447,8 @@ def test_the_runs_table_says_when_the_baseline_judged_nothing_of_the_run():
     for r in s.results:
         r.verdicts = {"throughput": {"status": "new"}}
     assert _baseline_cell(s) == "baselines/h200.json (nothing of this run in it: every result new)"
+    for r in s.results:  # saved into it, or not judged: it is named as it is
+        r.verdicts = {}
+    assert _baseline_cell(s) == "baselines/h200.json"
     s.baseline_path = None
     assert _baseline_cell(s) == "-"

@@ -241,7 +241,7 @@ def _baseline_cell(s: RunSummary) -> str:
     if not s.baseline_path:
         return "-"
     statuses = {v.get("status") for r in s.results for v in r.verdicts.values()}
-    if statuses <= {"new"}:
+    if statuses == {"new"}:  # none at all: a save, or a run not judged
         return f"{s.baseline_path} (nothing of this run in it: every result new)"
     return s.baseline_path
 
