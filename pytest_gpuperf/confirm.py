@@ -90,13 +90,29 @@ def passed_through(config: Any) -> list[str]:
     return out
 
 
+def _absolute(root: Path, nodeid: str) -> str:
+    """`dir/test_x.py::test[a]` as `<root>/dir/test_x.py::test[a]`."""
+    path, sep, rest = nodeid.partition("::")
+    return str(Path(root) / path) + sep + rest
+
+
+def _start_dir(config: Any) -> Path:
+    """Where the run started (pytest's invocation directory), else its rootdir."""
+    params = getattr(config, "invocation_params", None)
+    start = getattr(params, "dir", None)
+    return Path(start) if start is not None and Path(start).is_dir() else Path(config.rootpath)
+
+
 def command(config: Any, nodeids: list[str], json_path: Path) -> list[str]:
     """The fresh process's command line: the flagged tests, this run's options (its own and
     a user's, less those `passed_through` leaves out), settings and plugins, the same ini
     file and rootdir, baselines off, results as JSON."""
     from .settings import SETTINGS
 
-    args = [sys.executable, "-m", "pytest", *nodeids, *passed_through(config)]
+    # it starts where the run started (a test's relative paths, a kept `--ignore=x`), so the
+    # tests are named by their absolute paths (node ids are relative to the rootdir)
+    tests = [_absolute(config.rootpath, n) for n in nodeids]
+    args = [sys.executable, "-m", "pytest", *tests, *passed_through(config)]
     args += ["-q", "-p", "no:cacheprovider"]
     for s in SETTINGS:
         if s.cli and config.getoption(f"gpuperf_{s.name}") is not None:
@@ -139,7 +155,7 @@ def fresh_process(
     try:
         return subprocess.run(
             args,
-            cwd=str(config.rootpath),
+            cwd=str(_start_dir(config)),
             env=full,
             capture_output=True,
             text=True,

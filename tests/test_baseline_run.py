@@ -117,7 +117,7 @@ def test_the_fresh_process_gets_the_runs_own_options(project, monkeypatch, tmp_p
         def test_lab(gpu_benchmark, request):
             if os.environ.get("PYTEST_GPUPERF_CONFIRMATION"):
                 with open(os.environ["LABEL_OUT"], "w") as fh:
-                    fh.write(request.config.getoption("label"))
+                    fh.write(request.config.getoption("label") + "|" + os.getcwd())
             slow = float(os.environ.get("SLOW", "0"))
             gpu_benchmark(lambda: spin(0.002 * (1 + slow)), work=64, unit="tokens")
         """
@@ -127,9 +127,11 @@ def test_the_fresh_process_gets_the_runs_own_options(project, monkeypatch, tmp_p
     out = tmp_path / "label.txt"
     monkeypatch.setenv("LABEL_OUT", str(out))
     monkeypatch.setenv("SLOW", "0.5")
-    result = project.runpytest(*FAST, "test_l.py", "--label", "big", "--junitxml=j.xml")
+    sub = project.mkdir("sub")  # started from a subdirectory: the fresh process starts there too
+    monkeypatch.chdir(sub)
+    result = project.runpytest(*FAST, "../test_l.py", "--label", "big", "--junitxml=j.xml")
     result.stdout.fnmatch_lines(["REGRESSED *test_l.py::test_lab *confirmed in a fresh process*"])
-    assert out.read_text() == "big"
+    assert out.read_text() == f"big|{sub}"
 
 
 def test_the_fresh_process_writes_no_step_summary_of_its_own(monkeypatch, tmp_path):
