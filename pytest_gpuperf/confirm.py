@@ -144,8 +144,9 @@ def command(config: Any, nodeids: list[str], json_path: Path) -> list[str]:
 def fresh_process(
     args: list[str], config: Any, env: dict[str, str], timeout: float | None = None
 ) -> tuple[subprocess.CompletedProcess[str] | None, str | None]:
-    """Run a fresh pytest process in the run's root, with this environment less
-    pytest-xdist's worker variables plus `env`. Returns it, or None and why not."""
+    """Run a fresh pytest process where the run started, with this environment less
+    pytest-xdist's worker variables and the step summary, plus `env`. Returns it, or None
+    and why not."""
     full = {
         k: v
         for k, v in os.environ.items()

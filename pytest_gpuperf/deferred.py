@@ -172,9 +172,9 @@ def stop_workers(config: Any) -> None:
         nodemanager.teardown_nodes()
 
 
-def run(config: Any, nodeids: list[str]) -> tuple[list[Outcome], str]:
-    """Run the deferred tests in one fresh process. Returns their outcomes and how long it
-    took ("" when it did not run)."""
+def run(config: Any, nodeids: list[str]) -> tuple[list[Outcome] | None, str]:
+    """Run the deferred tests in one fresh process. Returns their outcomes (None when
+    Ctrl-C stopped it) and how long it took ("" when it did not run)."""
     from .confirm import command, fresh_process, said
     from .runfile import ResultsFileError, read_run
 
@@ -186,7 +186,7 @@ def run(config: Any, nodeids: list[str]) -> tuple[list[Outcome], str]:
         )
         if proc is None:
             if failure == INTERRUPTED:  # Ctrl-C: nothing is reported, the run is interrupted
-                return [], INTERRUPTED
+                return None, ""
             return _all_failed(nodeids, str(failure)), ""
         if not log_path.exists():
             why = f"the fresh process reported no tests (exit {proc.returncode}: {said(proc)})"
@@ -295,7 +295,7 @@ def run_after_workers(session: pytest.Session, nodeids: list[str], gpus: int, st
         )
     stop_workers(session.config)
     done, took = run(session.config, nodeids)
-    if took == INTERRUPTED:
+    if done is None:
         session.exitstatus = pytest.ExitCode.INTERRUPTED
         return f"gpuperf: {len(nodeids)} deferred test(s) not run: {INTERRUPTED}"
     session.testscollected += len(done)

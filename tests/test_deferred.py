@@ -422,7 +422,7 @@ def test_ctrl_c_in_the_deferred_tests_ends_the_run_as_interrupted(monkeypatch):
     import pytest_gpuperf.deferred as deferred
     from pytest_gpuperf.confirm import INTERRUPTED
 
-    monkeypatch.setattr(deferred, "run", lambda config, nodeids: ([], INTERRUPTED))
+    monkeypatch.setattr(deferred, "run", lambda config, nodeids: (None, ""))
     plugins = SimpleNamespace(get_plugin=lambda name: None, getplugin=lambda name: None)
     session = SimpleNamespace(config=SimpleNamespace(pluginmanager=plugins), exitstatus=pytest.ExitCode.OK)
     note = deferred.run_after_workers(session, ["t.py::a", "t.py::b"], 2, stopped=False)

@@ -9,6 +9,7 @@ resolved) and, where both exist, by inode (a hard link is the same file). No pyt
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Collection, Iterable
 from pathlib import Path
@@ -16,6 +17,8 @@ from pathlib import Path
 from ..baseline.schema import SCHEMA as BASELINE_SCHEMA
 from ..baseline.store import MAX_BYTES as SNIFF_BYTES  # a larger file is no usable baseline
 
+# a baseline's schema field, found in a file too damaged to parse
+SCHEMA_FIELD = re.compile(rb'"schema"\s*:\s*"' + re.escape(BASELINE_SCHEMA.encode()) + rb'"')
 Named = tuple[str, "str | os.PathLike[str] | None"]  # (what it is, for messages; its path)
 
 
@@ -38,9 +41,7 @@ def is_baseline_file(path: str | os.PathLike[str]) -> bool:
     still says `"schema": "pytest-gpuperf/baseline"` (the one to recover, not to overwrite).
     Anything unreadable is not one."""
     import json
-    import re
 
-    schema_field = rb'"schema"\s*:\s*"' + re.escape(BASELINE_SCHEMA.encode()) + rb'"'
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
@@ -54,7 +55,7 @@ def is_baseline_file(path: str | os.PathLike[str]) -> bool:
     try:
         data = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError):
-        return re.search(schema_field, raw) is not None
+        return SCHEMA_FIELD.search(raw) is not None
     return isinstance(data, dict) and data.get("schema") == BASELINE_SCHEMA
 
 
