@@ -137,6 +137,8 @@ class Verdict:
     spread: float | None = None  # relative sd of the baseline's session medians (inconclusive)
     basis: str = ""  # where the uncertainty comes from ("±2.1% from the spread of 19 ...")
     confirmed: bool | None = None  # a regression re-measured in a fresh process: held or not
+    per_cycle: str | None = None  # compute-bound work: the verdict per SM clock cycle
+    per_cycle_worse: float | None = None  # and its change in the bad direction
 
     @property
     def failed(self) -> bool:
@@ -169,13 +171,16 @@ def decide(
 ) -> Verdict:
     """THE verdict rule, on the log of the ratio now / reference (`d`).
 
-    Its uncertainty (half-width, log units) is sqrt((z s_cur)^2 + t^2 (var (1 + 1/k) +
-    extra_var)): s_cur the current session's own relative standard error, var the variance
-    of one session around a reference that is the mean of k sessions, extra_var what
-    estimating this run's class offset adds, z and t (df degrees of freedom) at
-    `confidence`. A regression must be beyond the tolerance AND beyond the half-width (a
-    ratio threshold and a significance test, as asv); inconclusive when either the
-    half-width or the change is beyond the tolerance without the other."""
+    Its uncertainty (half-width, log units) is sqrt(t^2 (var / k + extra_var) +
+    max(t^2 var, (z s_cur)^2)): var the variance of one session's median around the
+    reference, which is the mean of k sessions; extra_var what estimating this run's class
+    offset adds; s_cur the current session's own relative standard error, z and t (df
+    degrees of freedom) at `confidence`. The current session counts once: var is already
+    the spread of whole sessions' medians, sampling noise included, so its own interval
+    matters only where it is wider than that (a noisier session than the baseline's).
+    A regression must be beyond the tolerance AND beyond the half-width (a ratio threshold
+    and a significance test, as asv). UNCHANGED means the whole interval lies within the
+    tolerance; otherwise the verdict is inconclusive."""
     if not (tolerance > 0 and math.isfinite(tolerance)):
         raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
     if not all(math.isfinite(x) for x in (d, s_cur, var, extra_var)) or var < 0 or s_cur < 0:
@@ -184,9 +189,15 @@ def decide(
     t = quantile(confidence, df)
     # hypot: a current interval near a float's limit gives an infinite half-width, never
     # an OverflowError
-    half = math.hypot(z * s_cur, t * math.sqrt(var * (1 + 1 / max(1, k)) + extra_var))
+    ref_part = t * math.sqrt(var / max(1, k) + extra_var)
+    half = math.hypot(ref_part, max(t * math.sqrt(var), z * s_cur))
     change = ratio_change(d)
     worse = -change if higher_is_better else change
+    return _status(change, worse, half, tolerance)
+
+
+def _status(change: float, worse: float, half: float, tolerance: float) -> Verdict:
+    """The verdict of a change and its half-width against the tolerance."""
     mde = max(tolerance, half)
     if worse > tolerance and worse > half:
         return Verdict(
@@ -202,6 +213,12 @@ def decide(
             f"{tolerance * 100:.1f}%"
             if half > tolerance
             else f"the change is beyond the tolerance but within its uncertainty ±{half * 100:.1f}%"
+        )
+        return Verdict(INCONCLUSIVE, change, worse, half, tolerance, why, mde)
+    if abs(worse) + half > tolerance:
+        why = (
+            f"within the tolerance {tolerance * 100:.1f}%, but its interval "
+            f"({worse * 100:+.2f}% ±{half * 100:.2f}% worse) reaches beyond it"
         )
         return Verdict(INCONCLUSIVE, change, worse, half, tolerance, why, mde)
     return Verdict(UNCHANGED, change, worse, half, tolerance, "within tolerance", mde)
@@ -291,6 +308,8 @@ def combine_clocked(
         cycle_v.mde,
         cycle_v.sessions_needed,
         basis=cycle_v.basis + " (per SM clock cycle)" if cycle_v.basis else "",
+        per_cycle=cycle_v.status,
+        per_cycle_worse=cycle_v.worse,
     )
     if cycle_v.status == REGRESSED and slower_in_time:
         why = f"slower in time and per clock cycle ({per_cycle}); {clocks}"
@@ -349,6 +368,14 @@ def paired(
         status, why = IMPROVED, f"beyond tolerance and significant over {n} paired rounds"
     elif half_log > tol_log or abs(worse_log) > tol_log:
         status, why = INCONCLUSIVE, f"uncertainty ±{half * 100:.1f}% over {n} paired rounds"
+    elif abs(worse_log) + half_log > tol_log:  # UNCHANGED: the whole interval within
+        status, why = (
+            INCONCLUSIVE,
+            (
+                f"within the tolerance, but its interval (±{half * 100:.1f}% over {n} paired "
+                "rounds) reaches beyond it"
+            ),
+        )
     else:
         status, why = UNCHANGED, f"within tolerance over {n} paired rounds"
     return Verdict(status, change, worse, half, tolerance, why, mde)

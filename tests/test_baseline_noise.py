@@ -120,8 +120,8 @@ def test_a_runner_shifted_as_a_whole_is_one_class_line_not_many_regressions():
     j = judge_run(results, entries_of(values), {})
     assert {r.verdicts["throughput"]["status"] for r in results} == {"unchanged"}
     (shift,) = j.shifts
-    assert "class-wide: model-step benchmarks -1.5" in shift.line()
-    assert "after this run's class-wide -1." in results[0].verdicts["throughput"]["basis"]
+    assert "class-wide: model-step benchmarks 1.5" in shift.line() and "slower" in shift.line()
+    assert "after this run's class-wide " in results[0].verdicts["throughput"]["basis"]
 
 
 def test_a_real_slowdown_stands_out_of_its_class():
@@ -130,7 +130,7 @@ def test_a_real_slowdown_stands_out_of_its_class():
     judge_run(results, entries_of(values), {})
     v = results[3].verdicts["throughput"]
     assert v["status"] == "regressed" and v["change"] == pytest.approx(-0.10, abs=0.01)
-    assert "from the spread of 8 model-step metrics" in v["basis"]
+    assert "from the spread of" in v["basis"] and "model-step metrics" in v["basis"]
     assert sum(r.verdicts["throughput"]["status"] == "regressed" for r in results) == 1
 
 

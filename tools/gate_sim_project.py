@@ -66,7 +66,9 @@ def rule(base, cur, scur, tol, names):
         flagged = flagged_tests(results, j)
         if twice and flagged:  # the fresh process: the flagged tests only, this run's offsets
             again = _results(cur[1][i], scur, names, tol, only=set(flagged))
-            confirm(results, j, again, judge_run(again, entries, {}, offsets=j.offsets), None)
+            confirm(
+                results, j, again, judge_run(again, entries, {}, offsets=j.metric_offsets), None
+            )
         for r in results:
             codes[i, int(r.nodeid[1:])] = CODES.get(r.verdicts["throughput"]["status"], 3)
         shifts.append([CODES.get(s.verdict.status, 3) for s in j.shifts])

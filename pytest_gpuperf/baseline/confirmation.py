@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..results import Result
-from ..verdict import INCONCLUSIVE, REGRESSED
+from ..verdict import FAILED, INCONCLUSIVE, REGRESSED
 from .judge import Judgement
 
 
@@ -20,67 +20,108 @@ def confirm(
     again_j: Judgement,
     failure: str | None,
 ) -> None:
-    """Merge a confirmation run (the flagged tests re-measured in a fresh process, judged
-    with this run's class offsets) into the first verdicts: a regression stands only if it
-    holds in both; otherwise it becomes inconclusive, and says so."""
+    """Merge a confirmation run (the flagged tests re-measured in a fresh process) into
+    the first verdicts: a regression stands only if the fresh process shows it too, judged
+    like with like (per SM clock cycle for compute-bound work, whose clock differs between
+    a test run alone and one run after its neighbours on a power-capped card); when both
+    show it, the run fails with the smaller figure. A figure the fresh process could not
+    produce (out of memory there, a crash) leaves the regression standing, unconfirmed. A
+    class-wide shift is confirmed by the fresh process's own class median."""
     by_key = {r.key: r for r in again}
     for r in results:
+        twin = by_key.get(r.key)
         for name, vd in r.verdicts.items():
-            if vd.get("status") != REGRESSED:
-                continue
-            twin = by_key.get(r.key)
-            v2 = twin.verdicts.get(name) if twin is not None else None
-            first_text = f"{(vd.get('change') or 0) * 100:+.2f}%"
-            if failure is not None or v2 is None:
-                why = failure or "the fresh process gave no figure for it"
-                vd["basis"] = (vd.get("basis") or "") + f"; not re-measured ({why})"
-                continue
-            again_text = (
-                f"{v2['change'] * 100:+.2f}%"
-                if isinstance(v2.get("change"), float)
-                else "no change"
-            )
-            apart = _apart(vd, v2)
-            if v2.get("status") == REGRESSED and apart is not None:
-                vd["confirmed"] = False
-                vd["status"] = INCONCLUSIVE
-                vd["reason"] = (
-                    f"the fresh process measured {again_text} where this run measured "
-                    f"{first_text}, further apart than their uncertainty (±{apart * 100:.1f}%): "
-                    "the figure depends on what ran before it in the process, not on the "
-                    "code alone"
-                )
-            elif v2.get("status") == REGRESSED:
-                vd["confirmed"] = True
-                vd["reason"] = f"{vd.get('reason')}; confirmed in a fresh process ({again_text})"
-            else:
-                vd["confirmed"] = False
-                vd["status"] = INCONCLUSIVE
-                vd["reason"] = (
-                    f"not confirmed in a fresh process: {first_text} here, {again_text} "
-                    f"({v2.get('status')}) there"
-                )
+            if vd.get("status") == REGRESSED:
+                v2 = twin.verdicts.get(name) if twin is not None else None
+                _merge(vd, v2, failure, twin.error if twin is not None else None)
     again_shift = {(sh.cls, sh.gpu): sh for sh in again_j.shifts}
     for i, s in enumerate(first.shifts):
         if s.verdict.status != REGRESSED:
             continue
         shift_twin = again_shift.get((s.cls, s.gpu)) or again_shift.get((s.cls, None))
         if failure is None and shift_twin is not None and shift_twin.verdict.status == REGRESSED:
-            v = replace(
-                s.verdict,
-                confirmed=True,
-                reason=s.verdict.reason + "; confirmed in a fresh process",
+            again_text = _worse_text(shift_twin.verdict.worse)
+            why = (
+                f"{s.verdict.reason}; confirmed in a fresh process (its class median: {again_text})"
             )
+            v = replace(s.verdict, confirmed=True, reason=why)
         elif failure is None:
+            seen = (
+                f"{shift_twin.verdict.status}, {_worse_text(shift_twin.verdict.worse)}"
+                if shift_twin is not None
+                else "too few of the class re-measured there"
+            )
             v = replace(
                 s.verdict,
                 status=INCONCLUSIVE,
                 confirmed=False,
-                reason="not confirmed in a fresh process",
+                reason=f"not confirmed in a fresh process ({seen})",
             )
         else:
             v = replace(s.verdict, basis=s.verdict.basis + f"; not re-measured ({failure})")
         first.shifts[i] = replace(s, verdict=v)
+
+
+def _worse_text(worse: float | None) -> str:
+    if worse is None:
+        return "no figure"
+    return f"{abs(worse) * 100:.2f}% {'slower' if worse > 0 else 'faster'}"
+
+
+def _change_text(v: dict[str, Any]) -> str:
+    c = v.get("change")
+    return f"{c * 100:+.2f}%" if isinstance(c, float) else "no change"
+
+
+def _merge(
+    vd: dict[str, Any], v2: dict[str, Any] | None, failure: str | None, error: str | None
+) -> None:
+    """One regressed verdict `vd` and its fresh twin `v2`: confirmed, not confirmed, or
+    standing unconfirmed where the fresh process gave no figure."""
+    first_text = _change_text(vd)
+    if failure is not None or v2 is None or v2.get("status") == FAILED:
+        why = failure or "the fresh process gave no figure for it"
+        if v2 is not None and v2.get("status") == FAILED:
+            text = f"{error or v2.get('reason') or ''}".lower()
+            why = (
+                "out of memory there"
+                if "out of memory" in text or "oom" in text.split()
+                else (f"it failed there: {error or v2.get('reason')}")
+            )
+        vd["basis"] = (vd.get("basis") or "") + f"; not re-measured ({why})"
+        return
+    clocked = vd.get("per_cycle") is not None and v2.get("per_cycle") is not None
+    if clocked:  # like with like: the clock the card ran at differs between the two runs
+        held = vd.get("per_cycle") == REGRESSED and v2.get("per_cycle") == REGRESSED
+        seen = (
+            f"per SM clock cycle {v2.get('per_cycle')} ({_worse_text(v2.get('per_cycle_worse'))})"
+        )
+    else:
+        held = v2.get("status") == REGRESSED
+        seen = f"{_change_text(v2)} ({v2.get('status')})"
+    if not held:
+        vd["confirmed"] = False
+        vd["status"] = INCONCLUSIVE
+        vd["reason"] = f"not confirmed in a fresh process: {first_text} here, {seen} there"
+        return
+    vd["confirmed"] = True
+    smaller = _smaller(vd, v2)
+    if smaller is v2 and _apart(vd, v2) is not None:
+        for k in ("change", "worse", "uncertainty"):
+            vd[k] = v2.get(k)
+        vd["reason"] = (
+            f"{vd.get('reason')}; confirmed in a fresh process, which measured "
+            f"{_change_text(v2)} where this run measured {first_text}: the smaller is reported"
+        )
+    else:
+        vd["reason"] = f"{vd.get('reason')}; confirmed in a fresh process ({_change_text(v2)})"
+
+
+def _smaller(vd: dict[str, Any], v2: dict[str, Any]) -> dict[str, Any]:
+    w1, w2 = vd.get("worse"), v2.get("worse")
+    if isinstance(w1, float) and isinstance(w2, float) and w2 < w1:
+        return v2
+    return vd
 
 
 def _apart(first: dict[str, Any], again: dict[str, Any]) -> float | None:

@@ -20,6 +20,7 @@ from .noise import COMPUTE, LAUNCH, MEMORY, RECORDED, Series, classify
 ENV_PACKAGES = ("torch", "transformers", "peft", "bitsandbytes")
 PER_CLOCK = "throughput_per_clock"  # judged with the throughput of compute-bound work
 SESSION_ENV = "PYTEST_GPUPERF_SESSION"  # the run's session id, shared with its workers
+HISTORY = 10  # session medians kept per metric, and the window judged (the newest)
 
 
 def new_session_id() -> str:
@@ -74,11 +75,8 @@ def series_of(
     out = []
     for key, entry in entries.items():
         for name, m in (entry.get("metrics") or {}).items():
-            items = [
-                h for h in m.get("history") or []
-                if not (exclude_session and h.get("session") == exclude_session)
-            ]  # fmt: skip
-            values = [h.get("median") for h in items]
+            items = window(m, exclude_session)
+            values: list[Any] = [h.get("median") for h in items]
             if not items or not all(
                 isinstance(v, int | float) and math.isfinite(v) for v in values
             ):
@@ -90,16 +88,26 @@ def series_of(
                     tuple(session_key(h) for h in items),
                     tuple(float(v) for v in values),
                     f"{key}::{name}" in derived or m.get("derived_from") is not None,
+                    m.get("direction") != "lower",
                 )
             )
     return out
 
 
-def values_of(base_m: dict[str, Any], exclude_session: str | None = None) -> list[float]:
-    return [
-        float(h["median"]) for h in base_m.get("history") or []
-        if not (exclude_session and h.get("session") == exclude_session)
+def window(base_m: dict[str, Any], exclude_session: str | None = None) -> list[dict[str, Any]]:
+    """The history items a metric is judged against: the newest HISTORY of them, less the
+    run's own session. The file keeps HISTORY per metric; a longer list (edited by hand,
+    merged) is judged on its newest items, never in time that grows with its length."""
+    hist = base_m.get("history") or []
+    kept = [
+        h for h in hist[-(HISTORY + 1):]
+        if not (exclude_session and isinstance(h, dict) and h.get("session") == exclude_session)
     ]  # fmt: skip
+    return kept[-HISTORY:]
+
+
+def values_of(base_m: dict[str, Any], exclude_session: str | None = None) -> list[float]:
+    return [float(h["median"]) for h in window(base_m, exclude_session)]
 
 
 # ----------------------------------------------------------------- comparable sessions

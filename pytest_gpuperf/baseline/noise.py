@@ -12,11 +12,17 @@ bandwidth 0.36% / 0.44%, compute 0.50% / 1.1%. With the offsets removed, the res
 spread of one metric is estimated from its class's metrics pooled together: tens of
 degrees of freedom instead of 2, so three baseline sessions are enough to see a 5% change.
 
+Everything is fitted in "better" space: log y for a figure where higher is better, -log y
+for one where lower is better (a latency), so that a slower machine moves every figure of a
+class the same way and a class offset never flips a latency's verdict.
+
 What `fit` does, class by class:
 1. Offsets (bandwidth, compute, model classes with at least MIN_OFFSET_METRICS metrics in
    a session): b[s] is the median over the class's metrics of their deviation from their
    own level (medians: a metric that moved does not move the offset), iterated with the
-   levels; the offsets are centred, so mu is the level of an average session.
+   levels; the offsets are centred, so mu is the level of an average session. Their spread
+   is how far machines moved the class: judge.py removes this run's class offset from a
+   metric only within that bound, and judges a larger shift as a class-wide verdict.
 2. Set aside: with MIN_SET_ASIDE sessions or more, a session value that differs from the
    metric's other sessions by more than SET_ASIDE_MIN and SET_ASIDE_SDS times the class's
    spread (a model left resident, a throttled card) is not used, and the reason is kept to
@@ -57,7 +63,9 @@ CLASS_NAMES = {
 }
 OFFSET_CLASSES = (BANDWIDTH, COMPUTE, MODEL)  # one machine state moves them together
 UNPOOLED = (RECORDED,)  # a user's own figures: nothing in common to pool
-MIN_OFFSET_METRICS = 6  # metrics of a class in one session to estimate its offset
+MIN_OFFSET_METRICS = 4  # metrics of a class in one session to estimate its offset ...
+FULL_OFFSET_METRICS = 6  # ... or this many where the class has them (a steadier median)
+MIN_RUN_OTHERS = MIN_OFFSET_METRICS - 1  # other metrics of its class for a run offset
 MIN_POOL = 3  # metrics with a spread of their own for a class pool
 SCREEN_P = 0.01  # F test: a metric noisier than its class keeps its own spread
 SET_ASIDE_MIN = 0.05  # a session value this far (relative) from the metric's others ...
@@ -95,6 +103,7 @@ class Series:
     sessions: tuple[str, ...]  # the session of each value (session id and GPU, or date)
     values: tuple[float, ...]
     derived: bool = False  # computed from another series' measurement: takes, never gives
+    higher: bool = True  # higher is better; False: fitted on -log (a latency)
 
 
 @dataclass(frozen=True)
@@ -129,6 +138,11 @@ class ClassFit:
         if n < 2:
             return None
         return sum(b * b for b in self.offsets.values()) / (n - 1), n - 1
+
+
+def better(value: float, higher: bool) -> float:
+    """A positive figure in "better" space: log for higher-is-better, -log for lower."""
+    return math.log(value) if higher else -math.log(value)
 
 
 def _median(xs: Iterable[float]) -> float:
@@ -174,7 +188,7 @@ class NoiseModel:
     def _fit_class(self, c: str, members: list[Series]) -> None:
         fit = ClassFit(c)
         self.classes[c] = fit
-        logs = {s.key: [math.log(v) for v in s.values] for s in members}
+        logs = {s.key: [better(v, s.higher) for v in s.values] for s in members}
         sessions = {s.key: s.sessions for s in members}
         derived = {s.key for s in members if s.derived}  # copies of a measurement: no vote
         if c in OFFSET_CLASSES and self.use_offsets:
@@ -203,8 +217,9 @@ class NoiseModel:
             others = res[:far] + res[far + 1 :]
             dev = res[far] - _median(others)
             if abs(dev) > bound:
+                shown = dev if s.higher else -dev  # the value's own change, not "better"
                 why = (
-                    f"session of {s.sessions[far]} set aside: {ratio_change(dev) * 100:+.1f}% "
+                    f"session of {s.sessions[far]} set aside: {ratio_change(shown) * 100:+.1f}% "
                     f"from the metric's other {len(others)} sessions (more than "
                     f"{ratio_change(bound) * 100:.1f}%: another model resident, a throttled "
                     "card?)"
@@ -272,13 +287,15 @@ def _offsets(
     logs: dict[str, list[float]], sessions: dict[str, tuple[str, ...]]
 ) -> dict[str, float]:
     """Session offsets of one class by alternating medians (a two-way fit that a few moved
-    metrics cannot drag); only sessions with MIN_OFFSET_METRICS metrics get one."""
+    metrics cannot drag); only sessions with enough of the class's metrics get one:
+    FULL_OFFSET_METRICS, or all of them in a class of MIN_OFFSET_METRICS to 5."""
     usable = {k: v for k, v in logs.items() if len(v) > 1}
+    need = max(MIN_OFFSET_METRICS, min(FULL_OFFSET_METRICS, len(usable)))
     count: dict[str, int] = defaultdict(int)
     for k in usable:
         for s in set(sessions[k]):
             count[s] += 1
-    estimable = {s for s, n in count.items() if n >= MIN_OFFSET_METRICS}
+    estimable = {s for s, n in count.items() if n >= need}
     if len(estimable) < 2:
         return {}
     mu = {k: _median(v) for k, v in usable.items()}
@@ -304,8 +321,19 @@ def _offsets(
 
 
 def run_offset(deviations: Sequence[float]) -> float | None:
-    """The current run's offset of a class: the median of its metrics' deviations from
-    their levels, when there are enough of them."""
+    """The current run's shift of a class: the median of its metrics' deviations from
+    their levels ("better" space), when there are enough of them."""
     if len(deviations) < MIN_OFFSET_METRICS:
         return None
     return _median(deviations)
+
+
+def leave_one_out(deviations: Sequence[float]) -> list[float | None]:
+    """For each metric, the median of the OTHER metrics' deviations: the run's offset that
+    metric is judged after, so that its own change (a regression) never moves it. None
+    where fewer than MIN_RUN_OTHERS others exist."""
+    out: list[float | None] = []
+    for i in range(len(deviations)):
+        others = [d for j, d in enumerate(deviations) if j != i]
+        out.append(_median(others) if len(others) >= MIN_RUN_OTHERS else None)
+    return out

@@ -106,7 +106,7 @@ class RunBaseline:
         offsets: Any = None,
     ) -> Judgement:  # fmt: skip
         """judge_run with this run's baseline entries and options (and, for a confirmation,
-        the first judgement's class offsets)."""
+        the offsets the first judgement removed from each figure)."""
         from .judge import judge_run
 
         return judge_run(
@@ -121,7 +121,7 @@ class RunBaseline:
 
     def confirm(self, results: list[Result], again: list[Result] | None, env: dict[str, Any],
                 allow_cross_gpu: bool, failure: str | None) -> None:  # fmt: skip
-        """Merge a confirmation run's results (judged with this run's class offsets)."""
+        """Merge a confirmation run's results (judged with the offsets this run removed)."""
         if self.judgement is None:
             return
         from .confirmation import confirm
@@ -129,7 +129,7 @@ class RunBaseline:
 
         again = again or []
         again_j = (
-            self._judge_run(again, env, allow_cross_gpu, offsets=self.judgement.offsets)
+            self._judge_run(again, env, allow_cross_gpu, offsets=self.judgement.metric_offsets)
             if again
             else Judgement(self.judgement.confidence, 0)
         )

@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .history import HISTORY  # session medians kept per metric (and judged)
+
 if TYPE_CHECKING:
     from ..results import Result
 
@@ -47,9 +49,6 @@ SCHEMA = "pytest-gpuperf/baseline"
 
 
 VERSION = 1
-
-
-HISTORY = 10  # session medians kept per metric
 
 
 MAX_INT_DIGITS = 20  # no count or value in a baseline needs more
@@ -334,9 +333,8 @@ def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict
     peak reserved memory (lower is better: memory growth is a regression too). Recorded:
     its value, in its own unit and direction. Each carries its noise class (`noise_class`,
     else assigned here) and whether it gates."""
-    from ..results import UNITS
     from .history import PER_CLOCK
-    from .noise import COMPUTE, MEMORY, classify
+    from .noise import MEMORY, classify
 
     out: dict[str, dict[str, Any]] = {}
     t = result.throughput
@@ -382,25 +380,8 @@ def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict
         **session,
     }
     if result.bound == "compute" and clock is not None:
-        # clock-normalised: work per SM clock cycle, in the unit per GHz. From the cycles of
-        # each sample where the engine measured them; else from the session's median clock.
-        c = result.cycles
-        if c is not None and c.median > 0 and c.ci_low > 0:
-            per = result.work_per_call / UNITS[result.unit][1]
-            low, mid, high = per / c.ci_high, per / c.median, per / c.ci_low
-        else:
-            ghz = clock / 1000
-            low, mid, high = t.ci_low / ghz, t.median / ghz, t.ci_high / ghz
-        out[PER_CLOCK] = {
-            "unit": f"{t.unit} per GHz",
-            "direction": "higher",
-            "median": mid,
-            "ci_low": low,
-            "ci_high": high,
-            "n": result.time.n,
-            "noise_class": COMPUTE,
-            **session,
-        }
+        out[PER_CLOCK] = {**_per_clock(result, clock), "n": result.time.n, "noise_class": cls,
+                          **session}  # fmt: skip
     if result.peak_reserved is not None:
         v = float(result.peak_reserved)
         out["peak_reserved"] = {
@@ -414,6 +395,37 @@ def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict
             **gate,
         }
     return out
+
+
+def _per_clock(result: Result, clock: float) -> dict[str, Any]:
+    """Compute-bound work per SM clock cycle, from the cycles of each sample where the
+    engine measured them, else from the session's median clock. A throughput: work per
+    cycle, in its unit per GHz (higher is better); a latency: its time at 1 GHz, i.e.
+    giga-cycles per call in its unit x GHz (lower is better). Either is a measurement of
+    time and clock together, in the class of the work it times (launch-bound work's is
+    launch-bound)."""
+    from ..latency import SCALES
+    from ..results import UNITS
+
+    t, c = result.throughput, result.cycles
+    assert t is not None
+    have = c is not None and c.median > 0 and c.ci_low > 0
+    if not result.higher_is_better and t.unit in SCALES:  # a latency
+        scale, ghz = SCALES[t.unit], clock / 1000
+        if have:
+            low, mid, high = (x * scale for x in (c.ci_low, c.median, c.ci_high))  # type: ignore[union-attr]
+        else:
+            low, mid, high = t.ci_low * ghz, t.median * ghz, t.ci_high * ghz
+        return {"unit": f"{t.unit} x GHz", "direction": "lower", "median": mid,
+                "ci_low": low, "ci_high": high}  # fmt: skip
+    if have:
+        per = result.work_per_call / UNITS[result.unit][1]
+        low, mid, high = per / c.ci_high, per / c.median, per / c.ci_low  # type: ignore[union-attr]
+    else:
+        ghz = clock / 1000
+        low, mid, high = t.ci_low / ghz, t.median / ghz, t.ci_high / ghz
+    return {"unit": f"{t.unit} per GHz", "direction": "higher", "median": mid,
+            "ci_low": low, "ci_high": high}  # fmt: skip
 
 
 def entries_to_save(
