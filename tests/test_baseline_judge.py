@@ -181,7 +181,7 @@ def test_a_launch_bound_per_clock_figure_is_launch_bound():
 
 def test_a_latency_of_compute_bound_work_has_a_per_clock_figure():
     r = Result("t.py::attn", None, "calls", 1.0, higher_is_better=False)
-    r.time = type("T", (), {"n": 10})()
+    r.time = type("T", (), {"n": 10, "median": 0.0002})()
     r.throughput = Throughput("ms", 0.2, 0.199, 0.201)
     r.bound, r.telemetry = "compute", {"sm_clock_median_mhz": 1755.0}
     pc = metrics_of(r)["throughput_per_clock"]

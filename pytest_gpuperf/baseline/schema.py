@@ -404,14 +404,13 @@ def _per_clock(result: Result, clock: float) -> dict[str, Any]:
     giga-cycles per call in its unit x GHz (lower is better). Either is a measurement of
     time and clock together, in the class of the work it times (launch-bound work's is
     launch-bound)."""
-    from ..latency import SCALES
     from ..results import UNITS
 
     t, c = result.throughput, result.cycles
-    assert t is not None
+    assert t is not None and result.time is not None
     have = c is not None and c.median > 0 and c.ci_low > 0
-    if not result.higher_is_better and t.unit in SCALES:  # a latency
-        scale, ghz = SCALES[t.unit], clock / 1000
+    if not result.higher_is_better and result.time.median > 0:  # a latency: time x scale
+        scale, ghz = t.median / result.time.median, clock / 1000
         if have:
             low, mid, high = (x * scale for x in (c.ci_low, c.median, c.ci_high))  # type: ignore[union-attr]
         else:
