@@ -355,11 +355,12 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     reason = skip_reason(item)
     if reason:
         item.add_marker(pytest.mark.skip(reason=reason))
-    if "gpu_benchmark" in getattr(item, "fixturenames", ()):
+    names = getattr(item, "fixturenames", ())
+    if "gpu_benchmark" in names:
         # GPU memory resident before this test's fixtures are set up, held by none of its
         # live ones: another test's, which flags an OOM point found beside it (memory.py)
         held = fixture_memory(item.config)
-        item.stash[FOREIGN_KEY] = held.begin(item.fixturenames, memory.allocated_now())
+        item.stash[FOREIGN_KEY] = held.begin(names, memory.allocated_now())
     return (yield)
 
 

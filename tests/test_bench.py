@@ -92,4 +92,4 @@ def test_the_settings_noise_classes_are_the_noise_models():
     from pytest_gpuperf.baseline.noise import CLASSES
     from pytest_gpuperf.settings import NOISE_CLASSES
 
-    assert NOISE_CLASSES == ("auto", *CLASSES)
+    assert ("auto", *CLASSES) == NOISE_CLASSES
