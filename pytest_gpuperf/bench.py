@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .results import Result, Throughput, lower_is_better_unit
 from .settings import MeasureConfig, SettingError, parse_layer, resolve
+from .settings import noise_class as parse_noise_class
 from .timing import OutOfMemory, measure
 
 if TYPE_CHECKING:
@@ -34,8 +36,11 @@ class GpuBenchmark:
         gpus_used: int = 1,
         params: dict[str, Any] | None = None,
         disabled: bool = False,
+        foreign: Callable[[], int | None] | None = None,
     ) -> None:
         self.nodeid = nodeid
+        # bytes of another test's memory resident now (memory.foreign_now), None without CUDA
+        self._foreign = foreign
         # pytest-benchmark's --benchmark-disable: each call runs its work once, unmeasured,
         # and nothing is recorded (benchflags.py)
         self.disabled = disabled
@@ -173,19 +178,16 @@ class GpuBenchmark:
         """A measurement timed elsewhere (e.g. in the ranks of a multi-GPU benchmark, which
         time their own collectives): `samples` are seconds per call. It becomes a Result
         like any other, judged against the baseline the same way."""
-        import math
-
         from .results import check_work, resolve_unit, throughput_of
         from .stats import summarize
 
         if metric is not None:
             check_metric_name(metric)
         self._check_new_key(metric, "measured")
-        if not samples or any(
-            isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x) or x <= 0
-            for x in samples
-        ):
-            raise ValueError(f"samples must be positive finite seconds per call, got {samples!r}")
+        if not samples or any(finite_number(x) is None or x <= 0 for x in samples):
+            raise ValueError(
+                f"samples must be positive finite seconds per call, got {samples!r}"[:300]
+            )
         cfg = self.config()
         unit_key = resolve_unit(unit)
         result = Result(
@@ -220,6 +222,19 @@ class GpuBenchmark:
         gpu = self.snapshot.primary
         if self.backend == "cuda" and gpu is not None:
             result.gpu_uuid = gpu.uuid
+        if self.backend == "cuda" and self._foreign is not None:
+            result.foreign_allocated = self._foreign()
+            if result.foreign_resident:
+                from .units import format_size
+
+                what = "this out-of-memory point" if result.outcome == "oom" else "this figure"
+                result.notes.append(
+                    f"{format_size(result.foreign_allocated)} of another test's GPU memory "
+                    f"(held by none of this test's fixtures) was resident when {what} was "
+                    "found: a batch that fits or not is then judged on less memory than the "
+                    "card has; run the test in a process of its own, or hold a shared model "
+                    "in a fixture this test requests"
+                )
         if gpu is not None:
             where = gpu.pci_bus_id or gpu.uuid
             result.gpu = f"GPU {gpu.index}" + (f" ({where})" if where else "")
@@ -238,6 +253,8 @@ class GpuBenchmark:
             line = f"{result.key}: {result.outcome.upper()}"
         else:
             mem = f", peak {format_size(result.peak_reserved)}" if result.peak_reserved else ""
+            if mem and result.resident_allocated:  # the step's own, and what it began beside
+                mem += f" (+{format_size(result.resident_allocated)} resident)"
             assert result.time is not None
             shown = result.throughput.format(result.time.ci_exact, result.time.n)
             line = f"{result.key}: {shown}{mem}"
@@ -288,18 +305,21 @@ class GpuBenchmark:
         judged. `derived_from`: the metric name of this test's measurement the figure was
         computed from ("" for the test's unnamed one): one measurement, so it shares that
         measurement's noise class and is not counted again in the run's false-alarm budget.
-        `noise_class`: one of baseline.noise.CLASSES, to override the assigned class."""
-        import math
-
-        from .baseline.noise import CLASSES
-
+        `noise_class`: a class of the noise model (settings.NOISE_CLASSES: the values
+        @pytest.mark.gpuperf(noise_class=...) takes, in any case) to override the assigned
+        one; None or "auto" leaves it assigned."""
         check_metric_name(metric)
         if not isinstance(gate, bool):
             raise ValueError(f"gate must be True or False, got {gate!r}")
-        if noise_class is not None and noise_class not in CLASSES:
-            raise ValueError(
-                f"noise_class must be one of {', '.join(CLASSES)}, got {noise_class!r}"
-            )
+        if noise_class is not None:
+            try:
+                noise_class = parse_noise_class(noise_class)
+            except ValueError as exc:
+                raise ValueError(
+                    f"{self.nodeid}: record({metric!r}, ..., noise_class={noise_class!r}): {exc}"
+                ) from None
+            if noise_class == "auto":
+                noise_class = None
         if derived_from is not None:
             source = f"{self.nodeid}::{derived_from}" if derived_from else self.nodeid
             if not any(r.key == source and r.kind == "measured" for r in self.results):
@@ -307,12 +327,13 @@ class GpuBenchmark:
                     f"derived_from={derived_from!r}: no measurement {source} in this test yet "
                     "(measure it with gpu_benchmark(...) first)"
                 )
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
-            raise ValueError(f"value of {metric!r} must be a finite number, got {value!r}")
+        if finite_number(value) is None:
+            shown = (
+                f"a whole number of {len(str(abs(value)))} digits, beyond a float's range"
+                if isinstance(value, int) and not isinstance(value, bool)
+                else repr(value)[:100]
+            )
+            raise ValueError(f"value of {metric!r} must be a finite number, got {shown}")
         if value < 0:
             raise ValueError(f"value of {metric!r} must be >= 0, got {value!r}")
         if not isinstance(unit, str) or not unit.strip() or not unit.isprintable():
@@ -345,6 +366,18 @@ class GpuBenchmark:
         if not self.disabled:
             self.results.append(result)
         return result
+
+
+def finite_number(value: object) -> float | None:
+    """`value` as a finite float, or None for a bool, a non-number, an infinity, NaN, or a
+    whole number too large for a float (10**400, which math.isfinite cannot take)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        v = float(value)
+    except OverflowError:
+        return None
+    return v if math.isfinite(v) else None
 
 
 def check_metric_name(metric: object) -> None:

@@ -95,6 +95,35 @@ def gpu_dtype(request: pytest.FixtureRequest) -> Iterator[Any]:
 # --------------------------------------------------------------------------- measurement
 
 BENCH_KEY = pytest.StashKey[Any]()
+# the GPU memory each live fixture's setup allocated (memory.FixtureMemory), per run
+FIXTURE_MEMORY_KEY = pytest.StashKey[Any]()
+# another test's memory when this test's setup began (memory.FixtureMemory.begin)
+FOREIGN_KEY = pytest.StashKey["int | None"]()
+
+
+def fixture_memory(config: pytest.Config) -> Any:
+    """The run's memory.FixtureMemory, made on first use."""
+    held = config.stash.get(FIXTURE_MEMORY_KEY, None)
+    if held is None:
+        from .memory import FixtureMemory
+
+        held = config.stash[FIXTURE_MEMORY_KEY] = FixtureMemory()
+    return held
+
+
+def _foreign_reader(item: pytest.Item) -> Any:
+    """A callable: bytes of another test's GPU memory resident now, at most (None without
+    CUDA): what was foreign when the test's setup began and is not its fixtures' now."""
+    from .memory import allocated_now, foreign_now
+
+    held = fixture_memory(item.config)
+    names = tuple(getattr(item, "fixturenames", ()))
+
+    def read() -> int | None:
+        at_setup = item.stash.get(FOREIGN_KEY, None)
+        return foreign_now(at_setup, held.own(names), allocated_now())
+
+    return read
 
 
 def _marker_layer(item: pytest.Item) -> Layer:
@@ -173,6 +202,7 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
         gpus_used=_gpus_used(item),
         params=_params(item),
         disabled=benchmarks_disabled(request.config),
+        foreign=_foreign_reader(item) if isinstance(item, pytest.Item) else None,
     )
     item.stash[BENCH_KEY] = bench
     return bench

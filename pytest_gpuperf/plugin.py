@@ -15,10 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from . import memory
 from .fixtures import (
     BENCH_KEY,
+    FIXTURE_MEMORY_KEY,
+    FOREIGN_KEY,
     cast_audit,
     dtype_param,
+    fixture_memory,
     gpu_benchmark,
     gpu_device,
     gpu_dtype,
@@ -351,7 +355,32 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     reason = skip_reason(item)
     if reason:
         item.add_marker(pytest.mark.skip(reason=reason))
+    names = getattr(item, "fixturenames", ())
+    if "gpu_benchmark" in names:
+        # GPU memory resident before this test's fixtures are set up, held by none of its
+        # live ones: another test's, which flags an OOM point found beside it (memory.py)
+        held = fixture_memory(item.config)
+        item.stash[FOREIGN_KEY] = held.begin(names, memory.allocated_now())
     return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    # the GPU memory a fixture's setup allocates is its tests' own (memory.FixtureMemory);
+    # nothing is read until CUDA is in use in this process
+    before = memory.allocated_now()
+    try:
+        return (yield)
+    finally:
+        after = memory.allocated_now()
+        if after is not None:
+            fixture_memory(request.config).setup(fixturedef, before, after)
+
+
+def pytest_fixture_post_finalizer(fixturedef: Any, request: pytest.FixtureRequest) -> None:
+    held = request.config.stash.get(FIXTURE_MEMORY_KEY, None)
+    if held is not None:
+        held.finished(fixturedef)
 
 
 @pytest.hookimpl(wrapper=True)

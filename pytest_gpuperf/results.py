@@ -146,8 +146,16 @@ class Result:
     warmup_s: float = 0.0
     measure_s: float = 0.0
     stop_reason: str = ""
-    peak_allocated: int | None = None  # bytes, torch's caching allocator, reset per benchmark
+    # bytes: the timed calls' own peak above what was live when they began (memory.py), the
+    # same whatever ran before; peak_reserved is the baseline's gated memory figure
+    peak_allocated: int | None = None
     peak_reserved: int | None = None
+    # bytes allocated when the timed calls began (the test's fixtures, state the work keeps,
+    # anything another test left): informational, it depends on what ran before
+    resident_allocated: int | None = None
+    # bytes of another test's memory resident during this test (held by none of its
+    # fixtures), at most; an OOM point or a recorded figure is flagged when it is large
+    foreign_allocated: int | None = None
     telemetry: dict[str, Any] | None = None
     energy_per_unit_j: float | None = None  # joules per unit of work
     busy_fraction: float | None = None
@@ -217,7 +225,22 @@ class Result:
             out.append(f"emulated {self.emulated}")
         if self.host and self.host.get("busy"):
             out.append("busy-host")
+        if self.foreign_resident:
+            out.append(f"foreign memory {format_size(self.foreign_allocated)}")
         return out
+
+    @property
+    def foreign_resident(self) -> bool:
+        """Whether another test's memory was resident when this out-of-memory point or
+        recorded figure (a largest batch, say) was found: it then answers "does it fit"
+        for less memory than the card has (memory.FOREIGN_FLAG_BYTES and over)."""
+        from .memory import FOREIGN_FLAG_BYTES
+
+        return (
+            self.foreign_allocated is not None
+            and self.foreign_allocated >= FOREIGN_FLAG_BYTES
+            and (self.outcome == "oom" or self.kind == "recorded")
+        )
 
     @property
     def value(self) -> float | None:

@@ -113,7 +113,7 @@ def noise_class(value: Any) -> str:
     'auto': assigned from its unit and flags."""
     if isinstance(value, str) and value.strip().lower() in NOISE_CLASSES:
         return value.strip().lower()
-    raise ValueError(f"use one of {', '.join(NOISE_CLASSES)}, got {value!r}")
+    raise ValueError(f"use one of {', '.join(NOISE_CLASSES)} (in any case), got {value!r}")
 
 
 def boolean(value: Any) -> bool:

@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from . import memory
 from .clock import synchronized_perf_counter  # noqa: F401  (re-exported)
 from .results import Result, check_work, resolve_unit, throughput_of
 from .settings import MAX_SAMPLES, MeasureConfig
@@ -176,11 +177,12 @@ def _capture_graph(torch: Any, fn: Callable[[], Any], k: int) -> Any:
     return graph
 
 
-def _l2_flusher(torch: Any) -> Callable[[], Any]:
+def _l2_flusher(torch: Any) -> tuple[Callable[[], Any], int]:
+    """A call that evicts the L2 cache (writing a buffer twice its size), and its bytes."""
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     l2 = int(getattr(props, "L2_cache_size", 0) or 64 * 2**20)
     buf = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
-    return lambda: buf.random_(0, 255)
+    return (lambda: buf.random_(0, 255)), 2 * l2
 
 
 def busy_fraction_profiler(
@@ -268,7 +270,7 @@ def measure(
         _measure_into(result, fn, cfg, torch, telemetry)
     except Exception as exc:
         if is_oom(exc):
-            peak = None
+            peak = None  # the process's, resident memory included: not the step's own
             if torch is not None:
                 peak = torch.cuda.max_memory_reserved()
             message = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
@@ -276,7 +278,7 @@ def measure(
             del exc
             raise OutOfMemory(
                 f"{result.key or 'benchmark'} ran out of memory ({message})"
-                + (f"; peak reserved {peak / 2**30:.1f} GiB" if peak else "")
+                + (f"; the process's peak reserved {peak / 2**30:.1f} GiB" if peak else "")
                 + "; its memory was released"
             ) from None
         raise
@@ -307,11 +309,7 @@ def _measure_into(
     torch: Any,
     telemetry: Callable[[float], Any] | None,
 ) -> None:
-    if torch is not None:
-        torch.cuda.synchronize()
-        # blocks cached for earlier tests would count in this one's peak reserved memory:
-        # the figure would then depend on what ran before (seen on the H200: 763 vs 580 MiB)
-        torch.cuda.empty_cache()
+    if torch is not None:  # the peaks an OOM message reports: this measurement's
         torch.cuda.reset_peak_memory_stats()
     clock: CpuClock | CudaClock = CudaClock(torch) if torch is not None else CpuClock()
 
@@ -323,16 +321,19 @@ def _measure_into(
         k = max(1, min(k, math.floor(cfg.max_time / (cfg.min_samples * per_call))))
     result.calls_per_sample = k
 
+    between, flush_bytes = None, 0
+    if cfg.flush_l2:
+        if torch is not None:
+            between, flush_bytes = _l2_flusher(torch)
+        else:
+            result.notes.append("flush_l2 ignored: not a CUDA run")
+    # the step's own memory: from here (after the warm-up, the flush buffer allocated) to
+    # the end of sampling, whatever is resident (memory.py)
+    window = memory.open_window(torch) if torch is not None else None
     if torch is not None and cfg.cuda_graph:
         clock = CudaClock(torch, _capture_graph(torch, fn, k))
     elif cfg.cuda_graph:
         result.notes.append("cuda_graph ignored: not a CUDA run")
-    between = None
-    if cfg.flush_l2:
-        if torch is not None:
-            between = _l2_flusher(torch)
-        else:
-            result.notes.append("flush_l2 ignored: not a CUDA run")
     result.timer = clock.name
 
     rule = StopRule(
@@ -393,9 +394,10 @@ def _measure_into(
             f"noisy: IQR is {result.time.rel_iqr * 100:.0f}% of the median (over 10%)"
         )
 
-    if torch is not None:
-        result.peak_allocated = int(torch.cuda.max_memory_allocated())
-        result.peak_reserved = int(torch.cuda.max_memory_reserved())
+    if window is not None:
+        step = memory.close_window(torch, window, exclude=flush_bytes)
+        result.peak_allocated, result.peak_reserved = step.peak_allocated, step.peak_reserved
+        result.resident_allocated = step.resident
     if sampler is not None:
         summ = sampler.summary()
         result.telemetry = summ.to_dict()

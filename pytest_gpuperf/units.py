@@ -75,10 +75,16 @@ def _unit_names() -> list[str]:
 
 
 def format_size(num_bytes: float | None) -> str:
-    """Human-readable binary size, e.g. 42949672960 -> '40.0 GiB'."""
+    """Human-readable binary size, e.g. 42949672960 -> '40.0 GiB'. A whole number beyond a
+    float's range (10**400) is shown in TiB with an exponent, not refused."""
     if num_bytes is None:
         return "n/a"
-    value = float(num_bytes)
+    try:
+        value = float(num_bytes)
+    except OverflowError:  # an int too large for a float: only TiB can hold it
+        from decimal import Decimal
+
+        return f"{Decimal(int(num_bytes)) / 1024**4:.1e} TiB"
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(value) < 1024:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"

@@ -194,3 +194,84 @@ HOST = dataclasses.replace(
 def pytest_configure(config):
     get_session(config).set_snapshot(HOST)
 """
+
+
+class FakeCudaMemory:
+    """torch.cuda's memory API over a caching allocator reduced to its arithmetic: a freed
+    block stays reserved (cached) until empty_cache(); an allocation takes cached bytes
+    first, then reserves new ones; the peaks follow both counters until reset. Also enough
+    of torch.cuda for the measuring engine's CUDA path: events on a clock that moves by
+    `tick` seconds per read, synchronize(), is_initialized()."""
+
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    def __init__(self, tick: float = 1e-3) -> None:
+        self.allocated = self.cached = 0
+        self.max_allocated = self.max_reserved = 0
+        self.calls: list[str] = []
+        self.now, self.tick = 0.0, tick
+        fake = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                self.t = 0.0
+
+            def record(self) -> None:
+                fake.now += fake.tick
+                self.t = fake.now
+
+            def synchronize(self) -> None:
+                pass
+
+            def elapsed_time(self, end: Any) -> float:
+                return (end.t - self.t) * 1e3
+
+        self.Event = Event
+
+    @property
+    def reserved(self) -> int:
+        return self.allocated + self.cached
+
+    def alloc(self, n: int) -> None:
+        self.cached = max(0, self.cached - n)
+        self.allocated += n
+        self.max_allocated = max(self.max_allocated, self.allocated)
+        self.max_reserved = max(self.max_reserved, self.reserved)
+
+    def free(self, n: int) -> None:
+        self.allocated -= n
+        self.cached += n
+
+    # torch.cuda's names
+    def is_initialized(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        self.calls.append("synchronize")
+
+    def empty_cache(self) -> None:
+        self.calls.append("empty_cache")
+        self.cached = 0
+
+    def reset_peak_memory_stats(self) -> None:
+        self.calls.append("reset_peak_memory_stats")
+        self.max_allocated, self.max_reserved = self.allocated, self.reserved
+
+    def memory_allocated(self) -> int:
+        return self.allocated
+
+    def memory_reserved(self) -> int:
+        return self.reserved
+
+    def max_memory_allocated(self) -> int:
+        return self.max_allocated
+
+    def max_memory_reserved(self) -> int:
+        return self.max_reserved
+
+
+def fake_torch(cuda: FakeCudaMemory) -> SimpleNamespace:
+    """A stand-in for the torch module whose `cuda` is `cuda` (sys.modules["torch"] in a
+    test, so the engine's lazy `import torch` finds it)."""
+    return SimpleNamespace(cuda=cuda)

@@ -43,6 +43,7 @@ CORE = {
     "emulation",
     "extras",
     "marks",
+    "memory",
     "nvml",
     "profiles",
     "results",

@@ -12,6 +12,16 @@ from .gateproject import FAST
         ('record("m", 5, None)', "unit of 'm' must be a non-empty string, got None"),
         ('record("m", 5, "")', "unit of 'm' must be a non-empty string"),
         ('record("m", float("nan"), "x")', "value of 'm' must be a finite number"),
+        (
+            'record("m", 10**400, "x")',
+            "value of 'm' must be a finite number, got a whole number of 401 digits",
+        ),
+        ('from_samples([10**400], work=1, unit="calls")', "samples must be positive finite"),
+        (
+            'record("m", 5, "x", noise_class="modle")',
+            "test_r.py::test_r: record('m', ..., noise_class='modle'): use one of auto, "
+            "bandwidth, compute, model, launch-bound, memory, recorded (in any case)",
+        ),
         ('record("m", 5, "ms", higher_is_better="yes")', "higher_is_better must be True, False or None"),
     ],
 )
@@ -46,3 +56,40 @@ def test_key_collisions_are_errors_naming_both(project, body, message):
     result = project.runpytest(*FAST, "test_k.py")
     result.assert_outcomes(failed=1)
     assert message in result.stdout.str()
+
+
+NOISE_CLASS_CASES = """
+import pytest
+
+@pytest.mark.gpuperf(noise_class="MODEL")
+def test_marker(gpu_benchmark):
+    from vclock import spin
+    assert gpu_benchmark(lambda: spin(0.001)).noise_class == "model"
+
+def test_record(gpu_benchmark):
+    assert gpu_benchmark.record("m", 5, "x", noise_class="MODEL").noise_class == "model"
+    assert gpu_benchmark.record("n", 5, "x", noise_class=" Auto ").noise_class is None
+"""
+
+
+def test_noise_class_is_checked_alike_in_the_marker_and_in_record(project):
+    """Both take settings.NOISE_CLASSES in any case, and a bad one names where it was
+    given and the values allowed."""
+    project.makepyfile(test_n=NOISE_CLASS_CASES)
+    project.runpytest(*FAST, "test_n.py").assert_outcomes(passed=2)
+    project.makepyfile(
+        test_bad='import pytest\n\n@pytest.mark.gpuperf(noise_class="modle")\n'
+        "def test_bad(gpu_benchmark):\n    pass\n"
+    )
+    result = project.runpytest(*FAST, "test_bad.py")
+    result.stdout.fnmatch_lines(
+        ["*test_bad.py::test_bad: @pytest.mark.gpuperf: marker: noise_class='modle': use one "
+         "of auto, bandwidth, compute, model, launch-bound, memory, recorded (in any case)*"]
+    )  # fmt: skip
+
+
+def test_the_settings_noise_classes_are_the_noise_models():
+    from pytest_gpuperf.baseline.noise import CLASSES
+    from pytest_gpuperf.settings import NOISE_CLASSES
+
+    assert ("auto", *CLASSES) == NOISE_CLASSES

@@ -275,3 +275,78 @@ def test_compiled_bf16_decoder_differs_from_generate_only_at_a_near_tie(mode):
         gap = float(top.values[0] - top.values[1])
         assert gap <= 0.05 * max(1.0, abs(float(top.values[0]))), (row, pos, gap)
         assert int(ours[row, pos]) in top.indices.tolist(), (row, pos)
+
+
+# The same test's peak memory whatever ran before it (memory.py): alone, after a test that
+# left 1 GiB alive (an odd-sized block and a small one beside it), after one that left 1 GiB
+# in the allocator's cache, after other matmul work (cuBLAS workspaces), and under -k.
+ORDERED = """
+import json, os
+
+import torch
+
+GIB, MIB = 2**30, 2**20
+KEEP = []
+
+
+def _write(row):
+    with open(os.environ["PEAKS"], "a") as f:
+        f.write(json.dumps(row) + "\\n")
+
+
+def test_a_leaves_a_tensor_alive():
+    KEEP.append(torch.empty(GIB + 3 * MIB, dtype=torch.uint8, device="cuda"))
+    KEEP.append(torch.empty(1000, device="cuda"))
+
+
+def test_b_leaves_its_cache():
+    x = torch.empty(GIB, dtype=torch.uint8, device="cuda")
+    del x
+
+
+def test_c_other_work(gpu_benchmark):
+    b = torch.randn(8192, 8192, device="cuda")
+    gpu_benchmark(lambda: b @ b, max_time=0.3)
+
+
+def test_d_measured(gpu_benchmark):
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    r = gpu_benchmark(lambda: (a @ a).float().sum(), max_time=0.3)
+    _write(["peak", r.peak_allocated, r.peak_reserved, r.resident_allocated])
+
+
+def test_e_records(gpu_benchmark):
+    r = gpu_benchmark.record("max_batch", 8, "samples")
+    _write(["foreign", r.foreign_allocated, r.foreign_resident, r.flags()])
+"""
+
+
+def test_the_step_peak_does_not_depend_on_what_ran_before(pytester, monkeypatch):
+    import json
+
+    pytester.makepyfile(test_o=ORDERED)
+    runs = {
+        "alone": ["-k", "test_d"],
+        "after all": [],
+        "after the cache": ["-k", "test_b or test_d"],
+        "after the leak": ["-k", "test_a or test_d"],
+    }
+    peaks, foreign = {}, {}
+    for name, args in runs.items():
+        path = pytester.path / f"{name.replace(' ', '-')}.jsonl"
+        monkeypatch.setenv("PEAKS", str(path))
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+        assert result.ret == 0, result.stdout.str()
+        for row in map(json.loads, path.read_text().splitlines()):
+            (peaks if row[0] == "peak" else foreign)[name] = row[1:]
+    alone_alloc, alone_reserved, _ = peaks["alone"]
+    assert alone_alloc >= 4096 * 4096 * 6  # the bf16 product and its float32 copy
+    for name, (alloc, reserved, _resident) in peaks.items():
+        assert alloc == alone_alloc, (name, peaks)  # to the byte
+        assert abs(reserved - alone_reserved) <= max(20 * 2**20, 0.01 * alone_reserved), peaks
+    # what was resident is reported beside the peak: the leak is there, not in the peak
+    assert peaks["after the leak"][2] - peaks["alone"][2] >= 2**30 + 3 * 2**20
+    # a figure recorded beside the leaked gigabyte is flagged with it
+    amount, flagged, flags = foreign["after all"]
+    assert amount >= 2**30 + 3 * 2**20 and flagged
+    assert any(f.startswith("foreign memory 1.0 GiB") for f in flags), flags

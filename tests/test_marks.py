@@ -39,6 +39,11 @@ def test_vram_on_cpu_skips_and_says_why():
     assert reason.startswith("needs a GPU with 1.0 GiB; no GPU visible")
 
 
+def test_a_vram_need_beyond_a_floats_range_skips_with_its_size():
+    assert marks.evaluate(vram(10**400), CPU).startswith("needs a GPU with 9.1e+387 TiB")
+    assert marks.evaluate(vram(10**400), H200).startswith("needs 9.1e+387 TiB of GPU memory")
+
+
 def test_vram_uses_the_mig_slice_not_the_card():
     reason = marks.evaluate(vram("8GiB"), MIG_1G)
     assert reason == "needs 8.0 GiB of GPU memory, 4.8 GiB available on MIG 1g.5gb"

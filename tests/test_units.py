@@ -83,3 +83,4 @@ def test_format_size():
     assert format_size(40 * 1024**3) == "40.0 GiB"
     assert format_size(512) == "512 B"
     assert format_size(None) == "n/a"
+    assert format_size(10**400) == "9.1e+387 TiB"  # no OverflowError
