@@ -227,3 +227,48 @@ def test_an_emulated_run_is_saved_and_loaded_with_its_flags(tmp_path):
     path = tmp_path / "h200@a100-40gb.json"
     save(path, "h200@a100-40gb", entries_to_save([r], {}, date="d0", commit=None), now="n0")
     assert load(path).entries["t.py::a::max_batch"]["flags"]["emulated"] == "a100-40gb"
+
+
+def test_a_version_1_file_keeps_its_process_peaks_aside_and_the_step_peak_starts_afresh(tmp_path):
+    """Version 1 saved the process's peak memory (it depended on which tests ran before: the
+    H200's -52..-75% and +62% "changes"); version 2 saves the step's own. A version-1 file
+    is read with that figure moved aside, informational, nothing dropped, and the next save
+    writes version 2 with the step's peak as a new history."""
+    from pytest_gpuperf.baseline.schema import MIGRATED_PEAK, VERSION
+
+    v1 = {"schema": "pytest-gpuperf/baseline", "version": 1, "profile": "h200",
+          "updated": "2026-11-30", "entries": {"t.py::a": {"environment": {"gpu": "G"}, "metrics": {
+              "throughput": {"unit": "tokens/s", "direction": "higher", "median": 100.0,
+                             "history": [{"median": 100.0, "date": "d0"}]},
+              "peak_reserved": {"unit": "bytes", "direction": "lower", "median": 9e9,
+                                "noise_class": "memory",
+                                "history": [{"median": 9e9, "date": "d0"},
+                                            {"median": 4e9, "date": "d1"}]}}}}}  # fmt: skip
+    path = tmp_path / "h200.json"
+    path.write_text(json.dumps(v1))
+    metrics = load(path).entries["t.py::a"]["metrics"]
+    assert "peak_reserved" not in metrics
+    assert metrics[MIGRATED_PEAK]["gate"] is False
+    assert [h["median"] for h in metrics[MIGRATED_PEAK]["history"]] == [9e9, 4e9]
+    new = update("t.py::a", 101.0)
+    new["t.py::a"]["metrics"]["peak_reserved"] = {
+        "unit": "bytes", "direction": "lower", "median": 2e9, "ci_low": 2e9, "ci_high": 2e9,
+        "n": 1, "noise_class": "memory"}  # fmt: skip
+    save(path, "h200", new, now="n1")
+    data = json.loads(path.read_text())
+    assert data["version"] == VERSION == 2
+    m = data["entries"]["t.py::a"]["metrics"]
+    assert [h["median"] for h in m["peak_reserved"]["history"]] == [2e9]
+    assert [h["median"] for h in m[MIGRATED_PEAK]["history"]] == [9e9, 4e9]
+    assert len(m["throughput"]["history"]) == 2
+
+
+def test_the_shipped_h200_baseline_is_version_2_with_its_process_peaks_aside():
+    from pathlib import Path
+
+    from pytest_gpuperf.baseline.schema import MIGRATED_PEAK
+
+    b = load(Path(__file__).parent.parent / "baselines" / "h200.json")
+    peaks = [e["metrics"].get(MIGRATED_PEAK) for e in b.entries.values()]
+    assert sum(p is not None for p in peaks) == 49
+    assert not any("peak_reserved" in e["metrics"] for e in b.entries.values())

@@ -3,11 +3,11 @@ result puts into an entry (`metrics_of`, `entries_to_save`), what a file must ho
 (`validate`), and how saved entries merge into a file (`merge`). Reading and writing the
 file (size limits, strict JSON, the lock, the atomic rename) is `store`'s job.
 
-Schema (version 1), documented in docs/baselines.md:
+Schema (version 2), documented in docs/baselines.md:
 
     {
       "schema": "pytest-gpuperf/baseline",
-      "version": 1,
+      "version": 2,
       "profile": "h200",
       "updated": "2026-11-30T02:00:00+00:00",
       "entries": {
@@ -48,7 +48,11 @@ if TYPE_CHECKING:
 SCHEMA = "pytest-gpuperf/baseline"
 
 
-VERSION = 1
+VERSION = 2
+# Version 1 saved the process's peak memory as `peak_reserved` (it depended on which tests
+# ran before); version 2 saves the step's own. A version-1 file is read by moving that
+# figure aside as `process_peak_reserved`, informational, with its history intact.
+MIGRATED_PEAK = "process_peak_reserved"
 
 
 MAX_INT_DIGITS = 20  # no count or value in a baseline needs more
@@ -160,11 +164,34 @@ def _text_or_none(value: Any) -> bool:
     return value is None or isinstance(value, str)
 
 
+def migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 file as version 2: each entry's `peak_reserved` (the process's peak,
+    which depended on what ran before) becomes `process_peak_reserved`, informational
+    (gate false), so the step's own peak starts a history of its own. Nothing is dropped."""
+    out = {**data, "version": VERSION}
+    entries = data.get("entries")
+    if not isinstance(entries, dict):
+        return out
+    new_entries: dict[str, Any] = {}
+    for key, entry in entries.items():
+        metrics = entry.get("metrics") if isinstance(entry, dict) else None
+        if isinstance(metrics, dict) and "peak_reserved" in metrics and MIGRATED_PEAK not in metrics:
+            moved = dict(metrics)
+            old = moved.pop("peak_reserved")
+            moved[MIGRATED_PEAK] = {**old, "gate": False} if isinstance(old, dict) else old
+            entry = {**entry, "metrics": moved}
+        new_entries[key] = entry
+    out["entries"] = new_entries
+    return out
+
+
 def validate(path: Path, data: Any) -> BaselineFile:
     if not isinstance(data, dict):
         raise file_error(path, f"expected a JSON object, got {type(data).__name__}")
     if data.get("schema") != SCHEMA:
         raise file_error(path, f"not a pytest-gpuperf baseline (schema {data.get('schema')!r})")
+    if type(data.get("version")) is int and data.get("version") == 1:
+        data = migrate_v1(data)
     if type(data.get("version")) is not int or data.get("version") != VERSION:  # not 1.0, true
         raise file_error(
             path,
