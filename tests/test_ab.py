@@ -494,8 +494,10 @@ def editable_src_project(tmp_path, *pip_args):
     """A src-layout package (`src/slowpkg`) in a git repo, its tests in tests/, installed
     editable (`pip install -e .`, offline) into a venv of its own that sees this one's
     packages (pytest, this plugin, setuptools). The base commit does 10 steps a call,
-    the head 13: the head is 30% slower, counted in work on the virtual clock. Returns
-    (repo, the venv's python)."""
+    the head 13: the head is 30% slower, counted in work on the virtual clock. The venv
+    is the project's .venv (git-ignored), and a module of it is imported by every process
+    (as an editable install's finder is): the interpreter's files are nobody's side.
+    Returns (repo, the venv's python)."""
     import sysconfig
     from pathlib import Path
 
@@ -503,7 +505,7 @@ def editable_src_project(tmp_path, *pip_args):
     (repo / "src" / "slowpkg").mkdir(parents=True)
     (repo / "tests").mkdir()
     (repo / "pyproject.toml").write_text(PYPROJECT)
-    (repo / ".gitignore").write_text("*.egg-info/\nbuild/\n.vclock-sessions\n__pycache__/\n")
+    (repo / ".gitignore").write_text("*.egg-info/\nbuild/\n.vclock-sessions\n__pycache__/\n.venv/\n")
     (repo / "src" / "slowpkg" / "__init__.py").write_text("STEPS = 10\n")
     (repo / "tests" / "test_w.py").write_text(WORK_TEST)
     (repo / "tests" / "vclock.py").write_text(Path(vclock.__file__).read_text())
@@ -515,7 +517,7 @@ def editable_src_project(tmp_path, *pip_args):
     git(repo, "commit", "-qm", "base")
     (repo / "src" / "slowpkg" / "__init__.py").write_text("STEPS = 13\n")
     git(repo, "commit", "-qam", "head: 30% more work a call")
-    venv = tmp_path / "venv"
+    venv = repo / ".venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     site = subprocess.run(
@@ -523,7 +525,8 @@ def editable_src_project(tmp_path, *pip_args):
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     outer = sysconfig.get_paths()["purelib"]
-    Path(site, "outer.pth").write_text(f"import site; site.addsitedir({outer!r})\n")
+    Path(site, "outer_site.py").write_text(f"import site\nsite.addsitedir({outer!r})\n")
+    Path(site, "outer.pth").write_text("import outer_site\n")
     pip = subprocess.run(
         [python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-build-isolation",
          *pip_args, "-e", str(repo)],
