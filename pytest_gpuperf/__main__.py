@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ab.add_argument("--base", required=True, help="git ref of the base (e.g. origin/main)")
     ab.add_argument(
-        "--rounds", type=int, default=5, help="interleaved rounds (default: %(default)r)"
+        "--rounds", type=int, default=5, help="interleaved rounds, 2 to 100 (default: %(default)r)"
     )
     add_cli_arguments(ab, ("gpuperf_tolerance", "gpuperf_false_alarm"))
     ab.add_argument("--setup", default=None, help="shell command run once in the base tree")

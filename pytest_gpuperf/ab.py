@@ -1,16 +1,20 @@
-"""`gpuperf ab --base REF -- <pytest args>`: the base commit and the current tree measured
-on the same GPU in one job, interleaved, a fresh pytest process per side and round, and
-judged with a paired statistic over the rounds (the change's interval from the per-round
+"""`gpuperf ab --base REF -- <pytest args>`: the base commit and the current tree measured on
+the same GPU in one job, interleaved, a fresh pytest process per side and round, and judged
+with a paired statistic over the rounds (the change's interval from the per-round
 differences, so what moves both sides of a round cancels).
 
-Machine-to-machine noise (one card's power state against another's) cancels: both sides
-run on this machine within minutes of each other. The base is a detached git worktree of
-REF in a temporary directory; its pytest runs there, with the worktree first on
-PYTHONPATH, so `import yourpackage` (and this plugin, when it is the code under test)
-resolves to the base's code. `--setup CMD` runs once in the worktree before the rounds
-(e.g. to build an extension). Nothing is written to baselines (--gpuperf-baseline=off).
-Stopped by Ctrl-C, SIGTERM or SIGHUP, it removes the worktree and its temporary directory
-(exit 128 + the signal); the next run removes what a run killed with SIGKILL left.
+Machine-to-machine noise (one card's power state against another's) cancels: both sides run
+on this machine within minutes of each other. The base is a detached git worktree of REF in
+a temporary directory; its pytest runs there, with the worktree first on PYTHONPATH and then
+its copy of each directory of the checkout that this interpreter imports from (a src
+layout's src/ that `pip install -e .` put on the path), so `import yourpackage` (and this
+plugin, when it is the code under test) resolves to the base's code. Each round lists the
+files it imported; a base round that imported one from the checkout stops the run (exit 2),
+naming the file. `--setup CMD` runs once in the worktree before the rounds (e.g. to build an
+extension, or `git submodule update --init`). Nothing is written to baselines
+(--gpuperf-baseline=off). Stopped by Ctrl-C, SIGTERM or SIGHUP, it removes the worktree and
+its temporary directory (exit 128 + the signal); the next run removes what a run killed with
+SIGKILL left.
 """
 
 from __future__ import annotations
@@ -23,14 +27,22 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .abprobe import OUT, WATCH
 from .abtree import (  # Stopped: also ab's own interface
     OWNER,
     PREFIX,
+    PROBE,
     Stopped,
+    base_path,
+    foreign_import,
     git,
+    imported_files,
+    install_probe,
+    missing_submodules,
     prune_stale,
     remove_worktree,
     resolve_base,
@@ -67,6 +79,85 @@ def _figures(path: Path) -> Round:
     return out
 
 
+MAX_ROUNDS = 100  # 2 sides a round, a fresh pytest each: past this an A/B is a soak test
+
+
+@dataclass(frozen=True)
+class _Rounds:
+    """What every round of one run shares: where each side runs and the base's PYTHONPATH."""
+
+    root: Path
+    tree: Path  # the base worktree, in the run's temporary directory `work`
+    rel: Path  # the current directory, relative to the repository root
+    work: Path
+    pytest_args: tuple[str, ...]
+    count: int
+    base_pythonpath: str
+
+    def env(self, side: str, imports: Path) -> dict[str, str]:
+        env = dict(os.environ, GPUPERF_AB_SIDE=side)
+        env.pop("GITHUB_STEP_SUMMARY", None)  # ab's own report goes there, not each round's
+        path = self.base_pythonpath if side == "base" else env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (path, str(self.work / "probe")) if p)
+        env[WATCH] = os.pathsep.join(str(p.resolve()) for p in (self.root, self.tree))
+        env[OUT] = str(imports)
+        return env
+
+
+def _round(r: _Rounds, side: str, i: int, log: Any) -> tuple[Round, list[Path], Path]:
+    """One side's pytest of round i: its figures, the files it imported from the checkout
+    or the base worktree, and its results file; ABError when it did not run, or ran the
+    other side's code."""
+    what = f"{side} round {i + 1}"
+    out = r.work / f"{side}-{i}.json"
+    imports = r.work / "imports" / f"{side}-{i}"
+    imports.mkdir(parents=True)
+    cmd = [
+        sys.executable, "-m", "pytest", "-p", PROBE, *r.pytest_args, "-q",
+        "-p", "no:cacheprovider", "--gpuperf-baseline=off", f"--gpuperf-json={out}",
+    ]  # fmt: skip
+    t0 = time.monotonic()
+    run_cwd = (r.tree if side == "base" else r.root) / r.rel
+    done = run_group(cmd, cwd=run_cwd, env=r.env(side, imports))
+    if log is not None:
+        log(f"round {i + 1}/{r.count} {side}: pytest exit {done.returncode}, "
+            f"{time.monotonic() - t0:.1f} s")  # fmt: skip
+    if done.returncode not in (0, 1) or not out.is_file():
+        tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
+        gone = missing_submodules(r.tree) if side == "base" else []
+        hint = [
+            f"the base worktree's submodule(s) {', '.join(gone)} are not checked out (git "
+            'worktree add leaves them empty): pass --setup "git submodule update --init"'
+        ] if gone else []  # fmt: skip
+        raise ABError("\n  ".join([f"{what}: pytest exited {done.returncode} without results:",
+                                   *tail, *hint]))  # fmt: skip
+    files = imported_files(imports)
+    if files is None:
+        raise ABError(f"{what}: pytest did not list the files it imported (its -p {PROBE} "
+                      "plugin did not run): which commit it measured is unknown")  # fmt: skip
+    foreign = foreign_import(side, files, r.root, r.tree)
+    if foreign is not None:
+        raise ABError(_foreign(what, side, foreign, r.tree))
+    try:
+        return _figures(out), files, out
+    except ValueError as exc:
+        raise ABError(f"{what}: results file {out}: {exc}") from None
+
+
+def _foreign(what: str, side: str, path: Path, tree: Path) -> str:
+    if side == "base":
+        return (
+            f"{what} imported {path} from the checkout under test, not from the base "
+            f"worktree {tree}: it would measure the head's code. Name test paths relative "
+            "to the current directory, and put the package's directory on PYTHONPATH "
+            "relative to it (e.g. PYTHONPATH=src), so that each side imports its own"
+        )
+    return (
+        f"{what} imported {path} from the base worktree: the head would measure the base's "
+        "code (a --setup that installs the base into this environment does that)"
+    )
+
+
 def run_ab(
     cwd: Path,
     ref: str,
@@ -79,9 +170,13 @@ def run_ab(
     log: Any = None,
 ) -> dict[str, Any]:
     """Run the rounds and judge them. Returns the report (see main for its use)."""
-    if rounds < 2:
-        raise ABError(f"--rounds must be at least 2 for a paired statistic, got {rounds}")
-    root, sha, head_what = resolve_base(cwd, ref)
+    if not 2 <= rounds <= MAX_ROUNDS:
+        raise ABError(
+            f"--rounds must be at least 2 for a paired statistic and at most {MAX_ROUNDS}, "
+            f"got {rounds}"
+        )
+    checkout = resolve_base(cwd, ref)
+    root = checkout.root
     rel = cwd.resolve().relative_to(root.resolve())
     for line in prune_stale(root):
         if log is not None:
@@ -93,7 +188,7 @@ def run_ab(
         # who made it, before git registers anything in it: a later run removes the
         # worktree of a run that is gone (killed with SIGKILL, a machine that rebooted)
         (work / OWNER).write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
-        added = git(root, "worktree", "add", "--detach", str(tree), sha)
+        added = git(root, "worktree", "add", "--detach", str(tree), checkout.sha)
         if added.returncode != 0:
             raise ABError(f"git worktree add failed: {added.stderr.strip()}")
         if setup:
@@ -101,45 +196,24 @@ def run_ab(
             if done.returncode != 0:
                 why = done.stderr[-500:]
                 raise ABError(f"--setup {setup!r} failed in the base worktree: {why}")
+        install_probe(work)
+        shared = _Rounds(root, tree, rel, work, tuple(pytest_args), rounds,
+                         base_path(root, tree, os.environ.get("PYTHONPATH")))  # fmt: skip
         figures: dict[str, list[Round]] = {side: [] for side in SIDES}
+        head_ran: set[Path] = set()
         last_head: Path | None = None
         for i in range(rounds):
             # alternate the order (A B, B A, ...) so a slow drift of the card (warming up)
             # does not always favour one side
-            order = SIDES if i % 2 == 0 else SIDES[::-1]
-            for side in order:
-                out = work / f"{side}-{i}.json"
-                run_cwd = (tree if side == "base" else root) / rel
-                env = dict(os.environ, GPUPERF_AB_SIDE=side)
-                env.pop("GITHUB_STEP_SUMMARY", None)  # ab's own report goes there, not each round's
-                if side == "base":
-                    env["PYTHONPATH"] = os.pathsep.join(
-                        p for p in (str(tree), env.get("PYTHONPATH", "")) if p
-                    )
-                cmd = [
-                    sys.executable, "-m", "pytest", *pytest_args, "-q", "-p", "no:cacheprovider",
-                    "--gpuperf-baseline=off", f"--gpuperf-json={out}",
-                ]  # fmt: skip
-                t0 = time.monotonic()
-                done = run_group(cmd, cwd=run_cwd, env=env)
-                if log is not None:
-                    log(f"round {i + 1}/{rounds} {side}: pytest exit {done.returncode}, "
-                        f"{time.monotonic() - t0:.1f} s")  # fmt: skip
-                if done.returncode not in (0, 1) or not out.is_file():
-                    tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
-                    raise ABError(
-                        f"{side} round {i + 1}: pytest exited {done.returncode} without "
-                        f"results:\n  " + "\n  ".join(tail)
-                    )
-                try:
-                    figures[side].append(_figures(out))
-                except ValueError as exc:
-                    raise ABError(f"{side} round {i + 1}: results file {out}: {exc}") from None
+            for side in SIDES if i % 2 == 0 else SIDES[::-1]:
+                measured, files, out = _round(shared, side, i, log)
+                figures[side].append(measured)
                 if side == "head":
                     last_head = out
+                    head_ran.update(files)
         return _judge(figures, last_head, tolerance, false_alarm, {
-            "base": f"{ref} ({sha[:12]})",
-            "head": head_what,
+            "base": f"{ref} ({checkout.sha[:12]})",
+            "head": checkout.head_what(head_ran),
             "rounds": rounds,
             "pytest_args": list(pytest_args),
             "wall_s": round(time.monotonic() - started, 1),
@@ -261,8 +335,8 @@ def _main(args: Any) -> int:
             setup=args.setup,
             log=log,
         )
-    except ABError as exc:
-        print(f"gpuperf ab: {plain(exc)}", file=sys.stderr)
+    except ABError as exc:  # a round's output: one line each, none acted on by the terminal
+        print("gpuperf ab: " + "\n".join(map(plain, str(exc).splitlines())), file=sys.stderr)
         return 2
     print(f"base: {report['base']}; head: {report['head']}")
     print(f"{report['rounds']} rounds, {report['wall_s']} s")

@@ -90,6 +90,11 @@ def test_a_benchmark_missing_at_the_base_is_new(repo):
     [
         (None, ["--base", "no-such-ref"], "base ref 'no-such-ref' does not exist"),
         (None, ["--base", "HEAD", "--rounds", "1"], "--rounds must be at least 2"),
+        # too many: refused before anything runs (the --setup that fails would run first)
+        (None, ["--base", "HEAD", "--rounds", "101", "--setup", "exit 3"], "and at most 100, got 101"),
+        (None, ["--base", "HEAD", "--rounds", "99999999999999999999", "--setup", "exit 3"], "at most 100"),
+        (None, ["--base=--all", "--setup", "exit 3"], "base ref '--all' does not exist"),
+        (None, ["--base", "HEAD^{tree}", "--setup", "exit 3"], "base ref 'HEAD^{tree}' names no commit"),
         ("nogit", ["--base", "HEAD"], "is not in a git repository"),
         (None, ["--base", "HEAD", "--setup", "exit 3"], "--setup 'exit 3' failed in the base worktree"),
     ],
@@ -112,6 +117,66 @@ def test_a_side_that_cannot_run_is_exit_2_with_its_output(repo):
     assert r.returncode == 2
     assert "head round 1: pytest exited 2 without results" in r.stderr
     assert "nonexistent_module_xyz" in r.stderr
+    # the round's output is shown line by line, not as one line of \x0a escapes
+    assert "\\x0a" not in r.stderr
+    assert any(line.startswith("  ") and "nonexistent_module_xyz" in line for line in r.stderr.splitlines())
+
+
+def test_a_base_missing_its_submodule_says_how_to_check_it_out(repo, tmp_path):
+    """git worktree add leaves submodules empty: the base's ModuleNotFoundError alone did
+    not say why, nor what to do."""
+    lib = tmp_path / "helperlib"
+    lib.mkdir()
+    (lib / "helper.py").write_text("COST = 0.002\n")
+    git(lib, "init", "-q")
+    git(lib, "-c", "user.email=ci@example.invalid", "-c", "user.name=ci", "add", "-A")
+    git(lib, "-c", "user.email=ci@example.invalid", "-c", "user.name=ci", "commit", "-qm", "lib")
+    git(repo.path, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    repo.makepyfile(test_b="import sys\nsys.path.insert(0, 'lib')\nimport helper\n" + BENCH)
+    git(repo.path, "add", "-A")
+    git(repo.path, "commit", "-qm", "a submodule")
+    r = ab(repo.path, rounds=2)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "base round 1: pytest exited 2 without results" in r.stderr and "No module named 'helper'" in r.stderr
+    assert (
+        "  the base worktree's submodule(s) lib are not checked out (git worktree add leaves "
+        'them empty): pass --setup "git submodule update --init"'
+    ) in r.stderr.splitlines()
+    # the setup it names fills it in (file:// allowed only for this local test submodule)
+    r = ab(repo.path, "--setup", "git -c protocol.file.allow=always submodule update --init -q", rounds=2)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "UNCHANGED  test_b.py::test_spin" in r.stdout
+
+
+def test_untracked_files_the_head_ran_are_named_in_what_it_is(repo):
+    """A conftest.py not yet added ran in the head's rounds (the base has none): the head
+    is not 'HEAD <commit>'. Untracked files it did not import are not named."""
+    repo.mkdir("sub")
+    (repo.path / "sub" / "test_s.py").write_text(BENCH)
+    git(repo.path, "add", "-A")
+    git(repo.path, "commit", "-qm", "sub")
+    (repo.path / "sub" / "conftest.py").write_text("LOCAL = True\n")
+    (repo.path / "notes.py").write_text("x = 1\n")
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuperf", "ab", "--base", "HEAD", "--rounds", "2", "--", "sub/test_s.py", *FAST],
+        cwd=repo.path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "head: the working tree (HEAD " in r.stdout
+    assert " plus untracked file(s) sub/conftest.py)\n" in r.stdout
+
+
+def test_a_ref_by_commit_message_is_a_base(repo):
+    """`:/message` (the youngest commit whose message matches) is a valid ref: with
+    `^{commit}` appended it searched for 'base^{commit}' and was refused."""
+    git(repo.path, "commit", "-q", "--allow-empty", "-m", "later")
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuperf", "ab", "--base", ":/base", "--rounds", "2", "--", "test_b.py", *FAST],
+        cwd=repo.path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    first = subprocess.run(["git", "rev-parse", "HEAD~1"], cwd=repo.path, capture_output=True, text=True).stdout
+    assert r.stdout.startswith(f"base: :/base ({first[:12]}); head: HEAD ")
 
 
 # ------------------------------------------------------------------ judging the rounds
@@ -400,3 +465,108 @@ def test_a_worktree_left_by_a_killed_run_is_removed_by_the_next_run(repo, tmp_pa
     assert f"gpuperf ab: removed the base worktree {left[0]} of an earlier run that was stopped" in r.stderr
     assert worktrees(repo.path) == [str(repo.path)]
     assert not left[0].parent.exists()
+
+
+# ------------------------------------------------------------------ where each side's code comes from
+
+PYPROJECT = """
+[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "slowpkg"
+version = "0.1"
+
+[tool.setuptools.packages.find]
+where = ["src"]
+"""
+WORK_TEST = """
+import slowpkg
+from vclock import spin
+
+def test_work(gpu_benchmark):
+    gpu_benchmark(lambda: spin(0.0002 * slowpkg.STEPS), work=1, unit="calls")
+"""
+
+
+def editable_src_project(tmp_path, *pip_args):
+    """A src-layout package (`src/slowpkg`) in a git repo, its tests in tests/, installed
+    editable (`pip install -e .`, offline) into a venv of its own that sees this one's
+    packages (pytest, this plugin, setuptools). The base commit does 10 steps a call,
+    the head 13: the head is 30% slower, counted in work on the virtual clock. The venv
+    is the project's .venv (git-ignored), and a module of it is imported by every process
+    (as an editable install's finder is): the interpreter's files are nobody's side.
+    Returns (repo, the venv's python)."""
+    import sysconfig
+    from pathlib import Path
+
+    repo = tmp_path / "proj"
+    (repo / "src" / "slowpkg").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pyproject.toml").write_text(PYPROJECT)
+    (repo / ".gitignore").write_text("*.egg-info/\nbuild/\n.vclock-sessions\n__pycache__/\n.venv/\n")
+    (repo / "src" / "slowpkg" / "__init__.py").write_text("STEPS = 10\n")
+    (repo / "tests" / "test_w.py").write_text(WORK_TEST)
+    (repo / "tests" / "vclock.py").write_text(Path(vclock.__file__).read_text())
+    (repo / "tests" / "conftest.py").write_text(vclock.CONFTEST)
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "ci@example.invalid")
+    git(repo, "config", "user.name", "ci")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    (repo / "src" / "slowpkg" / "__init__.py").write_text("STEPS = 13\n")
+    git(repo, "commit", "-qam", "head: 30% more work a call")
+    venv = repo / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    outer = sysconfig.get_paths()["purelib"]
+    Path(site, "outer_site.py").write_text(f"import site\nsite.addsitedir({outer!r})\n")
+    Path(site, "outer.pth").write_text("import outer_site\n")
+    pip = subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-build-isolation",
+         *pip_args, "-e", str(repo)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    return repo, python
+
+
+def test_a_src_layout_installed_editable_measures_the_base_s_own_code(tmp_path, monkeypatch):
+    """`pip install -e .` of a src layout puts <repo>/src on sys.path: the base imported
+    the head's code and a 30% slowdown read UNCHANGED +0.00%."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    repo, python = editable_src_project(tmp_path)
+    r = subprocess.run(
+        [python, "-m", "pytest_gpuperf", "ab", "--base", "HEAD~1", "--rounds", "2", "--", "tests/test_w.py", *FAST],
+        cwd=repo, capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "REGRESSED  tests/test_w.py::test_work  throughput" in r.stdout and "-23.08%" in r.stdout
+
+
+def test_a_base_that_imports_the_checkout_s_code_is_refused_naming_the_file(tmp_path, monkeypatch):
+    """An editable install in strict mode maps the package through a link tree under
+    <repo>/build, which the base worktree does not have: the base round imports the head's
+    package, and ab refuses (exit 2) naming the file, rather than judge the head against
+    itself. The fix it names, PYTHONPATH=src, makes each side import its own code."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    repo, python = editable_src_project(tmp_path, "--config-settings", "editable_mode=strict")
+    cmd = [python, "-m", "pytest_gpuperf", "ab", "--base", "HEAD~1", "--rounds", "2", "--", "tests/test_w.py", *FAST]
+    r = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = [line for line in r.stderr.splitlines() if not line.startswith("round ")]
+    assert lines == [lines[0]] and lines[0].startswith("gpuperf ab: base round 1 imported ")
+    assert f"{(repo / 'src' / 'slowpkg' / '__init__.py').resolve()} from the checkout under test" in lines[0]
+    assert "(e.g. PYTHONPATH=src)" in lines[0]
+    assert r.stdout == ""  # no verdict
+    monkeypatch.setenv("PYTHONPATH", "src")
+    r = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "REGRESSED  tests/test_w.py::test_work  throughput" in r.stdout and "-23.08%" in r.stdout
