@@ -76,7 +76,8 @@ class GpuPerfSession:
         self.cli_layer: dict[str, Any] = {}
         self.layer_error: str | None = None
         self.results: list[Result] = []  # measured and recorded, from reports of all workers
-        self.failed_tests: set[str] = set()  # their results are reported, never saved
+        # tests that did not pass every phase (nodeid: why): reported, never saved
+        self.left_out: dict[str, str] = {}
         self.durations: dict[str, float] = {}  # seconds per test (setup + call + teardown)
         self.interrupted = False
         self.started = time.time()
@@ -295,7 +296,7 @@ class GpuPerfSession:
             results=self.results,
             detected=detected.name if detected else None,
             describe=self.snapshot().describe(),
-            failed_tests=self.failed_tests,
+            left_out=self.left_out,
             environment=self.environment(self.options.emulate),
             durations=self.durations,
         )
@@ -306,8 +307,9 @@ class GpuPerfSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         nodeid = getattr(report, "gpuperf_nodeid", report.nodeid)  # as baselines know it
-        if report.when == "call" and report.failed:
-            self.failed_tests.add(nodeid)
+        why = not_passed(report)
+        if why:  # one reason a phase: "failed, error in teardown"
+            self.left_out[nodeid] = f"{self.left_out[nodeid]}, {why}" if nodeid in self.left_out else why
         if report.when in ("setup", "call", "teardown"):  # a model built in setup counts
             self.durations[nodeid] = self.durations.get(nodeid, 0.0) + float(report.duration)
         if report.when != "call" or not getattr(report, "gpuperf", None):
@@ -485,6 +487,20 @@ class Outputs:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.sess.finish_outputs(session)
+
+
+def not_passed(report: pytest.TestReport) -> str | None:
+    """Why a phase's report keeps the test's results out of the baseline (None: it
+    passed): a failure, an error in setup or teardown, a skip, an xfail or a strict xpass.
+    A test's results are saved only when each of its phases passed (a non-strict xpass is
+    reported as passed, and counts as one)."""
+    if report.passed:
+        return None
+    if report.skipped:
+        return "xfailed" if hasattr(report, "wasxfail") else "skipped"
+    if report.when != "call":
+        return f"error in {report.when}"
+    return "xpassed (strict)" if "[XPASS(strict)]" in str(report.longrepr) else "failed"
 
 
 def strip_group(nodeid: str) -> str:
