@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .baseline.run import RunBaseline
+from .baseline.run import RunBaseline, not_passed
 from .settings import FALSE_ALARM
 
 if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never loads them
@@ -309,7 +309,8 @@ class GpuPerfSession:
         nodeid = getattr(report, "gpuperf_nodeid", report.nodeid)  # as baselines know it
         why = not_passed(report)
         if why:  # one reason a phase: "failed, error in teardown"
-            self.left_out[nodeid] = f"{self.left_out[nodeid]}, {why}" if nodeid in self.left_out else why
+            before = self.left_out.get(nodeid)
+            self.left_out[nodeid] = f"{before}, {why}" if before else why
         if report.when in ("setup", "call", "teardown"):  # a model built in setup counts
             self.durations[nodeid] = self.durations.get(nodeid, 0.0) + float(report.duration)
         if report.when != "call" or not getattr(report, "gpuperf", None):
@@ -487,20 +488,6 @@ class Outputs:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.sess.finish_outputs(session)
-
-
-def not_passed(report: pytest.TestReport) -> str | None:
-    """Why a phase's report keeps the test's results out of the baseline (None: it
-    passed): a failure, an error in setup or teardown, a skip, an xfail or a strict xpass.
-    A test's results are saved only when each of its phases passed (a non-strict xpass is
-    reported as passed, and counts as one)."""
-    if report.passed:
-        return None
-    if report.skipped:
-        return "xfailed" if hasattr(report, "wasxfail") else "skipped"
-    if report.when != "call":
-        return f"error in {report.when}"
-    return "xpassed (strict)" if "[XPASS(strict)]" in str(report.longrepr) else "failed"
 
 
 def strip_group(nodeid: str) -> str:

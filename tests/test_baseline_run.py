@@ -160,7 +160,7 @@ def test_the_fresh_process_runs_no_workers_when_the_ini_asks_for_them(project, m
     result.stdout.fnmatch_lines(["REGRESSED *test_b.py::test_spin *confirmed in a fresh process*"])
 
 
-def test_what_the_fresh_process_is_not_given():
+def test_what_the_fresh_process_is_not_given(monkeypatch):
     from types import SimpleNamespace
 
     from pytest_gpuperf.confirm import passed_through
@@ -169,23 +169,44 @@ def test_what_the_fresh_process_is_not_given():
              "--junitxml", "j.xml", "--gpuperf-json=r.json", "-p", "no:randomly", "-x", "--lf", "-n4",
              "--cov", "src", "-o", "a=b", "--benchmark-histogram", "--basetemp=/tmp/x", "--label", "big",
              "--pdb", "--log-file", "l.txt", "-n=4", "tests/test_x.py::test_y", "--", "-q", "more/"]  # fmt: skip
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--benchmark-autosave --benchmark-json bj.json --env-opt")
+    ini = ["--gpuperf-html=r.html", "--benchmark-save=x", "--ini-opt", "--report-log", "log.json"]
     config = SimpleNamespace(
-        invocation_params=SimpleNamespace(args=given), args=["benchmarks", "tests/test_x.py::test_y"]
+        invocation_params=SimpleNamespace(args=given), getini={"addopts": ini}.__getitem__
     )
-    assert passed_through(config) == [
-        "--model-size=70b", "-k", "benchmarks", "-p", "no:randomly", "-x", "-o", "a=b", "--label", "big"
-    ]  # fmt: skip
-    # and what it always gets: no workers, its own temporary directory and JUnit XML
+    # the ini file's addopts, PYTEST_ADDOPTS, then the command line, as pytest reads them;
+    # the test paths kept where they were (a value equal to one is no test path)
+    assert passed_through(config) == (
+        ["--ini-opt", "--env-opt", "benchmarks", "--model-size=70b", "-k", "benchmarks",
+         "-p", "no:randomly", "-x", "-o", "a=b", "--label", "big", "tests/test_x.py::test_y"],
+        ["-q", "more/"],
+    )  # fmt: skip
+    # and what it always gets: no workers, no addopts of its own, its own temporary
+    # directory and JUnit XML, the test paths after `--` last
     from pytest_gpuperf.confirm import command
 
     full = SimpleNamespace(
         **vars(config), inipath=None, rootpath=Path("/r"), option=SimpleNamespace(xmlpath="j.xml"),
         getoption=lambda name: None, pluginmanager=SimpleNamespace(hasplugin=lambda name: name == "xdist"),
     )  # fmt: skip
-    args = command(full, ["t.py::a"], Path("/tmp/x/confirm.json"))
-    assert args[-4:] == ["-n", "0", "--dist", "no"]
+    args = command(full, Path("/tmp/x/results.json"))
+    assert args[-7:] == ["-n", "0", "--dist", "no", "--", "-q", "more/"]
     assert "--basetemp=/tmp/x/basetemp" in args and "--junitxml=/tmp/x/junit.xml" in args
-    assert "--" not in args and "more/" not in args
+    assert args[args.index("addopts=") - 1 :][:4] == ["-o", "addopts=", "-o", "log_file="]
+
+
+def test_a_value_equal_to_a_test_path_stays_the_options_value(project, monkeypatch):
+    """`pytest test_d.py --myopt test_d.py`: both words equal to a test path were left out
+    of the fresh process's command line, which stopped on "--myopt: expected one argument":
+    the regression failed unconfirmed."""
+    project.makeconftest(
+        vclock.CONFTEST + "\ndef pytest_addoption(parser):\n    parser.addoption('--myopt')\n"
+    )
+    saved(project)
+    monkeypatch.setenv("SLOW", "0.5")
+    result = project.runpytest(*FAST, "test_b.py", "--myopt", "test_b.py", "-k", "test_spin")
+    result.stdout.fnmatch_lines(["REGRESSED *test_b.py::test_spin *confirmed in a fresh process*"])
+    assert "expected one argument" not in result.stdout.str()
 
 
 def test_a_regression_that_does_not_repeat_is_not_failed(project):
@@ -583,7 +604,7 @@ def test_only_a_test_whose_every_phase_passed_is_saved(project):
 def test_a_phase_report_says_why_a_test_is_not_saved():
     from types import SimpleNamespace
 
-    from pytest_gpuperf.session import not_passed
+    from pytest_gpuperf.baseline.run import not_passed
 
     def rep(outcome, when="call", longrepr=None, **extra):
         return SimpleNamespace(passed=outcome == "passed", skipped=outcome == "skipped",

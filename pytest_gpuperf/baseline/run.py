@@ -268,6 +268,20 @@ def not_saved_note(results: Iterable[Result], left_out: Mapping[str, str]) -> st
     return f"; not saved: {len(tests)} test(s) did not pass: {named}"
 
 
+def not_passed(report: Any) -> str | None:
+    """Why a phase's report (a pytest TestReport) keeps the test's results out of the
+    baseline (None: it passed): a failure, an error in setup or teardown, a skip, an
+    xfail or a strict xpass. A test's results are saved only when each of its phases
+    passed (a non-strict xpass is reported as passed, and counts as one)."""
+    if report.passed:
+        return None
+    if report.skipped:
+        return "xfailed" if hasattr(report, "wasxfail") else "skipped"
+    if report.when != "call":
+        return f"error in {report.when}"
+    return "xpassed (strict)" if "[XPASS(strict)]" in str(report.longrepr) else "failed"
+
+
 def git_commit(where: Path) -> str | None:
     try:
         out = subprocess.run(
