@@ -360,11 +360,12 @@ def _make_session(config: pytest.Config) -> GpuPerfSession:
     ini_raw = {s.name: config.getini(f"gpuperf_{s.name}") for s in SETTINGS if s.cli}
     cli_raw = {s.name: config.getoption(f"gpuperf_{s.name}") for s in SETTINGS if s.cli}
     ini_raw = {k: v for k, v in ini_raw.items() if v}
+    given = {k: ini_source(config, f"gpuperf_{k}") for k in ini_raw}  # -o KEY, or the file's
     try:
         sess.ini_layer = parse_layer(
             ini_raw,
             str(config.inipath or "ini file"),
-            {k: ini_source(config, f"gpuperf_{k}") for k in ini_raw},
+            {k: where for k, where in given.items() if where.startswith("-o ")},
         )
         sess.cli_layer = parse_layer(
             {k: v for k, v in cli_raw.items() if v is not None}, "command line"

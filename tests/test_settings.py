@@ -65,7 +65,7 @@ def test_a_bad_o_value_is_blamed_on_o_not_the_ini_file(project, ini):
     project.makeini("[pytest]\ngpuperf_max_time = 1\naddopts = -o gpuperf_min_time=3\n")
     result = project.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*min_time=3 (-o gpuperf_min_time) is above max_time=1 (*tox.ini: gpuperf_max_time)*"])
+    result.stderr.fnmatch_lines(["*min_time=3 (-o gpuperf_min_time) is above max_time=1 (*tox.ini)*"])
 
 
 def test_a_bad_ini_profile_is_reported_as_the_ini_key(project):
