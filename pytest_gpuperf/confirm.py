@@ -2,35 +2,54 @@
 fail the run. The in-process figure shares the process's state (allocator, compiled
 kernels, a model left resident, the clock the card settled at); a fresh pytest process with
 a cold compile cache does not. Only the flagged tests run, with this run's measurement
-settings and without baselines; their results come back through a JSON results file."""
+settings and without baselines; their results come back through a JSON results file.
+
+The fresh process (the confirmation's and the deferred tests', deferred.py) is started as
+the run was: the same interpreter and flags, the run's sys.path as it was before any
+conftest was loaded (never the working directory put first), the run's arguments as pytest
+read them (the ini file's addopts, PYTEST_ADDOPTS, the command line) with its test paths,
+and its collection narrowed to the tests named (SELECT_ENV). It writes nothing of the
+run's: every output option is left out wherever it was given (`-o addopts=` and no
+PYTEST_ADDOPTS, so none comes back), and it writes the files of the modules it imported
+(IMPORTS_ENV), which the run compares with its own."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 if TYPE_CHECKING:
     from .results import Result
 
 ENV_FLAG = "PYTEST_GPUPERF_CONFIRMATION"
+SELECT_ENV = "PYTEST_GPUPERF_SELECT"  # a file naming the only tests the fresh process runs
+IMPORTS_ENV = "PYTEST_GPUPERF_IMPORTS"  # where it writes the files of the modules it imported
 INTERRUPTED = "interrupted (Ctrl-C) before the fresh process finished"
 RUN_OPTIONS = ("gpu_profile", "gpuperf_emulate")  # run-wide options the fresh process repeats
+SYS_PATH_KEY = pytest.StashKey[list[str]]()  # the run's sys.path before its conftests
 
 
-# What the fresh process is not given of the run's command line (the rest, a user's own
-# options included, it is): pytest-xdist's options (it runs no workers), the cache's (it runs
-# with -p no:cacheprovider), the run's outputs (it must not write over them), coverage (its
-# data file is the run's), and what would keep it from running the tests or wait at a prompt.
+# What the fresh process is not given of the run's arguments (the rest, a user's own
+# options and the test paths included, it is): pytest-xdist's options (it runs no workers),
+# the cache's (it runs with -p no:cacheprovider), every output of pytest, pytest-benchmark
+# (its JSON, saves, histograms, profiles) and the plugin (it must not write over the run's),
+# coverage (its data file is the run's), and what would keep it from running the tests or
+# wait at a prompt.
 DROPPED_FLAGS = frozenset({
     "-f", "--looponfail", "-d", "--distload", "--loadscope-reorder", "--no-loadscope-reorder",
     "--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--cache-clear",
     "--sw", "--stepwise", "--sw-skip", "--stepwise-skip", "--sw-reset", "--stepwise-reset",
     "--pdb", "--trace", "--setup-only", "--setup-plan", "--collect-only", "--co",
-    "--self-contained-html", "--benchmark-autosave", "--cov-append", "--cov-branch",
+    "--self-contained-html", "--benchmark-autosave", "--benchmark-save-data", "--cov-append",
+    "--cov-branch", "--json-report",
     "--cov-reset", "--no-cov-on-fail", "--gpuperf-plan", "--gpuperf-info", "--gpu-info",
     "--gpuperf-profiles", "--gpu-profiles",
 })  # fmt: skip
@@ -42,12 +61,14 @@ DROPPED_WITH_VALUE = frozenset({
     "--pdbcls", "--benchmark-save", "--benchmark-json", "--cov-report", "--cov-config",
     "--cov-fail-under", "--cov-context", "--alluredir", "-c", "--config-file", "--rootdir",
     "--gpuperf-json", "--gpuperf-html", "--gpuperf-baseline", "--log-file", "--pastebin",
+    "--json-report-file", "--csv",
 })  # fmt: skip
-# value optional (`--cache-show [glob]`): a next word that is not a test path is its value
+# value optional (`--cache-show [glob]`): a next word that is no option is its value, as
+# argparse reads it
 DROPPED_OPTIONAL_VALUE = frozenset(
     {"--cache-show", "--benchmark-histogram", "--benchmark-cprofile-dump", "--cov", "--debug"}
 )
-# pytest's own options that take a value, kept with it (a value that looks like a test path
+# pytest's own options that take a value, kept with it (a value that looks like an option
 # is not one)
 KEPT_WITH_VALUE = frozenset({
     "-k", "-m", "-p", "-o", "-W", "-r", "--deselect", "--ignore", "--ignore-glob",
@@ -56,20 +77,26 @@ KEPT_WITH_VALUE = frozenset({
 })  # fmt: skip
 
 
-def passed_through(config: Any) -> list[str]:
-    """The run's command line less its test paths and what DROPPED_* name, in order."""
-    given = [str(a) for a in config.invocation_params.args]
-    paths = {str(a) for a in getattr(config, "args", ())}
+def given_args(config: Any) -> list[str]:
+    """The run's arguments as pytest read them: the ini file's addopts (after `-o`),
+    PYTEST_ADDOPTS, then the command line."""
+    ini = [str(a) for a in config.getini("addopts")]
+    env = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    return [*ini, *env, *(str(a) for a in config.invocation_params.args)]
+
+
+def passed_through(config: Any) -> tuple[list[str], list[str]]:
+    """The run's arguments (given_args) less what DROPPED_* name, in order, test paths and
+    a user's options with their values kept; and the words after a `--` (test paths)."""
+    given = given_args(config)
     out: list[str] = []
     i = 0
     while i < len(given):
         a = given[i]
-        if a == "--":  # what follows is test paths
-            break
-        name = a.split("=", 1)[0] if a.startswith("--") or a.startswith("-n=") else a
         i += 1
-        if a in paths:
-            continue
+        if a == "--":  # what follows is test paths
+            return out, given[i:]
+        name = a.split("=", 1)[0] if a.startswith("--") or a.startswith("-n=") else a
         if name in DROPPED_FLAGS:
             continue
         if name in DROPPED_WITH_VALUE:
@@ -77,7 +104,7 @@ def passed_through(config: Any) -> list[str]:
                 i += 1
             continue
         if name in DROPPED_OPTIONAL_VALUE:
-            if a == name and i < len(given) and given[i][:1] != "-" and given[i] not in paths:
+            if a == name and i < len(given) and given[i][:1] != "-":
                 i += 1
             continue
         if a in KEPT_WITH_VALUE and i < len(given):  # its value, whatever it looks like
@@ -87,13 +114,24 @@ def passed_through(config: Any) -> list[str]:
         if a.startswith("-n") and a[2:].isalnum() and not a.startswith("--"):  # -n4, -nauto
             continue
         out.append(a)
-    return out
+    return out, []
 
 
-def _absolute(root: Path, nodeid: str) -> str:
-    """`dir/test_x.py::test[a]` as `<root>/dir/test_x.py::test[a]`."""
-    path, sep, rest = nodeid.partition("::")
-    return str(Path(root) / path) + sep + rest
+def entry(config: Any) -> list[str]:
+    """The interpreter, its flags and a bootstrap that sets the run's sys.path (as it was
+    before the run's conftests were loaded: SYS_PATH_KEY) and starts pytest as its
+    console script does: `python -m pytest` would put the working directory first and
+    import a local source tree where the run imported an installed copy."""
+    stash = getattr(config, "stash", None)
+    path = stash.get(SYS_PATH_KEY, None) if stash is not None else None
+    path = list(sys.path) if path is None else path
+    boot = (
+        f"import sys; sys.path[:] = {path!r}; import pytest; "
+        "raise SystemExit(pytest.console_main())"
+    )
+    # -O, -W, -X, -B, ... as multiprocessing's spawn passes them
+    flags: list[str] = getattr(subprocess, "_args_from_interpreter_flags", list)()
+    return [sys.executable, *flags, "-c", boot]
 
 
 def _start_dir(config: Any) -> Path:
@@ -103,17 +141,16 @@ def _start_dir(config: Any) -> Path:
     return Path(start) if start is not None and Path(start).is_dir() else Path(config.rootpath)
 
 
-def command(config: Any, nodeids: list[str], json_path: Path) -> list[str]:
-    """The fresh process's command line: the flagged tests, this run's options (its own and
-    a user's, less those `passed_through` leaves out), settings and plugins, the same ini
-    file and rootdir, baselines off, results as JSON."""
+def command(config: Any, json_path: Path) -> list[str]:
+    """The fresh process's command line: this run's arguments (its own, addopts' and
+    PYTEST_ADDOPTS', a user's options and the test paths, less those `passed_through`
+    leaves out), settings and plugins, the same ini file and rootdir, no addopts of its
+    own, baselines off, results as JSON and every output in its own temporary directory.
+    The tests it runs are named in SELECT_ENV's file (`run`)."""
     from .settings import SETTINGS
 
-    # it starts where the run started (a test's relative paths, a kept `--ignore=x`), so the
-    # tests are named by their absolute paths (node ids are relative to the rootdir)
-    tests = [_absolute(config.rootpath, n) for n in nodeids]
-    args = [sys.executable, "-m", "pytest", *tests, *passed_through(config)]
-    args += ["-q", "-p", "no:cacheprovider"]
+    kept, tail = passed_through(config)
+    args = [*entry(config), *kept, "-q", "-p", "no:cacheprovider"]
     for s in SETTINGS:
         if s.cli and config.getoption(f"gpuperf_{s.name}") is not None:
             args.append(
@@ -127,30 +164,44 @@ def command(config: Any, nodeids: list[str], json_path: Path) -> list[str]:
         args.append("--gpuperf-allow-mismatch")
     if config.inipath is not None:
         args += ["-c", str(config.inipath)]
+    tmp = json_path.parent
     args += [
         f"--rootdir={config.rootpath}",
+        "-o", "addopts=",  # the ini file's were read above, less the outputs
+        "-o", "log_file=",  # the ini file's log_file is the run's
         "--gpuperf-baseline=off",
         f"--gpuperf-json={json_path}",
-        # the run's own, wherever they came from (addopts too): its own temporary ones
-        f"--basetemp={json_path.parent / 'basetemp'}",
-    ]
+        f"--basetemp={tmp / 'basetemp'}",
+    ]  # fmt: skip
     if getattr(config.option, "xmlpath", None):
-        args.append(f"--junitxml={json_path.parent / 'junit.xml'}")
+        args.append(f"--junitxml={tmp / 'junit.xml'}")
     if config.pluginmanager.hasplugin("xdist"):  # no workers, whatever addopts ask for
         args += ["-n", "0", "--dist", "no"]
-    return args
+    return args + (["--", *tail] if tail else [])
+
+
+def run(
+    config: Any, nodeids: list[str], tmp: Path, env: dict[str, str], timeout: float | None = None
+) -> tuple[subprocess.CompletedProcess[str] | None, str | None]:
+    """Run `nodeids` in a fresh pytest process (`command`) whose files go to `tmp`: its
+    results to tmp/results.json, the files of the modules it imported to tmp/imports.json.
+    Returns it, or None and why not."""
+    select = tmp / "select.json"
+    select.write_text(json.dumps(sorted(nodeids)), encoding="utf-8")
+    env = {SELECT_ENV: str(select), IMPORTS_ENV: str(tmp / "imports.json"), **env}
+    return fresh_process(command(config, tmp / "results.json"), config, env, timeout)
 
 
 def fresh_process(
     args: list[str], config: Any, env: dict[str, str], timeout: float | None = None
 ) -> tuple[subprocess.CompletedProcess[str] | None, str | None]:
     """Run a fresh pytest process where the run started, with this environment less
-    pytest-xdist's worker variables and the step summary, plus `env`. Returns it, or None
-    and why not."""
-    full = {
+    pytest-xdist's worker variables, the step summary and PYTEST_ADDOPTS, plus `env`.
+    Returns it, or None and why not."""
+    full = {  # the run's own: its workers', its step summary, its addopts (in `args`)
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("PYTEST_XDIST") and k != "GITHUB_STEP_SUMMARY"  # the run's own
+        if not k.startswith("PYTEST_XDIST") and k not in ("GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS")
     }
     full.update(env)
     try:
@@ -194,11 +245,12 @@ def confirmation_run(
 
     budget = 120 + 3 * sum(durations.get(n, 60.0) for n in nodeids)
     with tempfile.TemporaryDirectory(prefix="gpuperf-confirm-") as tmp:
-        json_path = Path(tmp) / "confirm.json"
+        json_path = Path(tmp) / "results.json"
         gpu = _gpu_of(results, nodeids)
-        proc, failure = fresh_process(
-            command(config, nodeids, json_path),
+        proc, failure = run(
             config,
+            nodeids,
+            Path(tmp),
             {
                 ENV_FLAG: "1",
                 # a cold compile cache: a compiled step is compiled again, as in a fresh CI job
@@ -214,7 +266,88 @@ def confirmation_run(
             return None, (
                 f"the fresh process wrote no results (exit {proc.returncode}: {said(proc)})"
             )
+        other = other_files(Path(tmp) / "imports.json")
+        if other:  # it measured other code than the run did: its figures confirm nothing
+            return None, f"the fresh process imported other files than this run: {other}"
         try:
             return read_run(json_path)[1].results, None
         except ResultsFileError as exc:
             return None, f"the fresh process's results could not be read: {exc}"
+
+
+# ------------------------------------------------------------ in the fresh process
+
+
+def imported_files() -> dict[str, str]:
+    """Module name: the file it was imported from, for this process's modules that have
+    one, less `__main__` and conftest modules (one name for many files)."""
+    out = {}
+    for name, module in list(sys.modules.items()):
+        try:
+            file = vars(module).get("__file__")
+        except TypeError:  # not a module
+            continue
+        if isinstance(file, str) and name != "__main__" and Path(file).name != "conftest.py":
+            out[name] = file
+    return out
+
+
+def differences(theirs: dict[str, str], ours: dict[str, str], shown: int = 3) -> str:
+    """The modules both processes imported from different files, one per top-level
+    package, as one line ("" when none)."""
+    seen: set[str] = set()
+    out = []
+    for name in sorted(theirs):
+        top = name.partition(".")[0]
+        if name not in ours or top in seen:
+            continue
+        if os.path.realpath(theirs[name]) != os.path.realpath(ours[name]):
+            seen.add(top)
+            out.append(f"{name} from {theirs[name]} (this run: {ours[name]})")
+    more = f", and {len(out) - shown} more" if len(out) > shown else ""
+    return "; ".join(out[:shown]) + more
+
+
+def other_files(path: Path) -> str:
+    """What the fresh process imported from other files than this process ("" when it
+    wrote no list, or all agree)."""
+    try:
+        theirs = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return differences(theirs, imported_files()) if isinstance(theirs, dict) else ""
+
+
+class FreshSide:
+    """Registered in the fresh process (SELECT_ENV or IMPORTS_ENV set, read once and
+    taken out of the environment, so that a test's own pytest subprocess does not see
+    them): runs only the tests named, and writes the files of the modules it imported."""
+
+    def __init__(self, select: str | None, imports: str | None) -> None:
+        self.only: set[str] | None = None
+        if select:
+            self.only = set(json.loads(Path(select).read_text(encoding="utf-8")))
+        self.imports = Path(imports) if imports else None
+
+    @classmethod
+    def from_environment(cls) -> FreshSide | None:
+        select, imports = os.environ.pop(SELECT_ENV, None), os.environ.pop(IMPORTS_ENV, None)
+        return cls(select, imports) if select or imports else None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        if self.only is None:
+            return
+        # no pytest-xdist here: a node id is as baselines know it (no '@group')
+        kept = [i for i in items if i.nodeid in self.only]
+        dropped = [i for i in items if i.nodeid not in self.only]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        if self.imports is not None:
+            self.imports.write_text(json.dumps(imported_files()), encoding="utf-8")

@@ -175,15 +175,14 @@ def stop_workers(config: Any) -> None:
 def run(config: Any, nodeids: list[str]) -> tuple[list[Outcome] | None, str]:
     """Run the deferred tests in one fresh process. Returns their outcomes (None when
     Ctrl-C stopped it) and how long it took ("" when it did not run)."""
-    from .confirm import command, fresh_process, said
+    from .confirm import run as run_fresh
+    from .confirm import said
     from .runfile import ResultsFileError, read_run
 
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gpuperf-deferred-") as tmp:
         json_path, log_path = Path(tmp) / "results.json", Path(tmp) / "outcomes.json"
-        proc, failure = fresh_process(
-            command(config, nodeids, json_path), config, {OUTCOMES_ENV: str(log_path)}
-        )
+        proc, failure = run_fresh(config, nodeids, Path(tmp), {OUTCOMES_ENV: str(log_path)})
         if proc is None:
             if failure == INTERRUPTED:  # Ctrl-C: nothing is reported, the run is interrupted
                 return None, ""

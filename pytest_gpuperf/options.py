@@ -320,7 +320,17 @@ def option_value(config: pytest.Config, dest: str) -> tuple[Any, str]:
     value = config.getoption(dest)
     if value is not None or opt.ini is None:
         return value, opt.flag
-    return config.getini(opt.ini), f"{config.inipath or 'ini file'}: {opt.ini}"
+    return config.getini(opt.ini), ini_source(config, opt.ini)
+
+
+def ini_source(config: pytest.Config, key: str) -> str:
+    """Where an ini value came from, for an error: `-o KEY` when one of the run's `-o` /
+    `--override-ini` set it (the command line, addopts or PYTEST_ADDOPTS), else the ini
+    file and the key."""
+    overrides = getattr(config.option, "override_ini", None) or ()
+    if any(str(o).split("=", 1)[0].strip() == key for o in overrides):
+        return f"-o {key}"
+    return f"{config.inipath}: {key}" if config.inipath is not None else key
 
 
 def _make_session(config: pytest.Config) -> GpuPerfSession:
@@ -349,9 +359,14 @@ def _make_session(config: pytest.Config) -> GpuPerfSession:
         return sess
     ini_raw = {s.name: config.getini(f"gpuperf_{s.name}") for s in SETTINGS if s.cli}
     cli_raw = {s.name: config.getoption(f"gpuperf_{s.name}") for s in SETTINGS if s.cli}
-    inifile = config.inipath or "ini file"
+    ini_raw = {k: v for k, v in ini_raw.items() if v}
+    given = {k: ini_source(config, f"gpuperf_{k}") for k in ini_raw}  # -o KEY, or the file's
     try:
-        sess.ini_layer = parse_layer({k: v for k, v in ini_raw.items() if v}, f"{inifile}")
+        sess.ini_layer = parse_layer(
+            ini_raw,
+            str(config.inipath or "ini file"),
+            {k: where for k, where in given.items() if where.startswith("-o ")},
+        )
         sess.cli_layer = parse_layer(
             {k: v for k, v in cli_raw.items() if v is not None}, "command line"
         )
@@ -369,7 +384,7 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
         )
     if opts.baseline_mode not in BASELINE_MODES:
         return (
-            f"{config.inipath}: gpuperf_baseline={opts.baseline_mode!r}: use one of "
+            f"{ini_source(config, 'gpuperf_baseline')}={opts.baseline_mode!r}: use one of "
             f"{', '.join(BASELINE_MODES)}"
         )
     warn = config.getoption("gpuperf_warn_only")
@@ -377,7 +392,7 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
         try:
             warn = config.getini("gpuperf_warn_only")
         except (ValueError, pytest.UsageError) as exc:
-            return f"{config.inipath}: gpuperf_warn_only: {exc}; use true or false"
+            return f"{ini_source(config, 'gpuperf_warn_only')}: {exc}; use true or false"
     opts.warn_only = bool(warn)
     if config.getoption("gpuperf_no_confirm"):
         opts.confirm = False
@@ -385,7 +400,7 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
         try:
             opts.confirm = bool(config.getini("gpuperf_confirm"))
         except (ValueError, pytest.UsageError) as exc:
-            return f"{config.inipath}: gpuperf_confirm: {exc}; use true or false"
+            return f"{ini_source(config, 'gpuperf_confirm')}: {exc}; use true or false"
     named = opts.explicit_dir and opts.baseline_mode in ("auto", "compare")
     if named and not opts.baseline_dir.is_dir():  # a typo must not pass as "no baseline yet"
         return (

@@ -113,6 +113,15 @@ def pytest_gpuperf_incomparable(
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """The run's sys.path before its conftests and test modules change it: a fresh
+    process (confirm.py) starts with it."""
+    from .confirm import SYS_PATH_KEY
+
+    early_config.stash[SYS_PATH_KEY] = list(sys.path)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     deprecated = resolve_aliases(config)
     for line in deprecated:  # said first, also for a run that ends before pytest's warnings
@@ -162,6 +171,11 @@ def pytest_configure(config: pytest.Config) -> None:
     from .benchflags import SaveHandover
 
     config.pluginmanager.register(SaveHandover(lambda: bool(sess.results)), "gpuperf-benchsave")
+    if os.environ.get("PYTEST_GPUPERF_SELECT") or os.environ.get("PYTEST_GPUPERF_IMPORTS"):
+        from .confirm import FreshSide  # a fresh process (confirm.py): the tests it runs
+
+        fresh = FreshSide.from_environment()
+        config.pluginmanager.register(fresh, "gpuperf-fresh")
     outcomes = os.environ.get("PYTEST_GPUPERF_OUTCOMES")  # deferred.py's fresh process
     if outcomes:
         from pathlib import Path

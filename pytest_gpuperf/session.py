@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .baseline.run import RunBaseline
+from .baseline.run import RunBaseline, not_passed
 from .settings import FALSE_ALARM
 
 if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never loads them
@@ -76,7 +76,8 @@ class GpuPerfSession:
         self.cli_layer: dict[str, Any] = {}
         self.layer_error: str | None = None
         self.results: list[Result] = []  # measured and recorded, from reports of all workers
-        self.failed_tests: set[str] = set()  # their results are reported, never saved
+        # tests that did not pass every phase (nodeid: why): reported, never saved
+        self.left_out: dict[str, str] = {}
         self.durations: dict[str, float] = {}  # seconds per test (setup + call + teardown)
         self.interrupted = False
         self.started = time.time()
@@ -295,7 +296,7 @@ class GpuPerfSession:
             results=self.results,
             detected=detected.name if detected else None,
             describe=self.snapshot().describe(),
-            failed_tests=self.failed_tests,
+            left_out=self.left_out,
             environment=self.environment(self.options.emulate),
             durations=self.durations,
         )
@@ -306,8 +307,10 @@ class GpuPerfSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         nodeid = getattr(report, "gpuperf_nodeid", report.nodeid)  # as baselines know it
-        if report.when == "call" and report.failed:
-            self.failed_tests.add(nodeid)
+        why = not_passed(report)
+        if why:  # one reason a phase: "failed, error in teardown"
+            before = self.left_out.get(nodeid)
+            self.left_out[nodeid] = f"{before}, {why}" if before else why
         if report.when in ("setup", "call", "teardown"):  # a model built in setup counts
             self.durations[nodeid] = self.durations.get(nodeid, 0.0) + float(report.duration)
         if report.when != "call" or not getattr(report, "gpuperf", None):

@@ -227,23 +227,32 @@ class MeasureConfig:
 
 
 class Layer(dict[str, Any]):
-    """Parsed settings of one layer, knowing where they came from."""
+    """Parsed settings of one layer, knowing where they came from (`source`, or per
+    setting in `sources`: an ini file's value and a `-o` one share the ini layer)."""
 
     source = ""
+    sources: Mapping[str, str] = {}
+
+    def source_of(self, key: str) -> str:
+        return self.sources.get(key) or self.source
 
 
-def parse_layer(raw: Mapping[str, Any], source: str) -> Layer:
-    """Validate one layer of settings; `source` names where they came from."""
+def parse_layer(
+    raw: Mapping[str, Any], source: str, sources: Mapping[str, str] | None = None
+) -> Layer:
+    """Validate one layer of settings; `source` names where they came from, `sources`
+    where one setting came from when not there."""
     out = Layer()
-    out.source = source
+    out.source, out.sources = source, dict(sources or {})
     for key, value in raw.items():
+        where = out.source_of(key)
         setting = BY_NAME.get(key)
         if setting is None:
-            raise SettingError(f"{source}: unknown setting {key!r}; known: {', '.join(BY_NAME)}")
+            raise SettingError(f"{where}: unknown setting {key!r}; known: {', '.join(BY_NAME)}")
         try:
             out[key] = setting.parse(value)
         except ValueError as exc:
-            raise SettingError(f"{source}: {key}={value!r}: {exc}") from None
+            raise SettingError(f"{where}: {key}={value!r}: {exc}") from None
     return out
 
 
@@ -272,7 +281,10 @@ def resolve(backend: str, *layers: Mapping[str, Any]) -> MeasureConfig:
     where = dict.fromkeys(values, f"the {'CUDA' if backend == 'cuda' else 'CPU'} default")
     for layer in layers:
         values.update(layer)
-        where.update(dict.fromkeys(layer, getattr(layer, "source", "") or "a setting"))
+        if isinstance(layer, Layer):
+            where.update({k: layer.source_of(k) or "a setting" for k in layer})
+        else:
+            where.update(dict.fromkeys(layer, "a setting"))
     for low, high, why in ORDERED:
         if values[low] > values[high]:
             raise SettingError(

@@ -160,7 +160,7 @@ def test_the_fresh_process_runs_no_workers_when_the_ini_asks_for_them(project, m
     result.stdout.fnmatch_lines(["REGRESSED *test_b.py::test_spin *confirmed in a fresh process*"])
 
 
-def test_what_the_fresh_process_is_not_given():
+def test_what_the_fresh_process_is_not_given(monkeypatch):
     from types import SimpleNamespace
 
     from pytest_gpuperf.confirm import passed_through
@@ -169,23 +169,44 @@ def test_what_the_fresh_process_is_not_given():
              "--junitxml", "j.xml", "--gpuperf-json=r.json", "-p", "no:randomly", "-x", "--lf", "-n4",
              "--cov", "src", "-o", "a=b", "--benchmark-histogram", "--basetemp=/tmp/x", "--label", "big",
              "--pdb", "--log-file", "l.txt", "-n=4", "tests/test_x.py::test_y", "--", "-q", "more/"]  # fmt: skip
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--benchmark-autosave --benchmark-json bj.json --env-opt")
+    ini = ["--gpuperf-html=r.html", "--benchmark-save=x", "--ini-opt", "--report-log", "log.json"]
     config = SimpleNamespace(
-        invocation_params=SimpleNamespace(args=given), args=["benchmarks", "tests/test_x.py::test_y"]
+        invocation_params=SimpleNamespace(args=given), getini={"addopts": ini}.__getitem__
     )
-    assert passed_through(config) == [
-        "--model-size=70b", "-k", "benchmarks", "-p", "no:randomly", "-x", "-o", "a=b", "--label", "big"
-    ]  # fmt: skip
-    # and what it always gets: no workers, its own temporary directory and JUnit XML
+    # the ini file's addopts, PYTEST_ADDOPTS, then the command line, as pytest reads them;
+    # the test paths kept where they were (a value equal to one is no test path)
+    assert passed_through(config) == (
+        ["--ini-opt", "--env-opt", "benchmarks", "--model-size=70b", "-k", "benchmarks",
+         "-p", "no:randomly", "-x", "-o", "a=b", "--label", "big", "tests/test_x.py::test_y"],
+        ["-q", "more/"],
+    )  # fmt: skip
+    # and what it always gets: no workers, no addopts of its own, its own temporary
+    # directory and JUnit XML, the test paths after `--` last
     from pytest_gpuperf.confirm import command
 
     full = SimpleNamespace(
         **vars(config), inipath=None, rootpath=Path("/r"), option=SimpleNamespace(xmlpath="j.xml"),
         getoption=lambda name: None, pluginmanager=SimpleNamespace(hasplugin=lambda name: name == "xdist"),
     )  # fmt: skip
-    args = command(full, ["t.py::a"], Path("/tmp/x/confirm.json"))
-    assert args[-4:] == ["-n", "0", "--dist", "no"]
+    args = command(full, Path("/tmp/x/results.json"))
+    assert args[-7:] == ["-n", "0", "--dist", "no", "--", "-q", "more/"]
     assert "--basetemp=/tmp/x/basetemp" in args and "--junitxml=/tmp/x/junit.xml" in args
-    assert "--" not in args and "more/" not in args
+    assert args[args.index("addopts=") - 1 :][:4] == ["-o", "addopts=", "-o", "log_file="]
+
+
+def test_a_value_equal_to_a_test_path_stays_the_options_value(project, monkeypatch):
+    """`pytest test_d.py --myopt test_d.py`: both words equal to a test path were left out
+    of the fresh process's command line, which stopped on "--myopt: expected one argument":
+    the regression failed unconfirmed."""
+    project.makeconftest(
+        vclock.CONFTEST + "\ndef pytest_addoption(parser):\n    parser.addoption('--myopt')\n"
+    )
+    saved(project)
+    monkeypatch.setenv("SLOW", "0.5")
+    result = project.runpytest(*FAST, "test_b.py", "--myopt", "test_b.py", "-k", "test_spin")
+    result.stdout.fnmatch_lines(["REGRESSED *test_b.py::test_spin *confirmed in a fresh process*"])
+    assert "expected one argument" not in result.stdout.str()
 
 
 def test_a_regression_that_does_not_repeat_is_not_failed(project):
@@ -410,13 +431,13 @@ def test_an_interrupted_run_is_not_saved(tmp_path):
     b = base(tmp_path, "save")
     b.prepare("cpu", "cpu")
     note, failed = b.save(stopped=True, results=[object()], detected="cpu", describe="cpu",
-                          failed_tests=(), environment={}, durations={})  # fmt: skip
+                          left_out={}, environment={}, durations={})  # fmt: skip
     assert failed and note.startswith(f"NOT SAVED to {tmp_path / 'cpu.json'}: the run was")
     assert not (tmp_path / "cpu.json").exists()
     nothing = base(tmp_path, "auto")
     nothing.prepare("cpu", "cpu")
     assert nothing.save(stopped=False, results=[object()], detected="cpu", describe="cpu",
-                        failed_tests=(), environment={}, durations={}) == (None, False)  # fmt: skip
+                        left_out={}, environment={}, durations={}) == (None, False)  # fmt: skip
 
 
 def test_confidence_is_shared_by_the_measurements_the_run_judges(tmp_path):
@@ -526,7 +547,76 @@ def test_a_test_that_fails_its_own_assertion_is_not_saved(project):
     result.assert_outcomes(passed=2, failed=1)
     data = json.loads((project.path / "baselines" / "cpu.json").read_text())
     assert set(data["entries"]) == {"test_b.py::test_spin", "test_b.py::test_other"}
-    result.stdout.fnmatch_lines(["baseline: saved 2 benchmark(s) to *cpu.json; not saved, their test failed: test_f.py::test_f"])
+    result.stdout.fnmatch_lines(["baseline: saved 2 benchmark(s) to *cpu.json; not saved: 1 test(s) did not pass: test_f.py::test_f (failed)"])
+
+
+def test_only_a_test_whose_every_phase_passed_is_saved(project):
+    """A test that measured and then skipped, xfailed (pytest.xfail, or its marker with a
+    failing assert), xpassed strictly or errored in teardown had its figures saved
+    (`saved 5 benchmark(s)` for 2 passed, 1 skipped, 2 xfailed, 1 error)."""
+    project.makepyfile(
+        test_n="""
+        import pytest
+        from vclock import spin
+
+        def measure(gpu_benchmark):
+            gpu_benchmark(lambda: spin(0.001))
+
+        def test_skip(gpu_benchmark):
+            measure(gpu_benchmark)
+            pytest.skip("measured, then skipped")
+
+        def test_xfail_call(gpu_benchmark):
+            measure(gpu_benchmark)
+            pytest.xfail("measured, then xfailed")
+
+        @pytest.mark.xfail(reason="known bad")
+        def test_xfail_mark(gpu_benchmark):
+            measure(gpu_benchmark)
+            assert False
+
+        @pytest.mark.xfail(reason="known bad", strict=True)
+        def test_xpass_strict(gpu_benchmark):
+            measure(gpu_benchmark)
+
+        @pytest.fixture
+        def broken_teardown():
+            yield
+            raise RuntimeError("teardown failed")
+
+        def test_teardown(gpu_benchmark, broken_teardown):
+            measure(gpu_benchmark)
+        """
+    )
+    result = project.runpytest(*FAST, "--gpuperf-baseline=save")
+    result.assert_outcomes(passed=3, skipped=1, xfailed=2, failed=1, errors=1)
+    data = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    # test_teardown's call passed; its teardown did not: it is not saved either
+    assert set(data["entries"]) == {"test_b.py::test_spin", "test_b.py::test_other"}
+    result.stdout.fnmatch_lines([
+        "baseline: saved 2 benchmark(s) to *cpu.json; not saved: 5 test(s) did not pass: "
+        "test_n.py::test_skip (skipped), test_n.py::test_teardown (error in teardown), "
+        "test_n.py::test_xfail_call (xfailed), test_n.py::test_xfail_mark (xfailed), "
+        "test_n.py::test_xpass_strict (xpassed (strict))"
+    ])  # fmt: skip
+
+
+def test_a_phase_report_says_why_a_test_is_not_saved():
+    from types import SimpleNamespace
+
+    from pytest_gpuperf.baseline.run import not_passed
+
+    def rep(outcome, when="call", longrepr=None, **extra):
+        return SimpleNamespace(passed=outcome == "passed", skipped=outcome == "skipped",
+                               when=when, longrepr=longrepr, **extra)  # fmt: skip
+
+    assert not_passed(rep("passed")) is None
+    assert not_passed(rep("passed", wasxfail="")) is None  # a non-strict xpass passed
+    assert not_passed(rep("skipped", "setup")) == "skipped"
+    assert not_passed(rep("skipped", wasxfail="bad")) == "xfailed"
+    assert not_passed(rep("failed", "setup")) == "error in setup"
+    assert not_passed(rep("failed")) == "failed"
+    assert not_passed(rep("failed", longrepr="[XPASS(strict)] bad")) == "xpassed (strict)"
 
 
 LATENCY = """

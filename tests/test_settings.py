@@ -43,6 +43,31 @@ def test_a_bad_warn_only_ini_value_names_the_key_and_the_file(project):
     result.stderr.fnmatch_lines(["*tox.ini: gpuperf_warn_only: *maybe*; use true or false*"])
 
 
+@pytest.mark.parametrize("ini", [False, True], ids=["no-ini-file", "ini-file"])
+def test_a_bad_o_value_is_blamed_on_o_not_the_ini_file(project, ini):
+    """`-o gpuperf_confirm=maybe` said `None: gpuperf_confirm: invalid truth value` with no
+    ini file, and blamed the ini file when there was one."""
+    if ini:
+        project.makeini("[pytest]\ngpuperf_max_time = 1\n")
+    cases = [
+        (["-o", "gpuperf_confirm=maybe"], "gpuperf: -o gpuperf_confirm: *maybe*; use true or false"),
+        (["-o", "gpuperf_warn_only=maybe"], "gpuperf: -o gpuperf_warn_only: *maybe*; use true or false"),
+        (["-o", "gpuperf_baseline=sometimes"], "gpuperf: -o gpuperf_baseline='sometimes': use one of *"),
+        (["-o", "gpuperf_false_alarm=often"], "gpuperf: -o gpuperf_false_alarm='often': expected a number*"),
+        (["-o", "gpuperf_max_time=long"], "gpuperf: -o gpuperf_max_time: max_time='long': expected a number*"),
+    ]  # fmt: skip
+    for args, line in cases:
+        result = project.runpytest(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, args
+        result.stderr.fnmatch_lines([f"*{line}"])
+        assert "None:" not in result.stderr.str() and "tox.ini" not in result.stderr.str()
+    # from addopts too, and a setting's clash names -o against the ini file's value
+    project.makeini("[pytest]\ngpuperf_max_time = 1\naddopts = -o gpuperf_min_time=3\n")
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*min_time=3 (-o gpuperf_min_time) is above max_time=1 (*tox.ini)*"])
+
+
 def test_a_bad_ini_profile_is_reported_as_the_ini_key(project):
     project.makeini("[pytest]\ngpuperf_profile = h9000\n")
     result = project.runpytest()

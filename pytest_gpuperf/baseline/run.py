@@ -5,7 +5,7 @@ BaselineError, which the session turns into a usage error."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -155,12 +155,13 @@ class RunBaseline:
         results: list[Result],
         detected: str | None,
         describe: str,
-        failed_tests: Iterable[str],
+        left_out: Mapping[str, str],
         environment: dict[str, Any],
         durations: dict[str, float],
     ) -> tuple[str | None, bool]:
-        """Merge this run's results into the file (save mode). Returns the line to show
-        (None: nothing to say) and whether a save that was asked for did not happen."""
+        """Merge this run's results into the file (save mode), less those of the tests in
+        `left_out` (a test that did not pass every phase, with why). Returns the line to
+        show (None: nothing to say) and whether a save that was asked for did not happen."""
         if self.mode != "save" or not results or self.path is None:
             return None, False
         why = refusal(
@@ -173,7 +174,7 @@ class RunBaseline:
         if why:
             return f"NOT SAVED to {self.path}: {why}", True
         return save_run(
-            self.path, self.profile or "?", results, failed_tests, environment, durations,
+            self.path, self.profile or "?", results, left_out, environment, durations,
             self.session_id,
         )  # fmt: skip
 
@@ -223,21 +224,22 @@ def save_run(
     path: Path,
     profile: str,
     results: list[Result],
-    failed_tests: Iterable[str],
+    left_out: Mapping[str, str],
     environment: dict[str, Any],
     durations: dict[str, float],
     session_id: str | None = None,
 ) -> tuple[str, bool]:
-    """Merge the results of passed tests into the baseline file. Returns the line to show
-    and whether a save that was asked for did not happen."""
+    """Merge the results of the tests that passed into the baseline file: a test in
+    `left_out` (nodeid: why, e.g. "skipped", "xfailed", "error in teardown") did not pass
+    every phase, and its results are named in the line, never saved. Returns the line to
+    show and whether a save that was asked for did not happen."""
     from .history import host
     from .schema import BaselineError, entries_to_save
     from .store import save
 
-    failed = set(failed_tests)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     updates = entries_to_save(
-        [r for r in results if r.nodeid not in failed],
+        [r for r in results if r.nodeid not in left_out],
         environment,  # one run, one device, one emulation
         date=now,
         commit=git_commit(path.parent),
@@ -245,8 +247,7 @@ def save_run(
         host=host(),
         durations=durations,
     )
-    skipped = sorted({r.nodeid for r in results if r.nodeid in failed})
-    note = f"; not saved, their test failed: {', '.join(skipped)}" if skipped else ""
+    note = not_saved_note(results, left_out)
     if not updates:
         return f"nothing saved to {path}{note}", False
     try:
@@ -256,6 +257,29 @@ def save_run(
     except (OSError, ValueError) as exc:  # no directory, no permission, lock timeout
         return f"NOT SAVED: baseline file {path}: {type(exc).__name__}: {exc}", True
     return f"saved {len(updates)} benchmark(s) to {path}{note}", False
+
+
+def not_saved_note(results: Iterable[Result], left_out: Mapping[str, str]) -> str:
+    """The save line's tail naming the measured tests left out and why ("" when none)."""
+    tests = sorted({r.nodeid for r in results if r.nodeid in left_out})
+    if not tests:
+        return ""
+    named = ", ".join(f"{n} ({left_out[n]})" for n in tests)
+    return f"; not saved: {len(tests)} test(s) did not pass: {named}"
+
+
+def not_passed(report: Any) -> str | None:
+    """Why a phase's report (a pytest TestReport) keeps the test's results out of the
+    baseline (None: it passed): a failure, an error in setup or teardown, a skip, an
+    xfail or a strict xpass. A test's results are saved only when each of its phases
+    passed (a non-strict xpass is reported as passed, and counts as one)."""
+    if report.passed:
+        return None
+    if report.skipped:
+        return "xfailed" if hasattr(report, "wasxfail") else "skipped"
+    if report.when != "call":
+        return f"error in {report.when}"
+    return "xpassed (strict)" if "[XPASS(strict)]" in str(report.longrepr) else "failed"
 
 
 def git_commit(where: Path) -> str | None:

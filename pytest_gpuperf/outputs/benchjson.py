@@ -39,16 +39,22 @@ def write_benchmark_json(config: pytest.Config, summary: RunSummary, started: fl
         option.close()
         return
     target = Path(option)
-    if target.is_file() and target.stat().st_mtime >= started:
-        try:
-            if "gpuperf" in json.loads(target.read_text(encoding="utf-8")):
-                return
-        except ValueError:
-            pass
+    if target.is_file() and target.stat().st_mtime >= started and _ours(target, summary):
+        return  # pytest-benchmark wrote it, with our section from pytest_benchmark_update_json
     data = skeleton(config)
     data["gpuperf"] = json_safe(summary.payload())
     data["benchmarks"] = benchmark_entries(summary)
     target.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+
+
+def _ours(target: Path, summary: RunSummary) -> bool:
+    """Whether the file holds this run's "gpuperf" section (its session id): one written
+    by another process since the run began (a fresh process, a second run) is not."""
+    try:
+        section = json.loads(target.read_text(encoding="utf-8")).get("gpuperf")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(section, dict) and section.get("session_id") == summary.session_id
 
 
 def skeleton(config: pytest.Config) -> dict[str, Any]:
