@@ -204,6 +204,9 @@ def fresh_process(
         if not k.startswith("PYTEST_XDIST") and k not in ("GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS")
     }
     full.update(env)
+    from .memory import release_cached
+
+    release_cached()  # this process's cached GPU memory is the fresh process's to use
     try:
         return subprocess.run(
             args,

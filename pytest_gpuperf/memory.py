@@ -91,6 +91,20 @@ def allocated_now() -> int | None:
     return int(cuda.memory_allocated())
 
 
+def release_cached() -> bool:
+    """Give the caching allocator's unused blocks back to the driver (before a fresh
+    process needs the GPU: what this process cached is nobody's, and could make the fresh
+    one run out of memory where the run did not). False where CUDA was never initialised."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None or not cuda.is_initialized():
+        return False
+    gc.collect()
+    cuda.synchronize()
+    cuda.empty_cache()
+    return True
+
+
 @dataclass
 class FixtureMemory:
     """The GPU memory each live fixture's setup allocated, to tell a test's own resident

@@ -225,3 +225,15 @@ def test_the_plugin_counts_another_tests_memory_at_setup(pytester):
     pytester.makepyfile(test_m=TESTS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
     result.assert_outcomes(passed=4)
+
+
+def test_the_cached_gpu_memory_is_given_back_before_a_fresh_process(monkeypatch):
+    """A fresh process that ran out of memory turned a regression into "not confirmed":
+    the parent's allocator held the blocks it had cached."""
+    cuda = FakeCudaMemory()
+    monkeypatch.setitem(sys.modules, "torch", fake_torch(cuda))
+    cuda.cached = 1 << 30  # a freed block the allocator kept
+    assert memory.release_cached() is True
+    assert cuda.cached == 0 and cuda.calls[-1] == "empty_cache"
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert memory.release_cached() is False

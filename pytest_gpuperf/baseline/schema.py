@@ -175,7 +175,9 @@ def migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
     new_entries: dict[str, Any] = {}
     for key, entry in entries.items():
         metrics = entry.get("metrics") if isinstance(entry, dict) else None
-        if isinstance(metrics, dict) and "peak_reserved" in metrics and MIGRATED_PEAK not in metrics:
+        if isinstance(metrics, dict) and "peak_reserved" in metrics and MIGRATED_PEAK not in (
+            metrics
+        ):
             moved = dict(metrics)
             old = moved.pop("peak_reserved")
             moved[MIGRATED_PEAK] = {**old, "gate": False} if isinstance(old, dict) else old
