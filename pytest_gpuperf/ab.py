@@ -50,10 +50,10 @@ from .abtree import (  # Stopped: also ab's own interface
     signals_deferred,
     stop_on_signals,
 )
+from .baseline.figures import metrics_of
 from .baseline.history import PER_CLOCK
 from .baseline.judge import failing
 from .baseline.paired import SIDES, ABError, Round, judge_rounds  # ABError: also ab's interface
-from .baseline.schema import metrics_of
 from .outputs.text import VERDICT_HEADER, json_safe, markdown_table, plain, table, verdict_rows
 from .results import Result
 from .settings import FALSE_ALARM

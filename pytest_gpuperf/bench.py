@@ -274,7 +274,8 @@ class GpuBenchmark:
     @staticmethod
     def _check_figures(result: Result) -> None:
         """The loader's rules, applied now: a figure saved today must load tomorrow."""
-        from .baseline.schema import metric_problem, metrics_of
+        from .baseline.figures import metrics_of
+        from .baseline.schema import metric_problem
 
         for name, m in metrics_of(result).items():
             why = metric_problem(m)

@@ -131,7 +131,8 @@ def run_count(summaries: list[RunSummary]) -> int:
 def read_results(raw: Any, where: str) -> list[Result]:
     """The results of a results file, each figure checked as a baseline's are and each
     verdict as the gate writes it."""
-    from .baseline.schema import metric_problem, metrics_of
+    from .baseline.figures import metrics_of
+    from .baseline.schema import metric_problem
 
     if not isinstance(raw, list):
         raise ResultsFileError(f"{where}: 'results' must be a list")

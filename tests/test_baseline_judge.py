@@ -51,7 +51,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pytest_gpuperf.baseline.confirmation import confirm, flagged_tests  # noqa: E402
-from pytest_gpuperf.baseline.schema import metrics_of  # noqa: E402
+from pytest_gpuperf.baseline.figures import metrics_of  # noqa: E402
 from pytest_gpuperf.verdict import decide  # noqa: E402
 
 UNIT = {"bandwidth": ("GB/s", "higher"), "model": ("tokens/s", "higher"),

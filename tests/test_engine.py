@@ -230,8 +230,8 @@ def test_cycles_divide_out_a_clock_that_moves_within_the_session(monkeypatch):
     """Compute-bound work under a power cap: the SM clock swings between 1230 and 1545 MHz,
     so the time per call swings by 25%, while the cycles per call stay put. The engine
     takes each sample's clock from the telemetry readings within its span."""
+    from pytest_gpuperf.baseline.figures import metrics_of
     from pytest_gpuperf.baseline.history import PER_CLOCK
-    from pytest_gpuperf.baseline.schema import metrics_of
     from pytest_gpuperf.telemetry import Sample as Reading
     from pytest_gpuperf.telemetry import summarize_samples
     from pytest_gpuperf.timing import clocks_over

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from pytest_gpuperf.baseline.schema import metrics_of
+from pytest_gpuperf.baseline.figures import metrics_of
 from pytest_gpuperf.bench import GpuBenchmark
 from pytest_gpuperf.results import Result
 from pytest_gpuperf.settings import parse_layer

@@ -138,9 +138,9 @@ def test_few_baseline_sessions_widen_the_uncertainty():
 
 # ------------------------------------------------------ power state, A/B, false alarms
 
+from pytest_gpuperf.baseline.figures import metrics_of  # noqa: E402
 from pytest_gpuperf.baseline.history import PER_CLOCK  # noqa: E402
 from pytest_gpuperf.baseline.judge import as_verdict, judge_run  # noqa: E402
-from pytest_gpuperf.baseline.schema import metrics_of  # noqa: E402
 from pytest_gpuperf.results import Result, Throughput  # noqa: E402
 from pytest_gpuperf.stats import summarize  # noqa: E402
 from pytest_gpuperf.verdict import (  # noqa: E402

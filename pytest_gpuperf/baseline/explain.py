@@ -11,9 +11,9 @@ from typing import Any
 
 from ..results import Result, format_value
 from ..verdict import FAILED, REGRESSED
+from .figures import metrics_of
 from .history import values_of
 from .judge import Judgement, as_verdict
-from .schema import metrics_of
 
 
 def failure_lines(

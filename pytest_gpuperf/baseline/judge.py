@@ -35,6 +35,7 @@ from ..verdict import (
     what_would_settle,
 )
 from .busy import busy_verdicts
+from .figures import metrics_of, result_classes
 from .history import (
     PER_CLOCK,
     env_for,
@@ -62,7 +63,6 @@ from .offsets import (
     run_offsets,
     value_d,
 )
-from .schema import metrics_of, result_classes
 
 DEFAULT_TOLERANCE = float(BY_NAME["tolerance"].cuda)
 DEFAULT_MEMORY_TOLERANCE = float(BY_NAME["memory_tolerance"].cuda)

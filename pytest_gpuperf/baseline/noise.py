@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..verdict import ratio_change
@@ -237,15 +237,7 @@ class NoiseModel:
         unpooled = derived | set(aside_dev)
         voters = {k: v for k, v in with_spread.items() if k not in unpooled}
         if c not in UNPOOLED and len(voters) >= MIN_POOL:
-            keep = set(voters)
-            for _ in range(10):
-                df = sum(voters[k][1] for k in keep)
-                sp = sum(voters[k][0] * voters[k][1] for k in keep) / df
-                crit = {k: sp * f_isf(SCREEN_P, d, df) for k, (_, d) in voters.items()}
-                new = {k for k, (v, _) in voters.items() if v <= crit[k]}
-                if new == keep or len(new) < MIN_POOL:
-                    break
-                keep = new
+            keep = _screened(voters)
             fit.pooled_df = sum(with_spread[k][1] for k in keep)
             fit.pooled_var = (
                 sum(with_spread[k][0] * with_spread[k][1] for k in keep) / fit.pooled_df
@@ -281,6 +273,29 @@ class NoiseModel:
 
     def spread(self, key: str) -> Spread | None:
         return self.spreads.get(key)
+
+
+def _screened(voters: Mapping[str, tuple[float, float]]) -> set[str]:
+    """The metrics a class pool is made of: each is compared with the pool of the OTHER
+    metrics kept (F test at SCREEN_P), so that one very noisy metric (a benchmark that is
+    launch-bound in some sessions and not in others) cannot widen the pool enough to
+    pass its own test and blind its quiet class-mates; iterated until it settles."""
+    keep = set(voters)
+    for _ in range(10):
+        new = set()
+        for k, (v, d) in voters.items():
+            others = keep - {k}
+            df = sum(voters[j][1] for j in others)
+            if df <= 0:
+                new.add(k)
+                continue
+            sp = sum(voters[j][0] * voters[j][1] for j in others) / df
+            if v <= sp * f_isf(SCREEN_P, d, df):
+                new.add(k)
+        if new == keep or len(new) < MIN_POOL:
+            break
+        keep = new
+    return keep
 
 
 def _offsets(

@@ -1,5 +1,5 @@
 """The baseline file's format: the one module to change when the format changes. What a
-result puts into an entry (`metrics_of`, `entries_to_save`), what a file must hold
+result puts into an entry (`entries_to_save`, from figures.metrics_of), what a file must hold
 (`validate`), and how saved entries merge into a file (`merge`). Reading and writing the
 file (size limits, strict JSON, the lock, the atomic rename) is `store`'s job.
 
@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .figures import metrics_of, result_classes
 from .history import HISTORY  # session medians kept per metric (and judged)
 
 if TYPE_CHECKING:
@@ -325,135 +326,6 @@ def merge(
 
 
 # ----------------------------------------------------------- what a result saves
-
-
-def result_classes(results: list[Result]) -> dict[str, str]:
-    """The noise class of each result's figures, by result key: declared, else assigned
-    from its unit and flags; a figure derived from another measurement of its test takes
-    that measurement's class (one measurement, one noise)."""
-    from .noise import classify
-
-    out: dict[str, str] = {}
-    for r in results:
-        if r.kind == "measured" and r.throughput is not None:
-            out[r.key] = classify(
-                "throughput",
-                r.throughput.unit,
-                launch_bound=bool(r.launch_bound),
-                bound=r.bound,
-                declared=r.noise_class,
-            )
-    for r in results:
-        if r.kind == "recorded":
-            src = None
-            if r.derived_from is not None:
-                src = out.get(f"{r.nodeid}::{r.derived_from}" if r.derived_from else r.nodeid)
-            unit = r.throughput.unit if r.throughput else r.unit
-            out[r.key] = (
-                r.noise_class
-                or src
-                or classify("value", unit, launch_bound=False, bound=None, declared=None)
-            )
-    return out
-
-
-def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict[str, Any]]:
-    """Baseline metrics of a result. Measured: throughput (higher is better) and, on a GPU,
-    peak reserved memory (lower is better: memory growth is a regression too). Recorded:
-    its value, in its own unit and direction. Each carries its noise class (`noise_class`,
-    else assigned here) and whether it gates."""
-    from .history import PER_CLOCK
-    from .noise import MEMORY, classify
-
-    out: dict[str, dict[str, Any]] = {}
-    t = result.throughput
-    if result.outcome != "ok" or t is None:
-        return out
-    gate = {"gate": False} if not result.gate else {}
-    if result.kind == "recorded":
-        v = t.median
-        cls = (
-            noise_class
-            or result.noise_class
-            or classify("value", t.unit, launch_bound=False, bound=None, declared=None)
-        )
-        out["value"] = {
-            "unit": t.unit,
-            "direction": "higher" if result.higher_is_better else "lower",
-            "median": v,
-            "ci_low": v,
-            "ci_high": v,
-            "n": 1,
-            "noise_class": cls,
-            **gate,
-            **({"derived_from": result.derived_from} if result.derived_from is not None else {}),
-        }
-        return out
-    if result.time is None:
-        return out
-    session: dict[str, Any] = {"flags": result.session_flags} if result.session_flags else {}
-    clock = result.clock_mhz
-    if clock is not None:
-        session["clock_mhz"] = clock
-    cls = noise_class or classify("throughput", t.unit, launch_bound=bool(result.launch_bound),
-                                  bound=result.bound, declared=result.noise_class)  # fmt: skip
-    out["throughput"] = {
-        "unit": t.unit,
-        "direction": "higher" if result.higher_is_better else "lower",  # lower: a latency
-        "median": t.median,
-        "ci_low": t.ci_low,
-        "ci_high": t.ci_high,
-        "n": result.time.n,
-        "noise_class": cls,
-        **gate,
-        **session,
-    }
-    if result.bound == "compute" and clock is not None:
-        out[PER_CLOCK] = {**_per_clock(result, clock), "n": result.time.n, "noise_class": cls,
-                          **session}  # fmt: skip
-    if result.peak_reserved is not None:
-        v = float(result.peak_reserved)
-        out["peak_reserved"] = {
-            "unit": "bytes",
-            "direction": "lower",
-            "median": v,
-            "ci_low": v,
-            "ci_high": v,
-            "n": 1,
-            "noise_class": MEMORY,
-            **gate,
-        }
-    return out
-
-
-def _per_clock(result: Result, clock: float) -> dict[str, Any]:
-    """Compute-bound work per SM clock cycle, from the cycles of each sample where the
-    engine measured them, else from the session's median clock. A throughput: work per
-    cycle, in its unit per GHz (higher is better); a latency: its time at 1 GHz, i.e.
-    giga-cycles per call in its unit x GHz (lower is better). Either is a measurement of
-    time and clock together, in the class of the work it times (launch-bound work's is
-    launch-bound)."""
-    from ..results import UNITS
-
-    t, c = result.throughput, result.cycles
-    assert t is not None and result.time is not None
-    have = c is not None and c.median > 0 and c.ci_low > 0
-    if not result.higher_is_better and result.time.median > 0:  # a latency: time x scale
-        scale, ghz = t.median / result.time.median, clock / 1000
-        if have:
-            low, mid, high = (x * scale for x in (c.ci_low, c.median, c.ci_high))  # type: ignore[union-attr]
-        else:
-            low, mid, high = t.ci_low * ghz, t.median * ghz, t.ci_high * ghz
-        return {"unit": f"{t.unit} x GHz", "direction": "lower", "median": mid,
-                "ci_low": low, "ci_high": high}  # fmt: skip
-    if have:
-        per = result.work_per_call / UNITS[result.unit][1]
-        low, mid, high = per / c.ci_high, per / c.median, per / c.ci_low  # type: ignore[union-attr]
-    else:
-        ghz = clock / 1000
-        low, mid, high = t.ci_low / ghz, t.median / ghz, t.ci_high / ghz
-    return {"unit": f"{t.unit} per GHz", "direction": "higher", "median": mid,
-            "ci_low": low, "ci_high": high}  # fmt: skip
 
 
 def entries_to_save(

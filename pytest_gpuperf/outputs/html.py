@@ -194,7 +194,7 @@ def _draw(report: Report, out: list[Chart], title: str, draw: Callable[[], str],
 def history_picks(report: Report, limit: int = HISTORY_LIMIT) -> list[Any]:
     """Per judged metric with a saved history: (title, status, unit, sessions, now), the
     worst verdicts first, at most `limit`."""
-    from ..baseline.schema import metrics_of
+    from ..baseline.figures import metrics_of
 
     picks = []
     for run in report.runs:

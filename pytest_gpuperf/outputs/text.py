@@ -95,7 +95,7 @@ def run_verdict_rows(summary: RunSummary) -> list[list[str]]:
 
 def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list[list[str]]:
     """Rows of the session's verdict table, worst first."""
-    from ..baseline.schema import metrics_of
+    from ..baseline.figures import metrics_of
     from ..verdict import FAILED, INCONCLUSIVE_POWER, SEVERITY
 
     rows: list[tuple[int, list[str]]] = []
