@@ -252,7 +252,7 @@ class GpuBenchmark:
         if result.outcome != "ok" or result.throughput is None:
             line = f"{result.key}: {result.outcome.upper()}"
         else:
-            mem = f", peak {format_size(result.peak_reserved)}" if result.peak_reserved else ""
+            mem = f", peak {format_size(result.peak_allocated)}" if result.peak_allocated else ""
             if mem and result.resident_allocated:  # the step's own, and what it began beside
                 mem += f" (+{format_size(result.resident_allocated)} resident)"
             assert result.time is not None

@@ -147,7 +147,8 @@ class Result:
     measure_s: float = 0.0
     stop_reason: str = ""
     # bytes: the timed calls' own peak above what was live when they began (memory.py), the
-    # same whatever ran before; peak_reserved is the baseline's gated memory figure
+    # same whatever ran before: peak_allocated (requested bytes) is the baseline's gated
+    # memory figure; peak_reserved depends on the allocator's cache and is informational
     peak_allocated: int | None = None
     peak_reserved: int | None = None
     # bytes allocated when the timed calls began (the test's fixtures, state the work keeps,

@@ -31,7 +31,7 @@ def measured(nodeid, tps, params, metric=None, peak_gib=None, unit="tokens", wor
     r.time = summarize(r.samples, 0.95)
     r.throughput = throughput_of(r.time, work, unit)
     r.calls_total, r.stop_reason = 10, "converged"
-    r.peak_reserved = int(peak_gib * GIB) if peak_gib else None
+    r.peak_allocated = r.peak_reserved = int(peak_gib * GIB) if peak_gib else None
     r.config = {"tolerance": 0.03}
     return r
 

@@ -166,15 +166,23 @@ def test_figures_a_float_apart_are_judged_never_an_overflow(sessions, then, now)
 def test_the_h200_full_suite_run_replayed():
     """The cold -n 2 run of 2026-11-30 (docs/evidence/h200x2-2026-11-30-e, samples dropped)
     against the 3-session baselines/h200.json of that day (tests/data): at commit da4211f
-    20 of 103 verdicts were decided; the noise model must decide at least 45%, with no
-    regression (nothing had changed in the code it measured)."""
+    20 of 103 verdicts were decided. Its peak memory was the process's (baseline schema 1),
+    so the 49 peak figures are left out here (the file is read as schema 2 reads it, with
+    them set aside); of the 63 throughput and recorded verdicts, the rule of f01955b
+    decided 29 and the rule of 2026-12-01 (UNCHANGED only with the whole interval inside
+    the tolerance) decides 28: at least 40%, with no regression (nothing had changed in
+    the code it measured)."""
+    from pytest_gpuperf.baseline.schema import migrate_v1
+
     run = json.loads((DATA / "h200x2-n2-cold-run.json").read_text())
-    base = json.loads((DATA / "h200-3-sessions.json").read_text())["entries"]
+    base = migrate_v1(json.loads((DATA / "h200-3-sessions.json").read_text()))["entries"]
     results = read_results(run["results"], "replay")
+    for r in results:
+        r.peak_allocated = r.peak_reserved = None
     j = judge_run(results, base, environment(run["device"], None))
     statuses = [v["status"] for r in results for v in r.verdicts.values()]
-    assert len(statuses) == 103 and j.judged >= 90
+    assert len(statuses) == 63 and j.judged >= 60
     decided = sum(s in ("unchanged", "regressed", "improved") for s in statuses)
-    assert decided >= 0.45 * len(statuses), decided
+    assert decided >= 0.40 * len(statuses), decided
     assert "regressed" not in statuses
     assert all(s.verdict.status != "regressed" for s in j.shifts)

@@ -251,14 +251,14 @@ def test_a_version_1_file_keeps_its_process_peaks_aside_and_the_step_peak_starts
     assert metrics[MIGRATED_PEAK]["gate"] is False
     assert [h["median"] for h in metrics[MIGRATED_PEAK]["history"]] == [9e9, 4e9]
     new = update("t.py::a", 101.0)
-    new["t.py::a"]["metrics"]["peak_reserved"] = {
+    new["t.py::a"]["metrics"]["peak_allocated"] = {
         "unit": "bytes", "direction": "lower", "median": 2e9, "ci_low": 2e9, "ci_high": 2e9,
         "n": 1, "noise_class": "memory"}  # fmt: skip
     save(path, "h200", new, now="n1")
     data = json.loads(path.read_text())
     assert data["version"] == VERSION == 2
     m = data["entries"]["t.py::a"]["metrics"]
-    assert [h["median"] for h in m["peak_reserved"]["history"]] == [2e9]
+    assert [h["median"] for h in m["peak_allocated"]["history"]] == [2e9]
     assert [h["median"] for h in m[MIGRATED_PEAK]["history"]] == [9e9, 4e9]
     assert len(m["throughput"]["history"]) == 2
 

@@ -340,11 +340,12 @@ def test_the_step_peak_does_not_depend_on_what_ran_before(pytester, monkeypatch)
         assert result.ret == 0, result.stdout.str()
         for row in map(json.loads, path.read_text().splitlines()):
             (peaks if row[0] == "peak" else foreign)[name] = row[1:]
-    alone_alloc, alone_reserved, _ = peaks["alone"]
+    alone_alloc, _, _ = peaks["alone"]
     assert alone_alloc >= 4096 * 4096 * 6  # the bf16 product and its float32 copy
-    for name, (alloc, reserved, _resident) in peaks.items():
+    for name, (alloc, _reserved, _resident) in peaks.items():
         assert alloc == alone_alloc, (name, peaks)  # to the byte
-        assert abs(reserved - alone_reserved) <= max(20 * 2**20, 0.01 * alone_reserved), peaks
+    # the reservation is not: on the H200 (2026-12-01) 98 MiB alone and 0 B after the other
+    # tests, whose live segments had room; it is informational, never judged
     # what was resident is reported beside the peak: the leak is there, not in the peak
     assert peaks["after the leak"][2] - peaks["alone"][2] >= 2**30 + 3 * 2**20
     # a figure recorded beside the leaked gigabyte is flagged with it

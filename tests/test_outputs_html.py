@@ -178,7 +178,7 @@ def test_the_shipped_sweep_gets_throughput_memory_and_out_of_memory_per_batch(tm
     page = rd.parse(out.read_text())
     chart = page.chart("test_finetune.py::test_qlora_batch_sweep: by batch")
     texts = set(chart.texts)
-    assert {"throughput", "peak reserved memory", "tokens/s", "GiB"} <= texts
+    assert {"throughput", "peak memory", "tokens/s", "GiB"} <= texts
     assert {"1", "8", "16", "20"} <= texts  # the emulated run ran out of memory at 20
     assert {"H200", "H200 as a100-40gb"} <= texts  # a line per run
     assert "OOM" in texts and "a100-40gb cap 40 GiB (emulated)" in texts

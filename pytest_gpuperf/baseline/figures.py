@@ -43,9 +43,13 @@ def result_classes(results: list[Result]) -> dict[str, str]:
     return out
 
 
+PEAK = "peak_allocated"  # the gated memory figure (baseline schema 2)
+
+
 def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict[str, Any]]:
     """Baseline metrics of a result. Measured: throughput (higher is better) and, on a GPU,
-    peak reserved memory (lower is better: memory growth is a regression too). Recorded:
+    the step's own peak allocated memory (lower is better: memory growth is a regression
+    too; the allocator's reservation depends on its cache, so it is not a figure). Recorded:
     its value, in its own unit and direction. Each carries its noise class (`noise_class`,
     else assigned here) and whether it gates."""
     from .history import PER_CLOCK
@@ -97,9 +101,9 @@ def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict
     if result.bound == "compute" and clock is not None:
         out[PER_CLOCK] = {**_per_clock(result, clock), "n": result.time.n, "noise_class": cls,
                           **session}  # fmt: skip
-    if result.peak_reserved is not None:
-        v = float(result.peak_reserved)
-        out["peak_reserved"] = {
+    if result.peak_allocated is not None:  # the step's own, the same in any test order
+        v = float(result.peak_allocated)
+        out[PEAK] = {
             "unit": "bytes",
             "direction": "lower",
             "median": v,

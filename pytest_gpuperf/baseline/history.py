@@ -54,7 +54,7 @@ def metric_class(name: str, base_m: dict[str, Any], entry: dict[str, Any]) -> st
     launch = flagged * 2 >= len(hist) > 0 or bool((entry.get("flags") or {}).get("launch_bound"))
     if name == "value":
         return MEMORY if base_m.get("unit") == "bytes" else RECORDED
-    if name not in ("peak_reserved",) and launch:
+    if name not in ("peak_reserved", "peak_allocated") and launch:
         return LAUNCH
     if PER_CLOCK in (entry.get("metrics") or {}) and name == "throughput":
         return COMPUTE

@@ -35,7 +35,7 @@ from ..verdict import (
     what_would_settle,
 )
 from .busy import busy_verdicts
-from .figures import metrics_of, result_classes
+from .figures import PEAK, metrics_of, result_classes
 from .history import (
     PER_CLOCK,
     env_for,
@@ -214,7 +214,7 @@ def _items(
             if why_not and allow_cross_gpu and why_not.startswith("gpu differs"):
                 why_not = None
         for name, m in metrics.items():
-            t = mem_tol if name == "peak_reserved" else tol
+            t = mem_tol if name == PEAK else tol
             v = _precheck(m, base, name, why_not, t, exclude_session)
             if v is None:
                 values = values_of(base["metrics"][name], exclude_session)  # type: ignore[index]

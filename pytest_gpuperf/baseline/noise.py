@@ -81,7 +81,7 @@ def classify(
     class declared by the benchmark (marker or record argument) wins."""
     if declared:
         return declared
-    if metric == "peak_reserved" or unit == "bytes":
+    if metric in ("peak_allocated", "peak_reserved") or unit == "bytes":
         return MEMORY
     if metric == "value":
         return RECORDED

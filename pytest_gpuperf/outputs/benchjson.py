@@ -111,6 +111,7 @@ def benchmark_entries(summary: RunSummary) -> list[dict[str, Any]]:
                     "device": r.device,
                     "profile": summary.profile,
                     "timer": r.timer,
+                    "peak_allocated_bytes": r.peak_allocated,
                     "peak_reserved_bytes": r.peak_reserved,
                     "busy_fraction": r.busy_fraction,
                     "energy_per_unit_j": r.energy_per_unit_j,

@@ -42,7 +42,7 @@ MAX_POINTS = 64  # per line
 CHART_POINTS = 400  # points (or bars) drawn in one chart: about 0.3 s of matplotlib
 REPORT_POINTS = 3000  # in the whole report
 LABEL_CHARS = 60
-MEMORY = ("peak reserved memory", "GiB")
+MEMORY = ("peak memory", "GiB")
 
 
 @dataclass
@@ -248,11 +248,18 @@ def _line_chart(
         if y is None and r.outcome != "oom":
             continue
         panels.setdefault(key, {}).setdefault(ident, []).append((row, Point(x, y, _err(r))))
-        if r.kind == "measured" and (r.outcome == "oom" or r.peak_reserved):
-            gib = r.peak_reserved / GIB if r.outcome == "ok" and r.peak_reserved else None
+        peak = _peak(r)
+        if r.kind == "measured" and (r.outcome == "oom" or peak):
+            gib = peak / GIB if r.outcome == "ok" and peak else None
             memory = panels.setdefault((1, *MEMORY), {}).setdefault(ident, [])
             memory.append((row, Point(x, gib)))
     return _spec("line", test, axis, panels, others, drawn)
+
+
+def _peak(r: Any) -> int | None:
+    """The step's own peak (allocated, the gated figure); results files written before it
+    was recorded have only the reserved peak."""
+    return r.peak_allocated if r.peak_allocated is not None else r.peak_reserved
 
 
 def _bar_chart(
@@ -270,9 +277,10 @@ def _bar_chart(
             continue
         ident = (id(row.run),)
         panels.setdefault(key, {}).setdefault(ident, []).append((row, Point(category, y, _err(r))))
-        if r.kind == "measured" and r.outcome == "ok" and r.peak_reserved:
+        peak = _peak(r)
+        if r.kind == "measured" and r.outcome == "ok" and peak:
             memory = panels.setdefault((1, *MEMORY), {}).setdefault(ident, [])
-            memory.append((row, Point(category, r.peak_reserved / GIB)))
+            memory.append((row, Point(category, peak / GIB)))
     return _spec("bar", test, ", ".join(varying), panels, [], set())
 
 

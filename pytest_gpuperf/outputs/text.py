@@ -41,7 +41,7 @@ def result_rows(results: Iterable[Result]) -> list[list[str]]:
                 interval_text(r),
                 f"{r.time.median * 1e3:.4g} ms",
                 str(r.time.n),
-                format_size(r.peak_reserved) if r.peak_reserved is not None else "-",
+                format_size(r.peak_allocated) if r.peak_allocated is not None else "-",
                 ", ".join(flags),
             ]
         )
