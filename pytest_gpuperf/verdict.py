@@ -193,29 +193,36 @@ def decide(
     half = math.hypot(ref_part, max(t * math.sqrt(var), z * s_cur))
     change = ratio_change(d)
     worse = -change if higher_is_better else change
-    return _status(change, worse, half, tolerance)
+    return _status(change, worse, -d if higher_is_better else d, half, tolerance)
 
 
-def _status(change: float, worse: float, half: float, tolerance: float) -> Verdict:
-    """The verdict of a change and its half-width against the tolerance."""
+def _status(
+    change: float, worse: float, worse_log: float, half: float, tolerance: float
+) -> Verdict:
+    """The verdict of a change and its half-width (log units) against the tolerance, all
+    compared in log units, so that a halving and a doubling are equally far from nothing
+    (a throughput's relative change in the bad direction can never exceed 100%, a
+    latency's can; compared as relative changes, a throughput could never regress beyond
+    an interval wider than 100%)."""
     mde = max(tolerance, half)
-    if worse > tolerance and worse > half:
+    tol = math.log1p(tolerance)
+    if worse_log > tol and worse_log > half:
         return Verdict(
             REGRESSED, change, worse, half, tolerance, "beyond tolerance and significant", mde
         )
-    if -worse > tolerance and -worse > half:
+    if -worse_log > tol and -worse_log > half:
         return Verdict(
             IMPROVED, change, worse, half, tolerance, "beyond tolerance and significant", mde
         )
-    if half > tolerance or abs(worse) > tolerance:
+    if half > tol or abs(worse_log) > tol:
         why = (
             f"the change's uncertainty ±{half * 100:.1f}% is wider than the tolerance "
             f"{tolerance * 100:.1f}%"
-            if half > tolerance
+            if half > tol
             else f"the change is beyond the tolerance but within its uncertainty ±{half * 100:.1f}%"
         )
         return Verdict(INCONCLUSIVE, change, worse, half, tolerance, why, mde)
-    if abs(worse) + half > tolerance:
+    if abs(worse_log) + half > tol:
         why = (
             f"within the tolerance {tolerance * 100:.1f}%, but its interval "
             f"({worse * 100:+.2f}% ±{half * 100:.2f}% worse) reaches beyond it"

@@ -371,3 +371,27 @@ def test_a_whole_class_slowed_twice_the_tolerance_never_passes_and_an_aa_never_f
         assert "unchanged" not in got and "improved" not in got, got
         if k == 5:
             assert j.failing(slow), (got, [sh.line() for sh in j.shifts])
+
+
+def test_a_launch_bound_figure_is_not_decided_by_a_few_sessions_that_happened_to_agree():
+    """H200, 2026-12-01: sweep[8] (launch-bound) saved at 7.25, 7.06, 6.76 TFLOP/s in 3
+    processes, then read IMPROVED +42.27% ±22.24% in a run whose code was unchanged."""
+    def launch(name, value):
+        r = Result(f"t.py::{name}", None, "flop", 1.0)
+        r.time = type("T", (), {"n": 10})()
+        r.throughput = Throughput("TFLOP/s", value, value * 0.99, value * 1.01)
+        r.launch_bound = True
+        return r
+
+    hist = [{"median": v, "date": f"d{i}", "session": f"s{i}"} for i, v in enumerate((7.25, 7.06, 6.76))]
+    entries = {"t.py::sweep[8]": {"environment": {}, "metrics": {"throughput": {
+        "unit": "TFLOP/s", "direction": "higher", "median": 6.76, "noise_class": "launch-bound",
+        "history": hist}}}}  # fmt: skip
+    r = launch("sweep[8]", 10.0)
+    judge_run([r], entries, {})
+    v = r.verdicts["throughput"]
+    assert v["status"] == "inconclusive", v
+    assert "launch-bound floor of 30%" in v["basis"]
+    slow = launch("sweep[8]", 7.0 / 4)  # a change of 4x is still seen
+    judge_run([slow], entries, {})
+    assert slow.verdicts["throughput"]["status"] == "regressed"

@@ -46,6 +46,7 @@ from .history import (
 from .noise import (
     CLASS_NAMES,
     LAUNCH,
+    LAUNCH_FLOOR,
     NoiseModel,
     Spread,
     better,
@@ -368,6 +369,11 @@ def _basis(v: Verdict, sp: Spread, cls: str, df: float) -> str:
         text = f"{unc} from its own {sp.k} sessions ({dft} df): noisier than its class (F test)"
     else:
         text = f"{unc} from its own {sp.k} sessions ({dft} df)"
+    if sp.floored:
+        text += (
+            f" raised to the launch-bound floor of {LAUNCH_FLOOR * 100:.0f}% (launch-bound wall "
+            "time moves between processes more than a few sessions show)"
+        )
     if cls == LAUNCH:
         text += (
             "; launch-bound: judged against the launch-bound class only (it times the host "

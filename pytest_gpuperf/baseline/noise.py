@@ -72,6 +72,15 @@ SET_ASIDE_MIN = 0.05  # a session value this far (relative) from the metric's ot
 SET_ASIDE_SDS = 10.0  # ... and this many class spreads away is set aside
 MIN_SET_ASIDE = 4  # sessions a metric needs before one may be set aside (3 remain to agree)
 OFFSET_ITERATIONS = 20
+# Launch-bound wall time moves between processes by more than a few sessions show: on the
+# H200 9-30% sd between sessions (gate-sim's fit), a 7B prefill 25.6 -> 42.4 ms between two
+# processes of one lease, and matmuls at batch 8 and 256 whose 3 saved sessions were within
+# 7% read 42-49% faster in later processes (2026-12-01). Its spread is never taken below
+# the top of that range, a prior (infinite degrees of freedom), not an estimate: such a
+# figure decides only changes of about 2.7x; gpuperf ab, or a GPU-bound configuration, sees
+# smaller ones.
+LAUNCH_FLOOR = 0.30
+LAUNCH_FLOOR_VAR = math.log1p(LAUNCH_FLOOR) ** 2
 
 
 def classify(
@@ -120,6 +129,7 @@ class Spread:
     set_aside: tuple[str, ...] = ()  # why a session's value was not used
     offsets_removed: bool = False  # the baseline's class offsets were removed
     aside_dev: float | None = None  # how far (log) the set-aside value was from the others
+    floored: bool = False  # launch-bound: the spread raised to the floor between processes
 
 
 @dataclass
@@ -269,6 +279,8 @@ class NoiseModel:
                 spread = Spread(level, math.nan, 0, n, "none", 0, aside, bool(fit.offsets))
             if s.key in aside_dev:
                 spread = replace(spread, aside_dev=aside_dev[s.key])
+            if c == LAUNCH and math.isfinite(spread.var) and spread.var < LAUNCH_FLOOR_VAR:
+                spread = replace(spread, var=LAUNCH_FLOOR_VAR, df=math.inf, floored=True)
             self.spreads[s.key] = spread
 
     def spread(self, key: str) -> Spread | None:
