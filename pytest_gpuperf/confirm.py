@@ -283,15 +283,27 @@ def confirmation_run(
 
 def imported_files() -> dict[str, str]:
     """Module name: the file it was imported from, for this process's modules that have
-    one, less `__main__` and conftest modules (one name for many files)."""
+    one, less `__main__`, conftest modules (one name for many files) and modules generated
+    at run time into a compile cache (torch.compile's inductor modules have one name and a
+    file in each process's own cache)."""
+    generated = [
+        os.path.realpath(v)
+        for k, v in os.environ.items()
+        if k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR") and v
+    ]
     out = {}
     for name, module in list(sys.modules.items()):
         try:
             file = vars(module).get("__file__")
         except TypeError:  # not a module
             continue
-        if isinstance(file, str) and name != "__main__" and Path(file).name != "conftest.py":
-            out[name] = file
+        if not isinstance(file, str) or name == "__main__" or Path(file).name == "conftest.py":
+            continue
+        real = os.path.realpath(file)
+        cached = "torchinductor" in real or f"{os.sep}.triton{os.sep}" in real
+        if cached or any(real.startswith(g + os.sep) for g in generated):
+            continue
+        out[name] = file
     return out
 
 

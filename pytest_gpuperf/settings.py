@@ -105,7 +105,9 @@ def bound(value: Any) -> str:
     raise ValueError(f"use one of {', '.join(BOUNDS)}, got {value!r}")
 
 
-NOISE_CLASSES = ("auto", "bandwidth", "compute", "model", "launch-bound", "memory", "recorded")
+NOISE_CLASSES = (
+    "auto", "bandwidth", "compute", "model", "launch-bound", "memory", "recorded", "per-clock"
+)
 
 
 def noise_class(value: Any) -> str:

@@ -20,7 +20,7 @@ from .gateproject import FAST
         (
             'record("m", 5, "x", noise_class="modle")',
             "test_r.py::test_r: record('m', ..., noise_class='modle'): use one of auto, "
-            "bandwidth, compute, model, launch-bound, memory, recorded (in any case)",
+            "bandwidth, compute, model, launch-bound, memory, recorded, per-clock (in any case)",
         ),
         ('record("m", 5, "ms", higher_is_better="yes")', "higher_is_better must be True, False or None"),
     ],
@@ -84,7 +84,8 @@ def test_noise_class_is_checked_alike_in_the_marker_and_in_record(project):
     result = project.runpytest(*FAST, "test_bad.py")
     result.stdout.fnmatch_lines(
         ["*test_bad.py::test_bad: @pytest.mark.gpuperf: marker: noise_class='modle': use one "
-         "of auto, bandwidth, compute, model, launch-bound, memory, recorded (in any case)*"]
+         "of auto, bandwidth, compute, model, launch-bound, memory, recorded, per-clock "
+         "(in any case)*"]
     )  # fmt: skip
 
 

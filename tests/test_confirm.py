@@ -209,3 +209,23 @@ def test_differences_name_one_module_a_package():
     assert differences(ours, ours) == ""
     many = {f"m{i}": f"/y/m{i}.py" for i in range(5)}
     assert differences(many, {k: "/x.py" for k in many}).endswith("; m2 from /y/m2.py (this run: /x.py), and 2 more")
+
+
+def test_modules_generated_into_a_compile_cache_are_no_difference(monkeypatch, tmp_path):
+    """torch.compile's inductor modules keep one name and load from each process's own
+    cache: every confirmation of a compiled benchmark was refused as "other files"."""
+    import sys
+    import types
+
+    from pytest_gpuperf.confirm import imported_files
+
+    cache = tmp_path / "inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    for name, file in (("ab_cdef", cache / "ab" / "cabc.py"),
+                       ("ab_default", tmp_path / "torchinductor_root" / "x.py"),
+                       ("mine", tmp_path / "src" / "mine.py")):  # fmt: skip
+        mod = types.ModuleType(name)
+        mod.__file__ = str(file)
+        monkeypatch.setitem(sys.modules, name, mod)
+    files = imported_files()
+    assert "mine" in files and "ab_cdef" not in files and "ab_default" not in files

@@ -53,7 +53,7 @@ def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict
     its value, in its own unit and direction. Each carries its noise class (`noise_class`,
     else assigned here) and whether it gates."""
     from .history import PER_CLOCK
-    from .noise import MEMORY, classify
+    from .noise import CLOCK, LAUNCH, MEMORY, classify
 
     out: dict[str, dict[str, Any]] = {}
     t = result.throughput
@@ -99,8 +99,12 @@ def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict
         **session,
     }
     if result.bound == "compute" and clock is not None:
-        out[PER_CLOCK] = {**_per_clock(result, clock), "n": result.time.n, "noise_class": cls,
-                          **session}  # fmt: skip
+        # a measurement of time and clock together: its own class (the clock took the
+        # power state out of it, so it never shares offsets or a pool with time figures),
+        # launch-bound where the work is
+        pc_cls = LAUNCH if cls == LAUNCH else CLOCK
+        out[PER_CLOCK] = {**_per_clock(result, clock), "n": result.time.n,
+                          "noise_class": pc_cls, **session}  # fmt: skip
     if result.peak_allocated is not None:  # the step's own, the same in any test order
         v = float(result.peak_allocated)
         out[PEAK] = {

@@ -57,6 +57,7 @@ from .offsets import (
     MetricOffsets,
     Offsets,
     after_text,
+    bounded_by_class_line,
     cap_derived,
     clamp_offsets,
     class_shift,
@@ -153,6 +154,18 @@ def judge_run(
     confidence = per_metric_confidence(false_alarm * (1 - share), len(gated))
     conf_s = per_metric_confidence(false_alarm * share, n_shift) if n_shift else None
     removed = clamp_offsets(removed, [*items, *per_clock.values()], model)
+    shifts = [
+        class_shift(
+            cls,
+            gpu,
+            shifts_est[(cls, gpu)],
+            items,
+            model,
+            conf_s or confidence,
+            list(per_clock.values()),
+        )
+        for cls, gpu in sorted(shifts_est, key=str)
+    ]
     for it in items:
         it_v = _judge_item(it, model, removed, confidence)
         if it.name == "throughput" and it.result.key in per_clock and it_v.worse is not None:
@@ -161,11 +174,8 @@ def judge_run(
             base_clock = _base_clock(entries[it.result.key]["metrics"]["throughput"])
             it_v = combine_clocked(it_v, cyc, base_clock, it.metric.get("clock_mhz"))
         out[it.result.key][it.name] = it_v
+    bounded_by_class_line(out, items, removed, [s for s in shifts if s is not None])
     cap_derived(results, out)
-    shifts = [
-        class_shift(cls, gpu, shifts_est[(cls, gpu)], items, model, conf_s or confidence)
-        for cls, gpu in sorted(shifts_est, key=str)
-    ]
     for r in results:
         base = entries.get(r.key)
         r.verdicts = {

@@ -52,7 +52,8 @@ MODEL = "model"
 LAUNCH = "launch-bound"
 MEMORY = "memory"
 RECORDED = "recorded"
-CLASSES = (BANDWIDTH, COMPUTE, MODEL, LAUNCH, MEMORY, RECORDED)
+CLOCK = "per-clock"  # work per SM clock cycle: its own class, the clock took the power out
+CLASSES = (BANDWIDTH, COMPUTE, MODEL, LAUNCH, MEMORY, RECORDED, CLOCK)
 CLASS_NAMES = {
     BANDWIDTH: "memory-bandwidth-bound",
     COMPUTE: "compute-bound",
@@ -60,8 +61,9 @@ CLASS_NAMES = {
     LAUNCH: "launch-bound",
     MEMORY: "memory-size",
     RECORDED: "recorded",
+    CLOCK: "per-clock-cycle",
 }
-OFFSET_CLASSES = (BANDWIDTH, COMPUTE, MODEL)  # one machine state moves them together
+OFFSET_CLASSES = (BANDWIDTH, COMPUTE, MODEL, CLOCK)  # one machine moves them together
 UNPOOLED = (RECORDED,)  # a user's own figures: nothing in common to pool
 MIN_OFFSET_METRICS = 4  # metrics of a class in one session to estimate its offset ...
 FULL_OFFSET_METRICS = 6  # ... or this many where the class has them (a steadier median)

@@ -28,6 +28,7 @@ from ..verdict import (
     REGRESSED,
     UNCHANGED,
     Verdict,
+    combine_clocked,
     decide,
     ratio_change,
     z_quantile,
@@ -67,6 +68,51 @@ class ClassShift:
             f"{self.metrics} metrics): {v.status.upper()}"
             + (f" ({v.reason})" if v.status not in (UNCHANGED, IMPROVED) else "")
         )
+
+
+def _clock_line(
+    twins: list[Item], model: NoiseModel, tol: float, confidence: float
+) -> Verdict | None:
+    """The per-clock figures' own shift (the median of their deviations), judged against how
+    far sessions moved them."""
+    cls = twins[0].cls
+    ov, fit = _offset_var(model, cls), model.classes.get(cls)
+    if ov is None or fit is None:
+        return None
+    pool = fit.pooled_var or 0.0
+    return decide(
+        statistics.median(p.g for p in twins), higher_is_better=True, s_cur=0.0, var=ov[0],
+        df=ov[1], k=len(fit.offsets), tolerance=tol, confidence=confidence,
+        extra_var=(math.pi / 2) * pool / len(twins),
+    )  # fmt: skip
+
+
+def bounded_by_class_line(
+    out: dict[str, dict[str, Verdict]],
+    items: Iterable[Item],
+    removed: MetricOffsets,
+    shifts: list[ClassShift],
+) -> None:
+    """A figure whose class moved further than the baseline's sessions showed machines move
+    it (its offset was bounded) is never decided more strongly than the class line: where
+    the line cannot tell a slower machine from slower code, neither can the figure."""
+    line = {(s.cls, s.gpu): s.verdict for s in shifts}
+    for it in items:
+        found = removed.get(it.key)
+        v = out.get(it.result.key, {}).get(it.name)
+        if found is None or not found[2] or v is None or v.status not in (REGRESSED, IMPROVED):
+            continue
+        cls_v = line.get((it.cls, it.result.gpu)) or line.get((it.cls, None))
+        if cls_v is not None and cls_v.status == v.status:
+            continue
+        seen = cls_v.status if cls_v is not None else "not judged"
+        why = (
+            f"{v.status} only because its class moved {abs(ratio_change(found[0])) * 100:.1f}% "
+            f"and more in this run, further than the baseline's sessions showed machines move "
+            f"it; the class line, which decides between a machine and the code, is {seen}: "
+            "more baseline sessions (on the runners this gate uses), or gpuperf ab, can tell"
+        )
+        out[it.result.key][it.name] = replace(v, status=INCONCLUSIVE, reason=why)
 
 
 def _shift_text(v: Verdict) -> str:
@@ -299,9 +345,13 @@ def class_shift(
     items: list[Item],
     model: NoiseModel,
     confidence: float,
+    clocked: list[Item] | None = None,
 ) -> ClassShift | None:
     """The verdict on a class's shift: a uniform slowdown is removed from each metric's
-    verdict by the offsets, so it is judged here, against how far whole sessions stray."""
+    verdict by the offsets, so it is judged here, against how far whole sessions stray.
+    Where most of the class's figures have a per-clock twin (`clocked`: compute-bound work),
+    the shift must hold in time AND per SM clock cycle, as each figure's does: a card
+    capped to a lower clock moves the time of the whole class, not its cycles."""
     ov = _offset_var(model, cls)
     fit = model.classes.get(cls)
     mine = [
@@ -338,4 +388,10 @@ def class_shift(
         )
         v = replace(v, reason=why)
     v = replace(v, basis=basis)
+    keys = {i.result.key for i in mine}
+    twins = [p for p in clocked or [] if p.result.key in keys and p.result.derived_from is None]
+    if twins and 2 * len(twins) >= len(mine) and v.worse is not None:
+        cyc = _clock_line(twins, model, tol, confidence)
+        if cyc is not None:
+            v = replace(combine_clocked(v, cyc, None, None), basis=basis)
     return ClassShift(cls, gpu, v, len(mine), tuple(sorted({i.result.key for i in mine})))
