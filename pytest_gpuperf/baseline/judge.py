@@ -153,6 +153,7 @@ def judge_run(
     share = SHIFT_SHARE if n_shift else 0.0
     confidence = per_metric_confidence(false_alarm * (1 - share), len(gated))
     conf_s = per_metric_confidence(false_alarm * share, n_shift) if n_shift else None
+    unbounded = removed
     removed = clamp_offsets(removed, [*items, *per_clock.values()], model)
     shifts = [
         class_shift(
@@ -166,15 +167,29 @@ def judge_run(
         )
         for cls, gpu in sorted(shifts_est, key=str)
     ]
-    for it in items:
-        it_v = _judge_item(it, model, removed, confidence)
+
+    def verdict(it: Item, offs: MetricOffsets) -> Verdict:
+        it_v = _judge_item(it, model, offs, confidence)
         if it.name == "throughput" and it.result.key in per_clock and it_v.worse is not None:
-            pc = per_clock[it.result.key]
-            cyc = _judge_item(pc, model, removed, confidence)
+            cyc = _judge_item(per_clock[it.result.key], model, offs, confidence)
             base_clock = _base_clock(entries[it.result.key]["metrics"]["throughput"])
             it_v = combine_clocked(it_v, cyc, base_clock, it.metric.get("clock_mhz"))
-        out[it.result.key][it.name] = it_v
-    bounded_by_class_line(out, items, removed, [s for s in shifts if s is not None])
+        return it_v
+
+    rests: set[str] = set()  # figures decided only because their offset was bounded
+    for it in items:
+        out[it.result.key][it.name] = v = verdict(it, removed)
+        bounded = any(
+            removed.get(k, (0.0, 0, False))[2] for k in (it.key, f"{it.result.key}::{PER_CLOCK}")
+        )
+        if (
+            bounded
+            and v.status in (REGRESSED, IMPROVED)
+            and verdict(it, unbounded).status != v.status
+        ):
+            rests.add(it.key)
+    bounded_by_class_line(out, [i for i in items if i.key in rests], removed,
+                          [s for s in shifts if s is not None])  # fmt: skip
     cap_derived(results, out)
     for r in results:
         base = entries.get(r.key)

@@ -79,8 +79,8 @@ OFFSET_ITERATIONS = 20
 # processes of one lease, and matmuls at batch 8 and 256 whose 3 saved sessions were within
 # 7% read 42-49% faster in later processes (2026-12-01). Its spread is never taken below
 # the top of that range, a prior (infinite degrees of freedom), not an estimate: such a
-# figure decides only changes of about 2.7x; gpuperf ab, or a GPU-bound configuration, sees
-# smaller ones.
+# figure decides only changes of about 3x or more; gpuperf ab, or a GPU-bound
+# configuration, sees smaller ones.
 LAUNCH_FLOOR = 0.30
 LAUNCH_FLOOR_VAR = math.log1p(LAUNCH_FLOOR) ** 2
 

@@ -93,14 +93,16 @@ def bounded_by_class_line(
     removed: MetricOffsets,
     shifts: list[ClassShift],
 ) -> None:
-    """A figure whose class moved further than the baseline's sessions showed machines move
-    it (its offset was bounded) is never decided more strongly than the class line: where
-    the line cannot tell a slower machine from slower code, neither can the figure."""
+    """A figure decided only because its offset was bounded (its class moved further than
+    the baseline's sessions showed machines move it, and with the whole shift removed it
+    would not be decided so) is never decided more strongly than the class line: where the
+    line cannot tell a slower machine from slower code, neither can the figure. `items`:
+    those figures (judge.py tells which)."""
     line = {(s.cls, s.gpu): s.verdict for s in shifts}
     for it in items:
-        found = removed.get(it.key)
+        found = removed.get(it.key) or removed.get(f"{it.result.key}::throughput_per_clock")
         v = out.get(it.result.key, {}).get(it.name)
-        if found is None or not found[2] or v is None or v.status not in (REGRESSED, IMPROVED):
+        if found is None or v is None or v.status not in (REGRESSED, IMPROVED):
             continue
         cls_v = line.get((it.cls, it.result.gpu)) or line.get((it.cls, None))
         if cls_v is not None and cls_v.status == v.status:
