@@ -150,7 +150,7 @@ def test_most_of_a_class_slowed_with_three_sessions_is_never_unchanged_or_improv
     results = run(BW8, slow=slowed)
     judge_run(results, base, {})
     st_ = statuses(results)
-    assert all(st_[n] == "inconclusive" for n in slowed), st_
+    assert all(st_[n] not in ("unchanged", "improved") for n in slowed), st_
     assert all(st_[n] not in ("improved", "regressed") for n, _, _ in BW8[5:]), st_
 
 

@@ -70,7 +70,7 @@ DEFAULT_TOLERANCE = float(BY_NAME["tolerance"].cuda)
 DEFAULT_MEMORY_TOLERANCE = float(BY_NAME["memory_tolerance"].cuda)
 FAILING = (REGRESSED, FAILED)  # verdicts that fail the run (and the compare command)
 Z95 = 1.959963984540054
-SHIFT_SHARE = 0.25  # of the run's false-alarm budget, for the class-wide shift verdicts
+SHIFT_SHARE = 0.5  # of the run's false-alarm budget, for the class-wide shift verdicts
 
 
 @dataclass
