@@ -1,5 +1,8 @@
 """Judging a run against a baseline (baseline/judge.py): changed directions, zero figures."""
 
+import json
+from pathlib import Path
+
 from pytest_gpuperf.baseline.judge import judge_run
 from pytest_gpuperf.results import Result, Throughput
 
@@ -484,3 +487,37 @@ def test_a_power_capped_card_is_a_power_state_not_a_class_wide_regression():
     assert not j.failing(results), [s.line() for s in j.shifts]
     (shift,) = [s for s in j.shifts if s.cls == "compute"]
     assert shift.verdict.status == "power-state", shift.line()
+
+
+def _h200_run(name):
+    from pytest_gpuperf.baseline.history import environment
+    from pytest_gpuperf.baseline.store import load
+    from pytest_gpuperf.runfile import read_results
+
+    here = Path(__file__).parent / "data" / "evidence" / "h200-2026-12-01-v"
+    base = load(here / "baseline-h200.json").entries
+    run = json.loads((here / f"{name}.json").read_text())
+    results = read_results(run["results"], name)
+    j = judge_run(results, base, environment(run["device"], None))
+    return j, {r.nodeid.rpartition("::")[2]: r.verdicts["throughput"] for r in results}
+
+
+def test_the_h200_file_of_our_own_replayed_a_a_is_clean():
+    """tests/gpu/test_verdicts.py on an H200 (2026-12-01, call 3 of docs/performance.md):
+    3 baseline sessions, then an unchanged session, judged by today's rule."""
+    j, v = _h200_run("aa-1")
+    assert not j.failing([])
+    assert {x["status"] for x in v.values()} <= {"unchanged", "inconclusive"}
+    assert v["test_v_copy"]["status"] == "unchanged"
+
+
+def test_the_h200_file_of_our_own_replayed_10pct_slower_regresses_and_nothing_improves():
+    """The same file with the GPU-bound work 10% slower: the launch-bound sweep points,
+    never slowed, read IMPROVED +42.27% and +38.79% with the rule of 2d40a00 (their 3
+    saved sessions had agreed within 7%); today they are inconclusive, and the four slowed
+    benchmarks regress (the MLP and the latency in time and per clock cycle)."""
+    _, v = _h200_run("slow10-2")
+    slowed = ("test_v_copy", "test_v_mlp", "test_v_attention", "test_v_sweep[2048]")
+    assert all(v[n]["status"] == "regressed" for n in slowed), v
+    assert v["test_v_mlp"]["per_cycle"] == v["test_v_attention"]["per_cycle"] == "regressed"
+    assert v["test_v_sweep[8]"]["status"] == v["test_v_sweep[256]"]["status"] == "inconclusive"
