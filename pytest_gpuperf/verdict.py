@@ -415,6 +415,15 @@ def what_would_settle(v: Verdict, history_len: int) -> str:
     return "; ".join(tips)
 
 
+def worse_text(worse: float | None, uncertainty: float | None = None) -> str:
+    """A change in the bad direction in words ("2.10% ±0.50% slower"), for figures whose
+    directions differ (a class of tokens/s and latencies) or that are compared per cycle."""
+    if worse is None:
+        return "no figure"
+    unc = f" ±{uncertainty * 100:.2f}%" if uncertainty is not None else ""
+    return f"{abs(worse) * 100:.2f}%{unc} {'slower' if worse > 0 else 'faster'}"
+
+
 def relative_change_text(v: Verdict) -> str:
     if v.change is None:
         return "-"

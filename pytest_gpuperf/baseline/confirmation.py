@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..results import Result
-from ..verdict import FAILED, INCONCLUSIVE, REGRESSED
+from ..verdict import FAILED, INCONCLUSIVE, REGRESSED, worse_text
 from .judge import Judgement
 
 
@@ -39,14 +39,14 @@ def confirm(
             continue
         shift_twin = again_shift.get((s.cls, s.gpu)) or again_shift.get((s.cls, None))
         if failure is None and shift_twin is not None and shift_twin.verdict.status == REGRESSED:
-            again_text = _worse_text(shift_twin.verdict.worse)
+            again_text = worse_text(shift_twin.verdict.worse)
             why = (
                 f"{s.verdict.reason}; confirmed in a fresh process (its class median: {again_text})"
             )
             v = replace(s.verdict, confirmed=True, reason=why)
         elif failure is None:
             seen = (
-                f"{shift_twin.verdict.status}, {_worse_text(shift_twin.verdict.worse)}"
+                f"{shift_twin.verdict.status}, {worse_text(shift_twin.verdict.worse)}"
                 if shift_twin is not None
                 else "too few of the class re-measured there"
             )
@@ -59,12 +59,6 @@ def confirm(
         else:
             v = replace(s.verdict, basis=s.verdict.basis + f"; not re-measured ({failure})")
         first.shifts[i] = replace(s, verdict=v)
-
-
-def _worse_text(worse: float | None) -> str:
-    if worse is None:
-        return "no figure"
-    return f"{abs(worse) * 100:.2f}% {'slower' if worse > 0 else 'faster'}"
 
 
 def _change_text(v: dict[str, Any]) -> str:
@@ -93,7 +87,7 @@ def _merge(
     if clocked:  # like with like: the clock the card ran at differs between the two runs
         held = vd.get("per_cycle") == REGRESSED and v2.get("per_cycle") == REGRESSED
         seen = (
-            f"per SM clock cycle {v2.get('per_cycle')} ({_worse_text(v2.get('per_cycle_worse'))})"
+            f"per SM clock cycle {v2.get('per_cycle')} ({worse_text(v2.get('per_cycle_worse'))})"
         )
     else:
         held = v2.get("status") == REGRESSED
@@ -106,10 +100,10 @@ def _merge(
     vd["confirmed"] = True
     if clocked:  # the time changes differ by the clock; the figure that fails is per cycle
         w1, w2 = vd.get("per_cycle_worse"), v2.get("per_cycle_worse")
-        there = _worse_text(w2)
+        there = worse_text(w2)
         if isinstance(w1, float) and isinstance(w2, float) and w2 < w1:
             vd["per_cycle_worse"] = w2
-            there += f", where this run measured {_worse_text(w1)}: the smaller is reported"
+            there += f", where this run measured {worse_text(w1)}: the smaller is reported"
         why = f"confirmed per SM clock cycle in a fresh process ({there})"
         vd["reason"] = f"{vd.get('reason')}; {why}"
         return

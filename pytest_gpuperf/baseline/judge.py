@@ -155,7 +155,7 @@ def judge_run(
     conf_s = per_metric_confidence(false_alarm * share, n_shift) if n_shift else None
     unbounded = removed
     removed = clamp_offsets(removed, [*items, *per_clock.values()], model)
-    shifts = [
+    lines = [
         class_shift(
             cls,
             gpu,
@@ -167,6 +167,7 @@ def judge_run(
         )
         for cls, gpu in sorted(shifts_est, key=str)
     ]
+    shifts = [s for s in lines if s is not None]
 
     def verdict(it: Item, offs: MetricOffsets) -> Verdict:
         it_v = _judge_item(it, model, offs, confidence)
@@ -188,8 +189,7 @@ def judge_run(
             and verdict(it, unbounded).status != v.status
         ):
             rests.add(it.key)
-    bounded_by_class_line(out, [i for i in items if i.key in rests], removed,
-                          [s for s in shifts if s is not None])  # fmt: skip
+    bounded_by_class_line(out, [i for i in items if i.key in rests], removed, shifts)
     cap_derived(results, out)
     for r in results:
         base = entries.get(r.key)
@@ -200,9 +200,8 @@ def judge_run(
             for name, v in out.get(r.key, {}).items()
         }
     judgement = Judgement(
-        confidence, len(gated) + n_shift, [s for s in shifts if s is not None],
-        dict(shifts_est), removed, conf_s,
-    )  # fmt: skip
+        confidence, len(gated) + n_shift, shifts, dict(shifts_est), removed, conf_s
+    )
     busy_verdicts(results, judgement)  # on the CPU, a busy host decides nothing
     return judgement
 

@@ -349,14 +349,6 @@ def _offsets(
     return b
 
 
-def run_offset(deviations: Sequence[float]) -> float | None:
-    """The current run's shift of a class: the median of its metrics' deviations from
-    their levels ("better" space), when there are enough of them."""
-    if len(deviations) < MIN_OFFSET_METRICS:
-        return None
-    return _median(deviations)
-
-
 def leave_one_out(deviations: Sequence[float]) -> list[float | None]:
     """For each metric, the median of the OTHER metrics' deviations: the run's offset that
     metric is judged after, so that its own change (a regression) never moves it. None

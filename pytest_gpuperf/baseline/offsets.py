@@ -31,12 +31,15 @@ from ..verdict import (
     combine_clocked,
     decide,
     ratio_change,
+    worse_text,
     z_quantile,
 )
+from .history import PER_CLOCK
 from .noise import (
     CLASS_NAMES,
     MIN_OFFSET_METRICS,
     SCREEN_P,
+    ClassFit,
     NoiseModel,
     Spread,
     f_isf,
@@ -64,27 +67,28 @@ class ClassShift:
         v = self.verdict
         return (
             f"class-wide: {CLASS_NAMES.get(self.cls, self.cls)} benchmarks{where} "
-            f"{_shift_text(v)} against the baseline's sessions (median of "
+            f"{worse_text(v.worse, v.uncertainty) if v.worse is not None else '-'} against "
+            f"the baseline's sessions (median of "
             f"{self.metrics} metrics): {v.status.upper()}"
             + (f" ({v.reason})" if v.status not in (UNCHANGED, IMPROVED) else "")
         )
 
 
-def _clock_line(
-    twins: list[Item], model: NoiseModel, tol: float, confidence: float
-) -> Verdict | None:
-    """The per-clock figures' own shift (the median of their deviations), judged against how
-    far sessions moved them."""
-    cls = twins[0].cls
+def _line_verdict(
+    shift: float, n: int, cls: str, model: NoiseModel, tol: float, confidence: float
+) -> tuple[Verdict, tuple[float, int], ClassFit] | None:
+    """A class's shift in this run (the median of its `n` figures' deviations, "better"
+    space), judged against how far the baseline's sessions moved the class; with the
+    offset variance and the class's fit it was judged with. None without session offsets."""
     ov, fit = _offset_var(model, cls), model.classes.get(cls)
     if ov is None or fit is None:
         return None
     pool = fit.pooled_var or 0.0
-    return decide(
-        statistics.median(p.g for p in twins), higher_is_better=True, s_cur=0.0, var=ov[0],
-        df=ov[1], k=len(fit.offsets), tolerance=tol, confidence=confidence,
-        extra_var=(math.pi / 2) * pool / len(twins),
+    v = decide(
+        shift, higher_is_better=True, s_cur=0.0, var=ov[0], df=ov[1], k=len(fit.offsets),
+        tolerance=tol, confidence=confidence, extra_var=(math.pi / 2) * pool / max(1, n),
     )  # fmt: skip
+    return v, ov, fit
 
 
 def bounded_by_class_line(
@@ -100,7 +104,7 @@ def bounded_by_class_line(
     those figures (judge.py tells which)."""
     line = {(s.cls, s.gpu): s.verdict for s in shifts}
     for it in items:
-        found = removed.get(it.key) or removed.get(f"{it.result.key}::throughput_per_clock")
+        found = removed.get(it.key) or removed.get(f"{it.result.key}::{PER_CLOCK}")
         v = out.get(it.result.key, {}).get(it.name)
         if found is None or v is None or v.status not in (REGRESSED, IMPROVED):
             continue
@@ -115,16 +119,6 @@ def bounded_by_class_line(
             "more baseline sessions (on the runners this gate uses), or gpuperf ab, can tell"
         )
         out[it.result.key][it.name] = replace(v, status=INCONCLUSIVE, reason=why)
-
-
-def _shift_text(v: Verdict) -> str:
-    """A class shift in words: its figures mix directions (tokens/s and latencies), so it
-    is said as faster or slower, never as a signed change of a value."""
-    if v.worse is None:
-        return "-"
-    unc = f" ±{v.uncertainty * 100:.2f}%" if v.uncertainty is not None else ""
-    word = "slower" if v.worse > 0 else "faster"
-    return f"{abs(v.worse) * 100:.2f}%{unc} {word}"
 
 
 @dataclass
@@ -158,11 +152,9 @@ def _groups(its: list[Item]) -> dict[str | None, list[Item]]:
     return {None: its}
 
 
-def _source_key(r: Result) -> str:
-    """The figure a derived one was computed from: its measurement's throughput."""
-    return (
-        f"{r.nodeid}::{r.derived_from}::throughput" if r.derived_from else f"{r.nodeid}::throughput"
-    )
+def source_of(r: Result) -> str:
+    """The result key of the measurement a derived figure was computed from."""
+    return f"{r.nodeid}::{r.derived_from}" if r.derived_from else r.nodeid
 
 
 def run_offsets(
@@ -198,7 +190,7 @@ def run_offsets(
                         removed[i.key] = given[i.key]
             for i in its:
                 src = (
-                    removed.get(_source_key(i.result))
+                    removed.get(f"{source_of(i.result)}::throughput")
                     if i.result.derived_from is not None
                     else None
                 )
@@ -312,7 +304,7 @@ def cap_derived(results: list[Result], out: dict[str, dict[str, Verdict]]) -> No
     for r in results:
         if r.derived_from is None or "value" not in out.get(r.key, {}):
             continue
-        src_key = f"{r.nodeid}::{r.derived_from}" if r.derived_from else r.nodeid
+        src_key = source_of(r)
         src = out.get(src_key, {}).get("throughput")
         v = out[r.key]["value"]
         if src is None or v.worse is None:
@@ -354,27 +346,17 @@ def class_shift(
     Where most of the class's figures have a per-clock twin (`clocked`: compute-bound work),
     the shift must hold in time AND per SM clock cycle, as each figure's does: a card
     capped to a lower clock moves the time of the whole class, not its cycles."""
-    ov = _offset_var(model, cls)
-    fit = model.classes.get(cls)
     mine = [
         i for i in items
         if i.cls == cls and i.result.derived_from is None and (gpu is None or i.result.gpu == gpu)
     ]  # fmt: skip
-    if ov is None or fit is None or not mine:
+    if not mine:
         return None
     tol = statistics.median(i.tolerance for i in mine)
-    pool = fit.pooled_var or 0.0
-    v = decide(
-        offset[0],
-        higher_is_better=True,
-        s_cur=0.0,
-        var=ov[0],
-        df=ov[1],
-        k=len(fit.offsets),
-        tolerance=tol,
-        confidence=confidence,
-        extra_var=(math.pi / 2) * pool / len(mine),
-    )
+    judged = _line_verdict(offset[0], len(mine), cls, model, tol, confidence)
+    if judged is None:
+        return None
+    v, ov, fit = judged
     basis = (
         f"±{(v.uncertainty or 0) * 100:.2f}% from the spread of {len(fit.offsets)} baseline "
         f"sessions' offsets ({ov[1]} df, pooled over the classes)"
@@ -393,7 +375,8 @@ def class_shift(
     keys = {i.result.key for i in mine}
     twins = [p for p in clocked or [] if p.result.key in keys and p.result.derived_from is None]
     if twins and 2 * len(twins) >= len(mine) and v.worse is not None:
-        cyc = _clock_line(twins, model, tol, confidence)
+        shift = statistics.median(p.g for p in twins)  # the per-clock figures' own shift
+        cyc = _line_verdict(shift, len(twins), twins[0].cls, model, tol, confidence)
         if cyc is not None:
-            v = replace(combine_clocked(v, cyc, None, None), basis=basis)
-    return ClassShift(cls, gpu, v, len(mine), tuple(sorted({i.result.key for i in mine})))
+            v = replace(combine_clocked(v, cyc[0], None, None), basis=basis)
+    return ClassShift(cls, gpu, v, len(mine), tuple(sorted(keys)))
