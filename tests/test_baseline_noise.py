@@ -186,3 +186,30 @@ def test_the_h200_full_suite_run_replayed():
     assert decided >= 0.40 * len(statuses), decided
     assert "regressed" not in statuses
     assert all(s.verdict.status != "regressed" for s in j.shifts)
+
+
+def test_a_verdict_does_not_depend_on_the_process_s_hash_seed():
+    """The class pools were summed over sets, in hash order: the same run judged in two
+    processes (the run and its confirmation) differed in the last digits of its changes."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import json, sys; from pathlib import Path\n"
+        "from pytest_gpuperf.baseline.history import environment\n"
+        "from pytest_gpuperf.baseline.judge import judge_run\n"
+        "from pytest_gpuperf.runfile import read_results\n"
+        f"d = Path({str(DATA)!r})\n"
+        "base = json.loads((d / 'h200-3-sessions.json').read_text())['entries']\n"
+        "run = json.loads((d / 'h200x2-n2-cold-run.json').read_text())\n"
+        "rs = read_results(run['results'], 'x')\n"
+        "judge_run(rs, base, environment(run['device'], None))\n"
+        "print(json.dumps([r.verdicts for r in rs], sort_keys=True))\n"
+    )
+    outs = {
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        for seed in ("1", "2", "3")
+    }  # fmt: skip
+    assert len(outs) == 1

@@ -250,9 +250,11 @@ class NoiseModel:
         voters = {k: v for k, v in with_spread.items() if k not in unpooled}
         if c not in UNPOOLED and len(voters) >= MIN_POOL:
             keep = _screened(voters)
-            fit.pooled_df = sum(with_spread[k][1] for k in keep)
+            # in key order: a sum over a set is added in hash order, which differs between
+            # processes (PYTHONHASHSEED), and the run and its confirmation must agree
+            fit.pooled_df = sum(with_spread[k][1] for k in sorted(keep))
             fit.pooled_var = (
-                sum(with_spread[k][0] * with_spread[k][1] for k in keep) / fit.pooled_df
+                sum(with_spread[k][0] * with_spread[k][1] for k in sorted(keep)) / fit.pooled_df
             )
             fit.pool_metrics = len(keep)
             fit.screened = len(voters) - len(keep)
@@ -298,7 +300,7 @@ def _screened(voters: Mapping[str, tuple[float, float]]) -> set[str]:
     for _ in range(10):
         new = set()
         for k, (v, d) in voters.items():
-            others = keep - {k}
+            others = sorted(keep - {k})  # key order: the same sum in every process
             df = sum(voters[j][1] for j in others)
             if df <= 0:
                 new.add(k)
