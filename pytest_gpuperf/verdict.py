@@ -289,14 +289,19 @@ def _sessions_needed(
 
 
 def combine_clocked(
-    time_v: Verdict, cycle_v: Verdict, base_clock: float | None, cur_clock: float | None
+    time_v: Verdict,
+    cycle_v: Verdict,
+    base_clock: float | None,
+    cur_clock: float | None,
+    clocks: str = "",
 ) -> Verdict:
     """The verdict of compute-bound work: a regression must hold in time AND in cycles
     (time x SM clock), as nvbench's compare script asks. The uncertainty is the cycle
     verdict's: its between-session spread is the code's, not the card's power state.
-    A change in time that the clock explains is reported as such, never as a regression."""
+    A change in time that the clock explains is reported as such, never as a regression.
+    `clocks`: the text naming the clocks where no one pair of them applies (a class line)."""
     tol = time_v.tolerance
-    clocks = (
+    clocks = clocks or (
         f"SM clock median {cur_clock:.0f} vs {base_clock:.0f} MHz"
         if base_clock and cur_clock
         else "SM clock unknown"

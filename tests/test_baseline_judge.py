@@ -489,17 +489,34 @@ def test_a_power_capped_card_is_a_power_state_not_a_class_wide_regression():
     assert shift.verdict.status == "power-state", shift.line()
 
 
-def _h200_run(name):
+def _h200_run(name, folder="h200-2026-12-01-v"):
     from pytest_gpuperf.baseline.history import environment
     from pytest_gpuperf.baseline.store import load
     from pytest_gpuperf.runfile import read_results
 
-    here = Path(__file__).parent / "data" / "evidence" / "h200-2026-12-01-v"
+    here = Path(__file__).parent / "data" / "evidence" / folder
     base = load(here / "baseline-h200.json").entries
     run = json.loads((here / f"{name}.json").read_text())
     results = read_results(run["results"], name)
     j = judge_run(results, base, environment(run["device"], None))
     return j, {r.nodeid.rpartition("::")[2]: r.verdicts["throughput"] for r in results}
+
+
+def test_the_h200_run_whose_compute_class_slowed_fails_on_the_class_line():
+    """The last H200 call of the verdict issue (d305c48, docs/evidence/h200-2026-12-01-w):
+    in its first 10%-slower session the compute-bound class's shift was beyond what the
+    saved sessions showed machines move it, so the class line took its share of the budget
+    and the MLP, the latency and sweep[2048] were judged with it (inconclusive alone); the
+    run failed on the copy and on the class line ("compute-bound benchmarks 8.97% ±4.41%
+    slower: REGRESSED", confirmed on the GPU). Replayed: the same first stage."""
+    j, v = _h200_run("slow10-1", "h200-2026-12-01-w")
+    (line,) = [s for s in j.shifts if s.cls == "compute"]
+    assert line.verdict.status == "regressed", line.line()
+    assert "each figure per its own SM clock" in line.line()
+    assert v["test_v_copy"]["status"] == "regressed"
+    assert not any(x["status"] == "improved" for x in v.values()), v
+    aa, va = _h200_run("aa-1", "h200-2026-12-01-w")
+    assert not aa.failing([]) and not any(x["status"] == "improved" for x in va.values())
 
 
 def test_the_h200_file_of_our_own_replayed_a_a_is_clean():

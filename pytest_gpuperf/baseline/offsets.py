@@ -378,5 +378,6 @@ def class_shift(
         shift = statistics.median(p.g for p in twins)  # the per-clock figures' own shift
         cyc = _line_verdict(shift, len(twins), twins[0].cls, model, tol, confidence)
         if cyc is not None:
-            v = replace(combine_clocked(v, cyc[0], None, None), basis=basis)
+            each = "each figure per its own SM clock"
+            v = replace(combine_clocked(v, cyc[0], None, None, each), basis=basis)
     return ClassShift(cls, gpu, v, len(mine), tuple(sorted(keys)))
