@@ -19,14 +19,14 @@ __version__ = "0.1.0"
 
 # each public name and the module that defines it, imported when the name is first used
 _PUBLIC = {
-    "DTYPES": "marks",  # the dtypes the gpu_dtype marker knows, by name
-    "DTypeSpec": "marks",
-    "Result": "results",  # what gpu_benchmark returns
-    "OutOfMemory": "timing",
-    "is_oom": "timing",
-    "release_memory": "timing",
-    "synchronized_perf_counter": "clock",  # pytest-benchmark's timer for CUDA work
-    "CastAudit": "casts",
+    "DTYPES": "hardware.marks",  # the dtypes the gpu_dtype marker knows, by name
+    "DTypeSpec": "hardware.marks",
+    "Result": "core.results",  # what gpu_benchmark returns
+    "OutOfMemory": "measure.timing",
+    "is_oom": "measure.timing",
+    "release_memory": "measure.timing",
+    "synchronized_perf_counter": "measure.clock",  # pytest-benchmark's timer for CUDA work
+    "CastAudit": "measure.casts",
 }
 
 __all__ = [  # _PUBLIC's names (tests/test_public_api.py keeps the two in step)
@@ -42,11 +42,11 @@ __all__ = [  # _PUBLIC's names (tests/test_public_api.py keeps the two in step)
 ]
 
 if TYPE_CHECKING:
-    from .casts import CastAudit
-    from .clock import synchronized_perf_counter
-    from .marks import DTYPES, DTypeSpec
-    from .results import Result
-    from .timing import OutOfMemory, is_oom, release_memory
+    from .core.results import Result
+    from .hardware.marks import DTYPES, DTypeSpec
+    from .measure.casts import CastAudit
+    from .measure.clock import synchronized_perf_counter
+    from .measure.timing import OutOfMemory, is_oom, release_memory
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from pytest_gpuperf.device import DeviceSnapshot, GPUInfo
+from pytest_gpuperf.hardware.device import DeviceSnapshot, GPUInfo
 
 MIB = 1024**2
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from pytest_gpuperf.core.results import Result, Throughput, throughput_of
+from pytest_gpuperf.core.stats import summarize
 from pytest_gpuperf.outputs import RunSummary
-from pytest_gpuperf.results import Result, Throughput, throughput_of
-from pytest_gpuperf.stats import summarize
 
 GIB = 2**30
 

@@ -196,7 +196,7 @@ def rounds(base, head, n=3, key=("t.py::test_r", "lat")):
     ],
 )
 def test_a_unit_or_direction_that_differs_is_incomparable_never_converted(base, head, reason):
-    from pytest_gpuperf.ab import _judge
+    from pytest_gpuperf.cli.ab import _judge
 
     report = _judge(rounds(base, head), None, 0.03, 0.01, {})
     v = report["verdicts"]["t.py::test_r"]["lat"]
@@ -224,14 +224,14 @@ def test_a_figure_recorded_in_another_unit_at_the_head_is_incomparable_end_to_en
 
 
 def test_the_same_unit_and_direction_are_judged():
-    from pytest_gpuperf.ab import _judge
+    from pytest_gpuperf.cli.ab import _judge
 
     report = _judge(rounds((5.0, "ms", False), (5.0, "ms", False)), None, 0.03, 0.01, {})
     assert report["verdicts"]["t.py::test_r"]["lat"]["status"] == "unchanged"
 
 
 def test_a_metric_missing_from_some_rounds_is_inconclusive_not_dropped():
-    from pytest_gpuperf.ab import judge_rounds
+    from pytest_gpuperf.cli.ab import judge_rounds
 
     key = ("t.py::test_r", "lat")
     figures = {"base": [{key: (5.0, "ms", False)}, {}], "head": [{key: (5.0, "ms", False)}] * 2}
@@ -242,7 +242,7 @@ def test_a_metric_missing_from_some_rounds_is_inconclusive_not_dropped():
 def test_two_rounds_far_apart_are_inconclusive_not_a_crash():
     """`gpuperf ab --rounds 2` on a loaded machine: a head 10x off in one round put t(1) at
     the run's confidence past a float's exp (OverflowError, exit 1 read as a regression)."""
-    from pytest_gpuperf.ab import judge_rounds
+    from pytest_gpuperf.cli.ab import judge_rounds
 
     key = ("t.py::test_r", "throughput")
     base = [{key: (1.0, "GB/s", True)}, {key: (1.0, "GB/s", True)}]
@@ -293,7 +293,7 @@ STATUSES = {"regressed", "improved", "unchanged", "inconclusive", "incomparable"
     false_alarm=FALSE_ALARM,
 )
 def test_judging_arbitrary_rounds_gives_verdicts_or_one_clear_error(figures, tolerance, false_alarm):
-    from pytest_gpuperf.ab import ABError, judge_rounds
+    from pytest_gpuperf.cli.ab import ABError, judge_rounds
 
     try:
         out = judge_rounds(figures, tolerance, false_alarm)

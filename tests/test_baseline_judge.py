@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from pytest_gpuperf.baseline.judge import judge_run
-from pytest_gpuperf.results import Result, Throughput
+from pytest_gpuperf.core.results import Result, Throughput
+from pytest_gpuperf.judging.judge import judge_run
 
 from .reportdata import history
 
@@ -53,9 +53,9 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from pytest_gpuperf.baseline.confirmation import confirm, flagged_tests  # noqa: E402
-from pytest_gpuperf.baseline.figures import metrics_of  # noqa: E402
-from pytest_gpuperf.verdict import decide  # noqa: E402
+from pytest_gpuperf.core.figures import metrics_of  # noqa: E402
+from pytest_gpuperf.judging.confirmation import confirm, flagged_tests  # noqa: E402
+from pytest_gpuperf.judging.verdict import decide  # noqa: E402
 
 UNIT = {"bandwidth": ("GB/s", "higher"), "model": ("tokens/s", "higher"),
         "latency": ("ms", "lower"), "compute": ("TFLOP/s", "higher")}  # fmt: skip
@@ -299,7 +299,7 @@ def test_a_history_is_judged_on_a_bounded_window():
     specs = [("m", "model", 100.0)]
     base = suite(specs, [1.0 + 0.001 * (i % 7) for i in range(16000)])
     calls = []
-    import pytest_gpuperf.baseline.noise as noise
+    import pytest_gpuperf.judging.noise as noise
 
     real = noise._median
     with pytest.MonkeyPatch.context() as mp:
@@ -316,7 +316,7 @@ def regressed_vd(change, **kw):
 
 
 def merged(first_vd, second_vd, error=None):
-    from pytest_gpuperf.baseline.judge import Judgement
+    from pytest_gpuperf.judging.judge import Judgement
 
     r = Result("t.py::a", None, "tokens", 1.0)
     r.verdicts = {"throughput": dict(first_vd)}
@@ -492,7 +492,7 @@ def test_a_power_capped_card_is_a_power_state_not_a_class_wide_regression():
 def _h200_run(name, folder="h200-2026-12-01-v"):
     from pytest_gpuperf.baseline.history import environment
     from pytest_gpuperf.baseline.store import load
-    from pytest_gpuperf.runfile import read_results
+    from pytest_gpuperf.outputs.runfile import read_results
 
     here = Path(__file__).parent / "data" / "evidence" / folder
     base = load(here / "baseline-h200.json").entries

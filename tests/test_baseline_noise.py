@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_gpuperf.baseline.history import environment
-from pytest_gpuperf.baseline.judge import judge_run
-from pytest_gpuperf.baseline.noise import MIN_OFFSET_METRICS, NoiseModel, Series
-from pytest_gpuperf.results import Result, Throughput
-from pytest_gpuperf.runfile import read_results
+from pytest_gpuperf.baseline.history import Series, environment
+from pytest_gpuperf.core.results import Result, Throughput
+from pytest_gpuperf.judging.judge import judge_run
+from pytest_gpuperf.judging.noise import MIN_OFFSET_METRICS, NoiseModel
+from pytest_gpuperf.outputs.runfile import read_results
 
 DATA = Path(__file__).parent / "data"
 
@@ -198,8 +198,8 @@ def test_a_verdict_does_not_depend_on_the_process_s_hash_seed():
     script = (
         "import json, sys; from pathlib import Path\n"
         "from pytest_gpuperf.baseline.history import environment\n"
-        "from pytest_gpuperf.baseline.judge import judge_run\n"
-        "from pytest_gpuperf.runfile import read_results\n"
+        "from pytest_gpuperf.judging.judge import judge_run\n"
+        "from pytest_gpuperf.outputs.runfile import read_results\n"
         f"d = Path({str(DATA)!r})\n"
         "base = json.loads((d / 'h200-3-sessions.json').read_text())['entries']\n"
         "run = json.loads((d / 'h200x2-n2-cold-run.json').read_text())\n"

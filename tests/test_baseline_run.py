@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuperf.baseline.run import RunBaseline, key_collisions
 from pytest_gpuperf.baseline.schema import BaselineError
-from pytest_gpuperf.results import Result
-from pytest_gpuperf.session import Options
+from pytest_gpuperf.core.results import Result
+from pytest_gpuperf.run.baseline import RunBaseline, key_collisions
+from pytest_gpuperf.run.session import Options
 
 from . import vclock
 from .gateproject import BENCH, FAST, saved
@@ -69,7 +69,7 @@ def test_ctrl_c_during_the_confirmation_ends_the_run_as_interrupted(project, mon
     interrupted (exit 2), its verdicts shown, unconfirmed."""
     import subprocess
 
-    import pytest_gpuperf.confirm as confirm
+    import pytest_gpuperf.fresh.confirm as confirm
 
     def ctrl_c(*args, **kwargs):
         raise KeyboardInterrupt
@@ -140,7 +140,7 @@ def test_the_fresh_process_writes_no_step_summary_of_its_own(monkeypatch, tmp_pa
     import subprocess
     from types import SimpleNamespace
 
-    import pytest_gpuperf.confirm as confirm
+    import pytest_gpuperf.fresh.confirm as confirm
 
     seen = {}
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step.md"))
@@ -163,7 +163,7 @@ def test_the_fresh_process_runs_no_workers_when_the_ini_asks_for_them(project, m
 def test_what_the_fresh_process_is_not_given(monkeypatch):
     from types import SimpleNamespace
 
-    from pytest_gpuperf.confirm import passed_through
+    from pytest_gpuperf.fresh.confirm import passed_through
 
     given = ["benchmarks", "-n", "2", "--dist", "loadgroup", "--model-size=70b", "-k", "benchmarks",
              "--junitxml", "j.xml", "--gpuperf-json=r.json", "-p", "no:randomly", "-x", "--lf", "-n4",
@@ -183,7 +183,7 @@ def test_what_the_fresh_process_is_not_given(monkeypatch):
     )  # fmt: skip
     # and what it always gets: no workers, no addopts of its own, its own temporary
     # directory and JUnit XML, the test paths after `--` last
-    from pytest_gpuperf.confirm import command
+    from pytest_gpuperf.fresh.confirm import command
 
     full = SimpleNamespace(
         **vars(config), inipath=None, rootpath=Path("/r"), option=SimpleNamespace(xmlpath="j.xml"),
@@ -215,7 +215,7 @@ def test_a_regression_that_does_not_repeat_is_not_failed(project):
         vclock.CONFTEST
         + textwrap.dedent(
             """
-        import pytest_gpuperf.bench as bench
+        import pytest_gpuperf.measure.bench as bench
 
         import os
 
@@ -441,8 +441,8 @@ def test_an_interrupted_run_is_not_saved(tmp_path):
 
 
 def test_confidence_is_shared_by_the_measurements_the_run_judges(tmp_path):
-    from pytest_gpuperf.results import Result, Throughput
-    from pytest_gpuperf.stats import summarize
+    from pytest_gpuperf.core.results import Result, Throughput
+    from pytest_gpuperf.core.stats import summarize
 
     entry = {"environment": {}, "metrics": {
         "throughput": {"unit": "tokens/s", "direction": "higher", "median": 1.0,
@@ -604,7 +604,7 @@ def test_only_a_test_whose_every_phase_passed_is_saved(project):
 def test_a_phase_report_says_why_a_test_is_not_saved():
     from types import SimpleNamespace
 
-    from pytest_gpuperf.baseline.run import not_passed
+    from pytest_gpuperf.run.baseline import not_passed
 
     def rep(outcome, when="call", longrepr=None, **extra):
         return SimpleNamespace(passed=outcome == "passed", skipped=outcome == "skipped",
@@ -732,7 +732,7 @@ def test_xdist_loadgroup_keeps_baseline_keys_stable(project):
 
 
 def test_the_controller_drops_xdists_group_suffix_only():
-    from pytest_gpuperf.session import strip_group
+    from pytest_gpuperf.run.session import strip_group
 
     assert strip_group("t.py::test_g@preset-a") == "t.py::test_g"
     assert strip_group("t.py::test_g[x]@llama2-7b") == "t.py::test_g[x]"

@@ -220,7 +220,7 @@ def test_an_emulated_run_is_saved_and_loaded_with_its_flags(tmp_path):
     """`--gpuperf-emulate a100-40gb` saves flags {"emulated": "a100-40gb"}: a name, not a
     boolean (a stricter flag check refused every emulated save; a review caught it)."""
     from pytest_gpuperf.baseline.schema import entries_to_save
-    from pytest_gpuperf.results import Result, Throughput
+    from pytest_gpuperf.core.results import Result, Throughput
 
     r = Result("t.py::a", "max_batch", "samples", 1.0, kind="recorded", backend="cuda", emulated="a100-40gb")
     r.throughput = Throughput("samples", 24.0, 24.0, 24.0)

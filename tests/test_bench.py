@@ -90,7 +90,7 @@ def test_noise_class_is_checked_alike_in_the_marker_and_in_record(project):
 
 
 def test_the_settings_noise_classes_are_the_noise_models():
-    from pytest_gpuperf.baseline.noise import CLASSES
-    from pytest_gpuperf.settings import NOISE_CLASSES
+    from pytest_gpuperf.core.figures import CLASSES
+    from pytest_gpuperf.core.settings import NOISE_CLASSES
 
     assert ("auto", *CLASSES) == NOISE_CLASSES

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from pytest_gpuperf.__main__ import main as gpuperf_main
+from pytest_gpuperf.cli.main import main as gpuperf_main
 
 from .gateproject import BENCH, FAST, saved
 from .reportdata import baseline_json, entry

@@ -201,7 +201,7 @@ def test_a_fresh_process_that_imported_other_files_confirms_nothing(pytester, mo
 
 
 def test_differences_name_one_module_a_package():
-    from pytest_gpuperf.confirm import differences
+    from pytest_gpuperf.fresh.confirm import differences
 
     ours = {"a": "/x/a/__init__.py", "a.b": "/x/a/b.py", "c": "/c.py", "d": "/d.py"}
     theirs = {"a": "/y/a/__init__.py", "a.b": "/y/a/b.py", "c": "/c.py", "e": "/e.py"}
@@ -217,7 +217,7 @@ def test_modules_generated_into_a_compile_cache_are_no_difference(monkeypatch, t
     import sys
     import types
 
-    from pytest_gpuperf.confirm import imported_files
+    from pytest_gpuperf.fresh.confirm import imported_files
 
     cache = tmp_path / "inductor"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))

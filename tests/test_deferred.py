@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuperf.deferred import (
+from pytest_gpuperf.core.results import Result
+from pytest_gpuperf.fresh.deferred import (
     Outcome,
     outcomes,
     record,
@@ -17,7 +18,6 @@ from pytest_gpuperf.deferred import (
     reports_of,
     should_defer,
 )
-from pytest_gpuperf.results import Result
 from tests.fakes import TWO_GPU_HOST
 
 pytest.importorskip("xdist")
@@ -370,7 +370,7 @@ def test_deferred_tests_are_reported_as_a_serial_run_reports_them(host):
 def test_a_multi_gpu_confirmation_is_not_pinned_to_one_gpu():
     """The confirmation's fresh process runs on the GPU of the flagged result, except for a
     test that used several: pinned to one, a gpu_requires_gpus(2) test would skip there."""
-    from pytest_gpuperf.confirm import _gpu_of
+    from pytest_gpuperf.fresh.confirm import _gpu_of
 
     one = Result("t.py::one", None, "GB/s", 1.0, gpu_uuid="GPU-a")
     two = Result("t.py::two", None, "GB/s", 1.0, gpu_uuid="GPU-a", gpus_used=2)
@@ -383,7 +383,7 @@ def test_the_workers_are_ended_before_the_deferred_tests_run():
     """Their CUDA contexts would hold memory on the GPUs the deferred tests need."""
     from types import SimpleNamespace
 
-    from pytest_gpuperf.deferred import stop_workers
+    from pytest_gpuperf.fresh.deferred import stop_workers
 
     ended = []
     manager = SimpleNamespace(teardown_nodes=lambda: ended.append(True))
@@ -419,8 +419,8 @@ def test_ctrl_c_in_the_deferred_tests_ends_the_run_as_interrupted(monkeypatch):
     pass): nothing of it is reported, the run ends as interrupted (exit 2) and says why."""
     from types import SimpleNamespace
 
-    import pytest_gpuperf.deferred as deferred
-    from pytest_gpuperf.confirm import INTERRUPTED
+    import pytest_gpuperf.fresh.deferred as deferred
+    from pytest_gpuperf.fresh.confirm import INTERRUPTED
 
     monkeypatch.setattr(deferred, "run", lambda config, nodeids: (None, ""))
     plugins = SimpleNamespace(get_plugin=lambda name: None, getplugin=lambda name: None)

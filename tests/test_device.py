@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_gpuperf.device import (
+from pytest_gpuperf.hardware.device import (
     DeviceSnapshot,
     detect,
     mig_profile_from_name,
     visible_device_filter,
 )
-from pytest_gpuperf.nvml import NVML
+from pytest_gpuperf.hardware.nvml import NVML
 from tests.fakes import FakeDev, FakePynvml
 
 H200 = FakeDev("NVIDIA H200", 143771, (9, 0), "GPU-aaaa")
@@ -121,7 +121,7 @@ def test_real_detection_on_this_machine_never_raises():
 
 def test_importing_the_plugin_imports_no_torch_nor_nvml():
     code = (
-        "import sys, pytest_gpuperf.plugin, pytest_gpuperf.device, pytest_gpuperf.profiles;"
+        "import sys, pytest_gpuperf.plugin, pytest_gpuperf.hardware.device, pytest_gpuperf.hardware.profiles;"
         "print(sorted(m for m in ('torch','pynvml','transformers','peft','bitsandbytes','numpy')"
         " if m in sys.modules))"
     )

@@ -6,11 +6,11 @@ import weakref
 
 import pytest
 
-from pytest_gpuperf.results import Result, check_work, resolve_unit, throughput_of
-from pytest_gpuperf.settings import SettingError, parse_layer, resolve
-from pytest_gpuperf.stats import summarize
-from pytest_gpuperf.telemetry import Sample, reason_names, summarize_samples
-from pytest_gpuperf.timing import BenchmarkError, OutOfMemory, _busy, is_oom, measure
+from pytest_gpuperf.core.results import Result, check_work, resolve_unit, throughput_of
+from pytest_gpuperf.core.settings import SettingError, parse_layer, resolve
+from pytest_gpuperf.core.stats import summarize
+from pytest_gpuperf.measure.telemetry import Sample, reason_names, summarize_samples
+from pytest_gpuperf.measure.timing import BenchmarkError, OutOfMemory, _busy, is_oom, measure
 
 from . import vclock
 
@@ -230,11 +230,11 @@ def test_cycles_divide_out_a_clock_that_moves_within_the_session(monkeypatch):
     """Compute-bound work under a power cap: the SM clock swings between 1230 and 1545 MHz,
     so the time per call swings by 25%, while the cycles per call stay put. The engine
     takes each sample's clock from the telemetry readings within its span."""
-    from pytest_gpuperf.baseline.figures import metrics_of
     from pytest_gpuperf.baseline.history import PER_CLOCK
-    from pytest_gpuperf.telemetry import Sample as Reading
-    from pytest_gpuperf.telemetry import summarize_samples
-    from pytest_gpuperf.timing import clocks_over
+    from pytest_gpuperf.core.figures import metrics_of
+    from pytest_gpuperf.measure.telemetry import Sample as Reading
+    from pytest_gpuperf.measure.telemetry import summarize_samples
+    from pytest_gpuperf.measure.timing import clocks_over
 
     clock = vclock.install(monkeypatch, seed=5)
     state = {"mhz": 1545.0, "calls": 0}

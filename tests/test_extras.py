@@ -24,7 +24,7 @@ def _workload_calls():
 @pytest.mark.parametrize("call", ["build_model", "build_model nf4", "make_trainer", "StaticGreedyDecoder"])
 def test_a_workload_without_its_extra_names_the_extra(monkeypatch, call):
     pytest.importorskip("torch")
-    from pytest_gpuperf.extras import MissingExtra
+    from pytest_gpuperf.core.extras import MissingExtra
 
     module, run = _workload_calls()[call]
     monkeypatch.setitem(sys.modules, module, None)  # as if not installed
@@ -53,7 +53,7 @@ def test_the_html_report_without_its_extra_names_the_extra(project, monkeypatch)
 def test_gpuperf_report_without_its_extra_names_the_extra(monkeypatch, tmp_path, capsys):
     from pathlib import Path
 
-    from pytest_gpuperf.__main__ import main
+    from pytest_gpuperf.cli.main import main
 
     run = Path(__file__).resolve().parent / "data" / "evidence" / "h200-2026-11-30-b" / "smoke.json"
     monkeypatch.setitem(sys.modules, "matplotlib", None)

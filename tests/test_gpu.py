@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from pytest_gpuperf.clock import synchronized_perf_counter
+from pytest_gpuperf.measure.clock import synchronized_perf_counter
 
 pytestmark = pytest.mark.gpu_requires_gpus(1)
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.gpu_requires_gpus(1)
 def test_nvml_snapshot_agrees_with_torch(gpu_device):
     import torch
 
-    from pytest_gpuperf.device import detect
+    from pytest_gpuperf.hardware.device import detect
 
     snap = detect(use_torch=False)
     assert snap.kind == "cuda" and snap.source == "nvml"
@@ -152,7 +152,7 @@ def test_out_of_memory_is_reported_and_released(gpu_benchmark):
 
     import torch
 
-    from pytest_gpuperf.timing import OutOfMemory
+    from pytest_gpuperf.measure.timing import OutOfMemory
 
     gc.collect()  # earlier tests' garbage must not be counted as this test's release
     torch.cuda.empty_cache()

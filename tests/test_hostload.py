@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
-from pytest_gpuperf.baseline.busy import busy_verdicts
-from pytest_gpuperf.hostload import HostSample, assess, read_host, xdist_cpu_warning
-from pytest_gpuperf.results import Result
+from pytest_gpuperf.core.results import Result
+from pytest_gpuperf.judging.busy import busy_verdicts
+from pytest_gpuperf.measure.hostload import HostSample, assess, read_host, xdist_cpu_warning
 
 from . import vclock
 from .gateproject import BENCH, FAST, saved
@@ -73,7 +73,7 @@ BUSY_CONFTEST = vclock.CONFTEST + textwrap.dedent(
     """
     import os
 
-    import pytest_gpuperf.hostload as hostload
+    import pytest_gpuperf.measure.hostload as hostload
 
 
     @pytest.fixture(autouse=True)

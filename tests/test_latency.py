@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from pytest_gpuperf.baseline.figures import metrics_of
-from pytest_gpuperf.bench import GpuBenchmark
-from pytest_gpuperf.results import Result
-from pytest_gpuperf.settings import parse_layer
+from pytest_gpuperf.core.figures import metrics_of
+from pytest_gpuperf.core.results import Result
+from pytest_gpuperf.core.settings import parse_layer
+from pytest_gpuperf.measure.bench import GpuBenchmark
 
 from . import vclock
 from .fakes import snapshot

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_gpuperf import marks
-from pytest_gpuperf.device import GPUInfo
-from pytest_gpuperf.marks import MarkerError
+from pytest_gpuperf.hardware import marks
+from pytest_gpuperf.hardware.device import GPUInfo
+from pytest_gpuperf.hardware.marks import MarkerError
 from tests.fakes import gpu, snapshot
 
 H200 = snapshot(gpu())

@@ -10,9 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_gpuperf import memory
-from pytest_gpuperf.settings import resolve
-from pytest_gpuperf.timing import measure
+from pytest_gpuperf.core import results
+from pytest_gpuperf.core.settings import resolve
+from pytest_gpuperf.measure import memory
+from pytest_gpuperf.measure.timing import measure
 
 from .fakes import FakeCudaMemory, fake_torch, gpu, snapshot
 
@@ -154,7 +155,7 @@ def test_foreign_memory_now_is_bounded_by_what_was_foreign_at_setup(
 
 
 def _bench(foreign: int | None):
-    from pytest_gpuperf.bench import GpuBenchmark
+    from pytest_gpuperf.measure.bench import GpuBenchmark
 
     return GpuBenchmark("t.py::t", snapshot(gpu()), [], None, foreign=lambda: foreign)
 
@@ -164,14 +165,14 @@ def test_a_figure_found_beside_another_tests_memory_is_flagged_with_the_amount()
     assert r.foreign_allocated == 3 * GIB and r.foreign_resident
     assert "foreign memory 3.0 GiB" in r.flags()
     assert any("3.0 GiB of another test's GPU memory" in n for n in r.notes)
-    small = _bench(memory.FOREIGN_FLAG_BYTES - 1).record("max_batch", 24, "samples")
+    small = _bench(results.FOREIGN_FLAG_BYTES - 1).record("max_batch", 24, "samples")
     assert not small.foreign_resident and small.flags() == [] and small.notes == []
     assert _bench(None).record("max_batch", 24, "samples").foreign_allocated is None
 
 
 CONFTEST = """
 import pytest
-from pytest_gpuperf import memory
+from pytest_gpuperf.measure import memory
 
 HELD = [0]  # the fake GPU's allocated bytes
 
@@ -188,7 +189,7 @@ def pytest_unconfigure(config):
 TESTS = """
 import pytest
 from conftest import HELD
-from pytest_gpuperf.fixtures import FOREIGN_KEY
+from pytest_gpuperf.plugin.fixtures import FOREIGN_KEY
 
 GIB = 2**30
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuperf import options
-from pytest_gpuperf.__main__ import main
-from pytest_gpuperf.settings import BY_NAME, FALSE_ALARM
+from pytest_gpuperf.cli.main import main
+from pytest_gpuperf.core.settings import BY_NAME, FALSE_ALARM
+from pytest_gpuperf.plugin import options
 
-PACKAGE = Path(options.__file__).parent
+PACKAGE = Path(options.__file__).parent.parent
 SOURCE_POINTER = re.compile(r"\b[a-z_]+\.py\b|\bverdict\.[a-z_]+|\bsee [a-z_]+\.[a-z_]+\b")
 
 
@@ -63,9 +63,11 @@ def test_no_help_text_points_at_a_source_file(pytester, which):
     assert not SOURCE_POINTER.findall(text), SOURCE_POINTER.findall(text)
 
 
-@pytest.mark.parametrize("name", ["__main__.py", "ab.py", "plugin.py", "session.py"])
+@pytest.mark.parametrize(
+    "name", ["cli/main.py", "cli/ab.py", "plugin/__init__.py", "run/session.py"]
+)
 def test_defaults_are_not_written_again(name):
-    """The tolerance and false-alarm defaults live in settings.py, once."""
+    """The tolerance and false-alarm defaults live in core/settings.py, once."""
     code = (PACKAGE / name).read_text()
     assert not re.search(r"(?<![\d.])0\.0[13](?!\d)", code)
 

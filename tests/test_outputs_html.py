@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuperf.__main__ import main
-from pytest_gpuperf.outputs.html import build_html
-from pytest_gpuperf.results import Result, plain_params
-from pytest_gpuperf.runfile import ResultsFileError, summary_from_payload
+from pytest_gpuperf.cli.main import main
+from pytest_gpuperf.core.results import Result, plain_params
+from pytest_gpuperf.outputs.report.html import build_html
+from pytest_gpuperf.outputs.runfile import ResultsFileError, summary_from_payload
 
 from . import reportdata as rd
 from .gateproject import FAST, saved
@@ -133,7 +133,7 @@ def test_a_save_runs_step_summary_shows_recorded_figures_with_value_and_unit(pro
 def test_importing_the_plugin_and_its_outputs_loads_no_report_library():
     """matplotlib and jinja2 are loaded when a report is written, not when pytest starts."""
     code = (
-        "import sys, pytest_gpuperf.plugin, pytest_gpuperf.outputs, pytest_gpuperf.runfile;"
+        "import sys, pytest_gpuperf.plugin, pytest_gpuperf.outputs, pytest_gpuperf.outputs.runfile;"
         "print(sorted(m for m in ('matplotlib', 'jinja2', 'markupsafe') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -370,7 +370,7 @@ def test_compiled_decoder_runs_are_their_own_series(tmp_path):
 def test_history_comes_from_the_baseline_the_run_was_judged_against(tmp_path, capsys):
     """An emulated run was judged against h200@a100-40gb.json: its history must not come from
     the real card's h200.json, which may hold the same keys."""
-    from pytest_gpuperf.outputs.html import baseline_name
+    from pytest_gpuperf.outputs.report.html import baseline_name
 
     s = summary_from_payload(_payload(H200_RUNS[0]), "emu.json")
     s.baseline_path = "/runner/baselines/h200@a100-40gb.json"
@@ -437,7 +437,7 @@ def test_report_baseline_dir_problems_are_named(tmp_path, capsys):
 
 
 def test_the_runs_table_says_when_the_baseline_judged_nothing_of_the_run():
-    from pytest_gpuperf.outputs.html import _baseline_cell
+    from pytest_gpuperf.outputs.report.html import _baseline_cell
 
     s = summary_from_payload(_payload(H200_RUNS[0]), "run.json")
     s.baseline_path = "baselines/h200.json"

@@ -7,10 +7,10 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_gpuperf.baseline.judge import judge_run
+from pytest_gpuperf.core.results import format_figure, format_value
+from pytest_gpuperf.judging.judge import judge_run
 from pytest_gpuperf.outputs.markdown import markdown
 from pytest_gpuperf.outputs.terminal import terminal_lines
-from pytest_gpuperf.results import format_figure, format_value
 
 from . import reportdata as rd
 

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from pytest_gpuperf.__main__ import main
 from pytest_gpuperf.baseline.store import MAX_BYTES as SNIFF_BYTES
+from pytest_gpuperf.cli.main import main
 from pytest_gpuperf.outputs.paths import first_clash, is_baseline_file, unwritable
 
 from .gateproject import FAST

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_gpuperf.__main__ import main
+from pytest_gpuperf.cli.main import main
 from pytest_gpuperf.outputs import RunSummary, write_files
 
 from . import reportdata as rd
@@ -192,7 +192,7 @@ def test_dollar_signs_in_test_ids_lose_no_output_of_a_run(project, monkeypatch):
 def test_an_output_that_fails_loses_no_other_output(tmp_path, monkeypatch):
     """Whatever breaks one output (here the HTML), the JSON and the step summary are written
     and the failure is named; the caller fails the run."""
-    import pytest_gpuperf.outputs.html as html
+    import pytest_gpuperf.outputs.report.html as html
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug in the report")

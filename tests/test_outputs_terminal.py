@@ -30,7 +30,7 @@ def test_sweep(gpu_benchmark):
 
 
 def test_progress_lines_for_each_measurement(project, monkeypatch):
-    import pytest_gpuperf.bench as bench
+    import pytest_gpuperf.measure.bench as bench
 
     project.makepyfile(test_s=SWEEP)
     verbose = project.runpytest(*FAST, "test_s.py", "-v")

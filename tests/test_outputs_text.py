@@ -50,9 +50,9 @@ def test_escaped_ids_in_a_run(project, monkeypatch):
 
 
 def test_intervals_say_when_there_is_none_or_it_is_noise():
+    from pytest_gpuperf.core.results import Result, Throughput
+    from pytest_gpuperf.core.stats import summarize
     from pytest_gpuperf.outputs.text import interval_text
-    from pytest_gpuperf.results import Result, Throughput
-    from pytest_gpuperf.stats import summarize
 
     r = Result(nodeid="t", metric=None, unit="tokens", work_per_call=1)
     r.time = summarize([0.01], 0.95)

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_gpuperf.results import Result
+from pytest_gpuperf.core.results import Result
 from tests.fakes import TWO_GPU_HOST
 
 FAKE_DEVICE = """
@@ -402,7 +402,8 @@ def test_bad_emulation_is_a_usage_error(on, device, arg, fragment):
 
 
 def test_marker_name_lists_agree():
-    from pytest_gpuperf import marks, plugin
+    from pytest_gpuperf import plugin
+    from pytest_gpuperf.hardware import marks
 
     assert set(plugin.REQUIREMENT_MARKERS) == set(marks.PARSERS)
     assert set(plugin.REQUIREMENT_MARKERS) | {"gpuperf", "gpu_dtype"} == set(plugin.MARKERS)
@@ -412,7 +413,7 @@ def test_marker_name_lists_agree():
 
 
 def test_each_xdist_worker_gets_its_own_gpu(monkeypatch):
-    from pytest_gpuperf.session import GpuPerfSession, Options
+    from pytest_gpuperf.run.session import GpuPerfSession, Options
     from tests.fakes import gpu, snapshot
 
     two = snapshot(gpu(uuid="GPU-aaa"), gpu(uuid="GPU-bbb"))
@@ -443,8 +444,8 @@ def test_more_workers_than_gpus_is_a_usage_error(on):
 
 def test_each_result_names_the_gpu_of_the_host_it_ran_on(monkeypatch):
     """Under -n 2 the results of the two workers say which GPU each ran on."""
-    from pytest_gpuperf.bench import GpuBenchmark
-    from pytest_gpuperf.session import GpuPerfSession, Options
+    from pytest_gpuperf.measure.bench import GpuBenchmark
+    from pytest_gpuperf.run.session import GpuPerfSession, Options
     from tests.fakes import gpu, snapshot
 
     two = snapshot(

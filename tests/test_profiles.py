@@ -1,6 +1,6 @@
 import pytest
 
-from pytest_gpuperf.profiles import BUILTIN, ProfileError, Registry, load_registry
+from pytest_gpuperf.hardware.profiles import BUILTIN, ProfileError, Registry, load_registry
 from tests.fakes import RECORDED, gpu, snapshot
 
 REQUIRED = {

@@ -177,7 +177,7 @@ def test_a_skipped_gpu_benchmark_adds_nothing_to_pytest_benchmarks_json(pytester
 
 @pytest.mark.parametrize("how", ["option", "marker"])
 def test_the_synchronised_timer_is_an_opt_in(pytester, how):
-    timer = "pytest_gpuperf.clock.synchronized_perf_counter"
+    timer = "pytest_gpuperf.measure.clock.synchronized_perf_counter"
     if how == "option":
         pytester.makepyfile(test_pb=PLAIN_PB)
         result, header, data = _pb_run(pytester, f"--benchmark-timer={timer}")
@@ -185,7 +185,7 @@ def test_the_synchronised_timer_is_an_opt_in(pytester, how):
     else:  # per test, through pytest-benchmark's own marker
         pytester.makepyfile(
             test_pb="import pytest\n"
-            "from pytest_gpuperf.clock import synchronized_perf_counter\n\n"
+            "from pytest_gpuperf.measure.clock import synchronized_perf_counter\n\n"
             "@pytest.mark.benchmark(timer=synchronized_perf_counter)\n"
             "def test_sum(benchmark):\n    benchmark(sum, range(100))\n"
         )

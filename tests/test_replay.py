@@ -55,9 +55,9 @@ def _verdict_json(run: Path, baseline: Path) -> str:
     """Every verdict of the run judged again against the baseline (what `gpuperf compare`
     does: judge_run on the file's results), and the class lines, as JSON."""
     from pytest_gpuperf.baseline.history import environment
-    from pytest_gpuperf.baseline.judge import judge_run
     from pytest_gpuperf.baseline.store import load
-    from pytest_gpuperf.runfile import read_run
+    from pytest_gpuperf.judging.judge import judge_run
+    from pytest_gpuperf.outputs.runfile import read_run
 
     data, summary = read_run(run)
     base = load(baseline)

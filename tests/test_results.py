@@ -2,7 +2,7 @@
 
 
 def test_progress_shows_a_range_not_a_ci_for_a_few_samples():
-    from pytest_gpuperf.results import Throughput
+    from pytest_gpuperf.core.results import Throughput
 
     t = Throughput("tokens/s", 2022.0, 1857.0, 2434.0)
     assert t.format(False, 3) == "2,022 tokens/s (range of 3 samples 1,857-2,434)"

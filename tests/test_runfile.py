@@ -7,10 +7,15 @@ import json
 import pytest
 from hypothesis import given
 
-from pytest_gpuperf.__main__ import InputError, compare_files
-from pytest_gpuperf.baseline.explain import missing
 from pytest_gpuperf.baseline.store import load
-from pytest_gpuperf.runfile import ResultsFileError, read_run, run_count, summary_from_payload
+from pytest_gpuperf.cli.main import InputError, compare_files
+from pytest_gpuperf.judging.explain import missing
+from pytest_gpuperf.outputs.runfile import (
+    ResultsFileError,
+    read_run,
+    run_count,
+    summary_from_payload,
+)
 
 from . import reportdata as rd
 from .gateproject import FAST, saved
@@ -45,7 +50,7 @@ def test_selected_is_checked_when_read_and_optional():
 
 
 def test_compare_does_not_call_a_deselected_benchmark_missing(project, capsys, monkeypatch):
-    from pytest_gpuperf.__main__ import main
+    from pytest_gpuperf.cli.main import main
 
     path = _selected_run(project)
     monkeypatch.chdir(project.path)
@@ -74,7 +79,7 @@ def rd_summary_without_id():
 
 
 def test_gpuperf_report_counts_runs_not_files(project, capsys):
-    from pytest_gpuperf.__main__ import main
+    from pytest_gpuperf.cli.main import main
 
     a, b = _one_run_two_files(project)
     capsys.readouterr()

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_gpuperf.stats import StopRule, decide, median, median_ci_ranks, summarize
+from pytest_gpuperf.core.stats import StopRule, decide, median, median_ci_ranks, summarize
 
 times = st.floats(min_value=1e-6, max_value=10.0, allow_nan=False, allow_infinity=False)
 samples = st.lists(times, min_size=1, max_size=300)

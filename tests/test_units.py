@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_gpuperf.units import UNITS, SizeError, format_size, parse_size
+from pytest_gpuperf.core.units import UNITS, SizeError, format_size, parse_size
 
 
 @pytest.mark.parametrize(

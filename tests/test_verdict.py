@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pytest_gpuperf.verdict import (
+from pytest_gpuperf.judging.verdict import (
     IMPROVED,
     INCONCLUSIVE,
     NEW,
@@ -118,7 +118,7 @@ def test_severity_orders_regressions_first():
 
 
 def test_t_quantiles_match_the_tables():
-    from pytest_gpuperf.verdict import t_quantile, z_quantile
+    from pytest_gpuperf.judging.verdict import t_quantile, z_quantile
 
     assert round(t_quantile(0.99, 1), 3) == 63.657 and round(t_quantile(0.99, 2), 3) == 9.925
     assert round(t_quantile(0.99, 9), 2) == 3.25 and round(t_quantile(0.95, 10), 3) == 2.228
@@ -138,12 +138,12 @@ def test_few_baseline_sessions_widen_the_uncertainty():
 
 # ------------------------------------------------------ power state, A/B, false alarms
 
-from pytest_gpuperf.baseline.figures import metrics_of  # noqa: E402
 from pytest_gpuperf.baseline.history import PER_CLOCK  # noqa: E402
-from pytest_gpuperf.baseline.judge import as_verdict, judge_run  # noqa: E402
-from pytest_gpuperf.results import Result, Throughput  # noqa: E402
-from pytest_gpuperf.stats import summarize  # noqa: E402
-from pytest_gpuperf.verdict import (  # noqa: E402
+from pytest_gpuperf.core.figures import metrics_of  # noqa: E402
+from pytest_gpuperf.core.results import Result, Throughput  # noqa: E402
+from pytest_gpuperf.core.stats import summarize  # noqa: E402
+from pytest_gpuperf.judging.judge import as_verdict, judge_run  # noqa: E402
+from pytest_gpuperf.judging.verdict import (  # noqa: E402
     INCONCLUSIVE_POWER,
     combine_clocked,
     paired,
@@ -260,7 +260,7 @@ def test_a_power_state_change_is_not_a_regression():
 
 
 def test_combine_needs_both_time_and_cycles():
-    from pytest_gpuperf.verdict import Verdict
+    from pytest_gpuperf.judging.verdict import Verdict
 
     slower = Verdict(REGRESSED, -0.06, 0.06, 0.01, 0.03, "", 0.03)
     same = Verdict(UNCHANGED, 0.0, 0.0, 0.005, 0.03, "", 0.03)
@@ -313,7 +313,7 @@ def test_a_baseline_of_another_gpu_count_is_incomparable():
 def test_decide_never_overflows(d, s_cur, var):
     """A results file whose interval reaches 1e308 made `gpuperf compare` raise OverflowError
     in (z * s_cur) ** 2 (a break-it pass): the half-width is infinite, the verdict stands."""
-    from pytest_gpuperf.verdict import decide
+    from pytest_gpuperf.judging.verdict import decide
 
     v = decide(d, higher_is_better=True, s_cur=s_cur, var=var, df=2, k=3, tolerance=0.03, confidence=0.999)
     assert v.status in (REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
-from pytest_gpuperf.casts import CastAudit  # noqa: E402
+from pytest_gpuperf.measure.casts import CastAudit  # noqa: E402
 from pytest_gpuperf.workloads.data import (  # noqa: E402
     MAX_CHARS,
     MIN_CHARS,
@@ -85,7 +85,7 @@ def test_bad_input_is_a_clear_error(call, fragment):
 
 
 def test_missing_bitsandbytes_is_a_clear_error(monkeypatch):
-    from pytest_gpuperf.extras import MissingExtra
+    from pytest_gpuperf.core.extras import MissingExtra
 
     monkeypatch.setitem(sys.modules, "bitsandbytes", None)
     with pytest.raises(MissingExtra, match=r"pip install 'pytest-gpuperf\[workloads\]'"):

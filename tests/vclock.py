@@ -1,7 +1,7 @@
 """A virtual clock for tests whose outcome depends on measured times.
 
 CI runs on shared CPUs that move 10-50% between sessions, so a test that compares real
-timings can fail on a busy runner. Here the engine's clock (`pytest_gpuperf.timing.time`)
+timings can fail on a busy runner. Here the engine's clock (`pytest_gpuperf.measure.timing.time`)
 is replaced by a clock that only moves when the benchmark "works": `spin(s)` advances it
 by `s` plus a small seeded jitter. Every sample, stop decision, session median and verdict
 is then the same on every run and every machine, and no test spends real time spinning.
@@ -45,10 +45,10 @@ def next_seed(directory: Path) -> int:
 
 def install(monkeypatch, seed: int) -> Clock:
     """Make the engine read `CLOCK`, a fresh clock with this seed, until monkeypatch undoes it;
-    and the host read as idle (pytest_gpuperf.hostload.READER), so that the runner's own
+    and the host read as idle (pytest_gpuperf.measure.hostload.READER), so that the runner's own
     load never flags a result busy-host here."""
-    import pytest_gpuperf.hostload as hostload
-    import pytest_gpuperf.timing as timing
+    import pytest_gpuperf.measure.hostload as hostload
+    import pytest_gpuperf.measure.timing as timing
 
     global CLOCK
     CLOCK = Clock(seed)

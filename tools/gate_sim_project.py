@@ -1,4 +1,4 @@
-"""The project's verdict rule (pytest_gpuperf.baseline.judge.judge_run, the shipped code) run
+"""The project's verdict rule (pytest_gpuperf.judging.judge.judge_run, the shipped code) run
 through ../shared/gate-sim's harness: each simulated run becomes baseline entries and
 Results, judged as pytest would judge them, with the fresh-process confirmation when asked.
 
@@ -20,9 +20,9 @@ import types
 
 import numpy as np
 
-from pytest_gpuperf.baseline.confirmation import confirm, flagged_tests
-from pytest_gpuperf.baseline.judge import judge_run
-from pytest_gpuperf.results import Result, Throughput
+from pytest_gpuperf.core.results import Result, Throughput
+from pytest_gpuperf.judging.confirmation import confirm, flagged_tests
+from pytest_gpuperf.judging.judge import judge_run
 
 CODES = {"unchanged": 0, "regressed": 1, "improved": 2}  # anything else: 3 (inconclusive)
 

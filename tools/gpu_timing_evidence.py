@@ -15,9 +15,9 @@ import time
 
 import torch
 
-from pytest_gpuperf.clock import synchronized_perf_counter
-from pytest_gpuperf.settings import resolve
-from pytest_gpuperf.timing import measure
+from pytest_gpuperf.core.settings import resolve
+from pytest_gpuperf.measure.clock import synchronized_perf_counter
+from pytest_gpuperf.measure.timing import measure
 
 
 def event_loop(fn, calls=100, reps=5):

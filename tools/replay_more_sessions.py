@@ -16,10 +16,10 @@ import tempfile
 from pathlib import Path
 
 from pytest_gpuperf.baseline.history import environment
-from pytest_gpuperf.baseline.judge import judge_run
-from pytest_gpuperf.baseline.run import save_run
 from pytest_gpuperf.baseline.store import load
-from pytest_gpuperf.runfile import read_run
+from pytest_gpuperf.judging.judge import judge_run
+from pytest_gpuperf.outputs.runfile import read_run
+from pytest_gpuperf.run.baseline import save_run
 
 DECIDED = ("unchanged", "regressed", "improved")
 

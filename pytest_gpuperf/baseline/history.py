@@ -13,14 +13,26 @@ import math
 import os
 import socket
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
-from .noise import COMPUTE, LAUNCH, MEMORY, RECORDED, Series, classify
+from ..core.figures import COMPUTE, LAUNCH, MEMORY, PER_CLOCK, RECORDED, classify
 
 ENV_PACKAGES = ("torch", "transformers", "peft", "bitsandbytes")
-PER_CLOCK = "throughput_per_clock"  # judged with the throughput of compute-bound work
 SESSION_ENV = "PYTEST_GPUPERF_SESSION"  # the run's session id, shared with its workers
 HISTORY = 10  # session medians kept per metric, and the window judged (the newest)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One metric's baseline history: a value per session, oldest first."""
+
+    key: str  # "<entry key>::<metric>"
+    cls: str
+    sessions: tuple[str, ...]  # the session of each value (session id and GPU, or date)
+    values: tuple[float, ...]
+    derived: bool = False  # computed from another series' measurement: takes, never gives
+    higher: bool = True  # higher is better; False: fitted on -log (a latency)
 
 
 def new_session_id() -> str:
@@ -115,7 +127,7 @@ def values_of(base_m: dict[str, Any], exclude_session: str | None = None) -> lis
 
 def environment(device: dict[str, Any], emulated: str | None) -> dict[str, Any]:
     """What a result depends on besides the code: from a DeviceSnapshot.to_dict()."""
-    from ..device import nccl_version
+    from ..hardware.device import nccl_version
 
     gpus = device.get("gpus") or []
     gpu = gpus[0] if gpus else {}

@@ -35,16 +35,22 @@ Merging keeps entries not saved in this run, and keys this version does not know
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .figures import metrics_of, result_classes
+from ..core.figures import (  # the checker of one figure, shared with gpu_benchmark
+    metric_problem,
+    metrics_of,
+    number_problem,
+    result_classes,
+    session_problem,
+    text_or_none,
+)
 from .history import HISTORY  # session medians kept per metric (and judged)
 
 if TYPE_CHECKING:
-    from ..results import Result
+    from ..core.results import Result
 
 SCHEMA = "pytest-gpuperf/baseline"
 
@@ -54,9 +60,6 @@ VERSION = 2
 # ran before); version 2 saves the step's own. A version-1 file is read by moving that
 # figure aside as `process_peak_reserved`, informational, with its history intact.
 MIGRATED_PEAK = "process_peak_reserved"
-
-
-MAX_INT_DIGITS = 20  # no count or value in a baseline needs more
 
 
 KNOWN_TOP = ("schema", "version", "profile", "updated", "entries")
@@ -87,82 +90,6 @@ class BaselineFile:
 
 def file_error(path: Path | str, what: str) -> BaselineError:
     return BaselineError(f"baseline file {path}: {what}")
-
-
-def metric_problem(m: Any) -> str | None:
-    """What is wrong with one metric's summary (unit, direction, median, interval, n), or
-    None. The loader and `gpu_benchmark` (at record time) apply these same rules, so a
-    figure that was accepted when measured is never refused when read back."""
-    if not isinstance(m, dict):
-        return f"must be an object, got {type(m).__name__}"
-    if m.get("direction") not in ("higher", "lower"):
-        return f"direction must be 'higher' or 'lower', got {m.get('direction')!r}"
-    unit = m.get("unit")
-    if not isinstance(unit, str) or not unit.strip():
-        return f"unit must be a non-empty string, got {unit!r}"
-    for name in ("median", "ci_low", "ci_high"):
-        if name in m:
-            why = number_problem(m[name])
-            if why:
-                return f"{name} {why}"
-    if all(k in m for k in ("median", "ci_low", "ci_high")) and not (
-        m["ci_low"] <= m["median"] <= m["ci_high"]
-    ):
-        return (
-            f"interval [{m['ci_low']!r}, {m['ci_high']!r}] does not contain the median "
-            f"{m['median']!r}"
-        )
-    why = session_problem(m)
-    if why:
-        return why
-    from .noise import CLASSES
-
-    if "noise_class" in m and m["noise_class"] not in CLASSES:
-        return f"noise_class must be one of {', '.join(CLASSES)}, got {m['noise_class']!r}"
-    if "gate" in m and not isinstance(m["gate"], bool):
-        return f"gate must be true or false, got {m['gate']!r}"
-    if not _text_or_none(m.get("derived_from")):
-        return f"derived_from must be a metric name or null, got {m.get('derived_from')!r}"
-    n = m.get("n")
-    if "n" in m and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-        return f"n must be a whole number >= 1, got {n!r}"
-    return None
-
-
-def session_problem(m: dict[str, Any]) -> str | None:
-    """The optional session facts of a metric or history item: flags and SM clock."""
-    flags = m.get("flags", [])
-    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
-        return f"flags must be a list of strings, got {flags!r}"
-    if "clock_mhz" in m:
-        why = number_problem(m["clock_mhz"])
-        if why:
-            return f"clock_mhz {why}"
-    for name in ("session", "gpu_uuid", "host"):  # which run, GPU and host saved it
-        if not _text_or_none(m.get(name)):
-            return f"{name} must be a string or null, got {m.get(name)!r}"
-    for bound in ("ci_low", "ci_high"):  # a saved session's interval (history items)
-        if m.get(bound) is not None:
-            why = number_problem(m[bound])
-            if why:
-                return f"{bound} {why}"
-    return None
-
-
-def number_problem(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"must be a number, got {value!r}"
-    if isinstance(value, int) and abs(value) >= 10**MAX_INT_DIGITS:
-        return f"is a {len(str(abs(value)))}-digit integer: too large"
-    if not math.isfinite(value):
-        return f"is {value!r}, not a finite number"
-    if value < 0:
-        return f"is {value!r}: must be >= 0"
-    return None
-
-
-def _text_or_none(value: Any) -> bool:
-    return value is None or isinstance(value, str)
 
 
 def migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
@@ -204,7 +131,7 @@ def validate(path: Path, data: Any) -> BaselineFile:
     profile = data.get("profile")
     if not isinstance(profile, str) or not profile:
         raise file_error(path, "missing 'profile'")
-    if not _text_or_none(data.get("updated")):
+    if not text_or_none(data.get("updated")):
         raise file_error(path, f"'updated' must be a date string, got {data.get('updated')!r}")
     entries = data.get("entries")
     if not isinstance(entries, dict):
@@ -219,12 +146,12 @@ def validate(path: Path, data: Any) -> BaselineFile:
         if not isinstance(env, dict):
             raise file_error(path, f"{where}: 'environment' must be an object, got {env!r}")
         for name, value in env.items():
-            if not (_text_or_none(value) or isinstance(value, int | float)) or isinstance(
+            if not (text_or_none(value) or isinstance(value, int | float)) or isinstance(
                 value, bool
             ):
                 raise file_error(path, f"{where}: environment {name!r} must be a string or number")
         for name in ("date", "commit"):
-            if not _text_or_none(entry.get(name)):
+            if not text_or_none(entry.get(name)):
                 raise file_error(path, f"{where}: {name!r} must be a string or null")
         flags = entry.get("flags", {})  # launch_bound, throttled: booleans; emulated: a name
         if not isinstance(flags, dict) or not all(
@@ -252,7 +179,7 @@ def validate(path: Path, data: Any) -> BaselineFile:
                 why = number_problem(h["median"])
                 if why:
                     raise file_error(path, f"{mw} history[{i}] median {why}")
-                if not (_text_or_none(h.get("date")) and _text_or_none(h.get("commit"))):
+                if not (text_or_none(h.get("date")) and text_or_none(h.get("commit"))):
                     raise file_error(path, f"{mw} history[{i}]: date and commit must be strings")
                 why = session_problem(h)
                 if why:

@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .schema import MAX_INT_DIGITS, BaselineError, BaselineFile, file_error, merge, validate
+from ..core.figures import MAX_INT_DIGITS
+from .schema import BaselineError, BaselineFile, file_error, merge, validate
 
 MAX_BYTES = 32 * 2**20  # a baseline of the whole shipped suite is about 100 KB
 
@@ -110,7 +111,7 @@ def read_text(path: Path, what: str = "baseline file", limit: int | None = None)
     if not stat.S_ISREG(st.st_mode):
         raise ValueError(f"{what} {path}: is not a regular file")
     if st.st_size > limit:
-        from ..units import format_size
+        from ..core.units import format_size
 
         raise ValueError(
             f"{what} {path}: is {format_size(st.st_size)}, over the {format_size(limit)} limit"

@@ -70,7 +70,7 @@ def _json_text(summary: RunSummary) -> str:
 
 def _html_text(summary: RunSummary, profiles: Any, baselines: dict[str, Any] | None) -> str:
     try:
-        from .html import build_html
+        from .report.html import build_html
 
         return build_html([summary], profiles=profiles, baselines=baselines)
     except ImportError as exc:  # the report extra is not installed (MissingExtra says so)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..results import Result
+from ..core.results import Result
 
 
 def junit_properties(results: Iterable[Result]) -> list[tuple[str, str]]:

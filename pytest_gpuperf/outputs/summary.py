@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..results import Result
+from ..core.results import Result
 
 SCHEMA = "pytest-gpuperf/results-1"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ..results import format_figure
+from ..core.results import format_figure
 from .summary import RunSummary
 from .text import RESULT_HEADER, VERDICT_HEADER, plain, result_rows, run_verdict_rows, table
 
@@ -18,7 +18,7 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
     listed)."""
     describe = summary.describe
     if verbosity <= 0:
-        from ..device import DeviceSnapshot
+        from ..hardware.device import DeviceSnapshot
 
         with contextlib.suppress(TypeError, ValueError):  # a device dict of another version
             describe = DeviceSnapshot.from_dict(summary.device).describe(short=True)

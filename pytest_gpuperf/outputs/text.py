@@ -7,8 +7,8 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..results import Result, fmt_number, format_figure, format_value
-from ..units import format_size
+from ..core.results import Result, fmt_number, format_figure, format_value
+from ..core.units import format_size
 
 if TYPE_CHECKING:
     from .summary import RunSummary
@@ -95,8 +95,8 @@ def run_verdict_rows(summary: RunSummary) -> list[list[str]]:
 
 def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list[list[str]]:
     """Rows of the session's verdict table, worst first."""
-    from ..baseline.figures import metrics_of
-    from ..verdict import FAILED, INCONCLUSIVE_POWER, SEVERITY
+    from ..core.figures import metrics_of
+    from ..judging.verdict import FAILED, INCONCLUSIVE_POWER, SEVERITY
 
     rows: list[tuple[int, list[str]]] = []
 

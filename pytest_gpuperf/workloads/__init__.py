@@ -5,7 +5,7 @@ and a missing one is an error naming it (`pip install 'pytest-gpuperf[workloads]
 
 from typing import Any
 
-from ..extras import needs
+from ..core.extras import needs
 
 
 def import_bitsandbytes() -> Any:

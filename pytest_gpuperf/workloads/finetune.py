@@ -109,7 +109,7 @@ def make_trainer(
     adapters in the model's dtype."""
     import torch
 
-    from ..extras import needs
+    from ..core.extras import needs
     from . import import_bitsandbytes
 
     with contextlib.suppress(ImportError):
@@ -169,7 +169,7 @@ def try_batch(
     """`run(trainer, input_ids)` at this batch size. Out of memory is an outcome, not a
     crash: the memory is released and "oom" returned, unless `run` returned a Result with
     outcome "oom" itself (gpu_benchmark(..., on_oom="record"))."""
-    from ..timing import is_oom, release_memory
+    from ..measure.timing import is_oom, release_memory
 
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise WorkloadError(f"batch size must be a whole number >= 1, got {batch!r}")

@@ -76,7 +76,7 @@ class StaticGreedyDecoder:
     ) -> None:
         import torch
 
-        from ..extras import needs
+        from ..core.extras import needs
 
         with needs("workloads"):
             from transformers import StaticCache

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..extras import needs
+from ..core.extras import needs
 
 
 class WorkloadError(ValueError):

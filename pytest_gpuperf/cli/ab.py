@@ -1,0 +1,355 @@
+"""`gpuperf ab --base REF -- <pytest args>`: the base commit and the current tree measured on
+the same GPU in one job, interleaved, a fresh pytest process per side and round, and judged
+with a paired statistic over the rounds (the change's interval from the per-round
+differences, so what moves both sides of a round cancels).
+
+Machine-to-machine noise (one card's power state against another's) cancels: both sides run
+on this machine within minutes of each other. The base is a detached git worktree of REF in
+a temporary directory; its pytest runs there, with the worktree first on PYTHONPATH and then
+its copy of each directory of the checkout that this interpreter imports from (a src
+layout's src/ that `pip install -e .` put on the path), so `import yourpackage` (and this
+plugin, when it is the code under test) resolves to the base's code. Each round lists the
+files it imported; a base round that imported one from the checkout stops the run (exit 2),
+naming the file. `--setup CMD` runs once in the worktree before the rounds (e.g. to build an
+extension, or `git submodule update --init`). Nothing is written to baselines
+(--gpuperf-baseline=off). Stopped by Ctrl-C, SIGTERM or SIGHUP, it removes the worktree and
+its temporary directory (exit 128 + the signal); the next run removes what a run killed with
+SIGKILL left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.figures import PER_CLOCK, metrics_of
+from ..core.results import Result
+from ..core.settings import FALSE_ALARM
+from ..judging.judge import failing
+from ..judging.paired import SIDES, ABError, Round, judge_rounds  # ABError: also ab's interface
+from ..judging.verdict import INCOMPARABLE
+from ..outputs.text import VERDICT_HEADER, json_safe, markdown_table, plain, table, verdict_rows
+from .abprobe import OUT, WATCH
+from .abtree import (  # Stopped: also ab's own interface
+    OWNER,
+    PREFIX,
+    PROBE,
+    Stopped,
+    base_path,
+    foreign_import,
+    git,
+    imported_files,
+    install_probe,
+    missing_submodules,
+    prune_stale,
+    remove_worktree,
+    resolve_base,
+    run_group,
+    signals_deferred,
+    stop_on_signals,
+)
+
+
+def _figures(path: Path) -> Round:
+    """(key, metric) -> (median, unit, higher is better) from one run's --gpuperf-json;
+    ValueError saying what is wrong with a file that is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot be read: {exc}") from None
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list):
+        raise ValueError("holds no 'results' list")
+    out = {}
+    for d in results:
+        r = Result.from_dict(d)
+        for name, m in metrics_of(r).items():
+            if name != PER_CLOCK:
+                out[(r.key, name)] = (m["median"], m["unit"], m["direction"] == "higher")
+    return out
+
+
+MAX_ROUNDS = 100  # 2 sides a round, a fresh pytest each: past this an A/B is a soak test
+
+
+@dataclass(frozen=True)
+class _Rounds:
+    """What every round of one run shares: where each side runs and the base's PYTHONPATH."""
+
+    root: Path
+    tree: Path  # the base worktree, in the run's temporary directory `work`
+    rel: Path  # the current directory, relative to the repository root
+    work: Path
+    pytest_args: tuple[str, ...]
+    count: int
+    base_pythonpath: str
+
+    def env(self, side: str, imports: Path) -> dict[str, str]:
+        env = dict(os.environ, GPUPERF_AB_SIDE=side)
+        env.pop("GITHUB_STEP_SUMMARY", None)  # ab's own report goes there, not each round's
+        path = self.base_pythonpath if side == "base" else env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (path, str(self.work / "probe")) if p)
+        env[WATCH] = os.pathsep.join(str(p.resolve()) for p in (self.root, self.tree))
+        env[OUT] = str(imports)
+        return env
+
+
+def _round(r: _Rounds, side: str, i: int, log: Any) -> tuple[Round, list[Path], Path]:
+    """One side's pytest of round i: its figures, the files it imported from the checkout
+    or the base worktree, and its results file; ABError when it did not run, or ran the
+    other side's code."""
+    what = f"{side} round {i + 1}"
+    out = r.work / f"{side}-{i}.json"
+    imports = r.work / "imports" / f"{side}-{i}"
+    imports.mkdir(parents=True)
+    cmd = [
+        sys.executable, "-m", "pytest", "-p", PROBE, *r.pytest_args, "-q",
+        "-p", "no:cacheprovider", "--gpuperf-baseline=off", f"--gpuperf-json={out}",
+    ]  # fmt: skip
+    t0 = time.monotonic()
+    run_cwd = (r.tree if side == "base" else r.root) / r.rel
+    done = run_group(cmd, cwd=run_cwd, env=r.env(side, imports))
+    if log is not None:
+        log(f"round {i + 1}/{r.count} {side}: pytest exit {done.returncode}, "
+            f"{time.monotonic() - t0:.1f} s")  # fmt: skip
+    if done.returncode not in (0, 1) or not out.is_file():
+        tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
+        gone = missing_submodules(r.tree) if side == "base" else []
+        hint = [
+            f"the base worktree's submodule(s) {', '.join(gone)} are not checked out (git "
+            'worktree add leaves them empty): pass --setup "git submodule update --init"'
+        ] if gone else []  # fmt: skip
+        raise ABError("\n  ".join([f"{what}: pytest exited {done.returncode} without results:",
+                                   *tail, *hint]))  # fmt: skip
+    files = imported_files(imports)
+    if files is None:
+        raise ABError(f"{what}: pytest did not list the files it imported (its -p {PROBE} "
+                      "plugin did not run): which commit it measured is unknown")  # fmt: skip
+    foreign = foreign_import(side, files, r.root, r.tree)
+    if foreign is not None:
+        raise ABError(_foreign(what, side, foreign, r.tree))
+    try:
+        return _figures(out), files, out
+    except ValueError as exc:
+        raise ABError(f"{what}: results file {out}: {exc}") from None
+
+
+def _foreign(what: str, side: str, path: Path, tree: Path) -> str:
+    if side == "base":
+        return (
+            f"{what} imported {path} from the checkout under test, not from the base "
+            f"worktree {tree}: it would measure the head's code. Name test paths relative "
+            "to the current directory, and put the package's directory on PYTHONPATH "
+            "relative to it (e.g. PYTHONPATH=src), so that each side imports its own"
+        )
+    return (
+        f"{what} imported {path} from the base worktree: the head would measure the base's "
+        "code (a --setup that installs the base into this environment does that)"
+    )
+
+
+def run_ab(
+    cwd: Path,
+    ref: str,
+    pytest_args: Sequence[str],
+    *,
+    rounds: int,
+    tolerance: float,
+    false_alarm: float = FALSE_ALARM,
+    setup: str | None = None,
+    log: Any = None,
+) -> dict[str, Any]:
+    """Run the rounds and judge them. Returns the report (see main for its use)."""
+    if not 2 <= rounds <= MAX_ROUNDS:
+        raise ABError(
+            f"--rounds must be at least 2 for a paired statistic and at most {MAX_ROUNDS}, "
+            f"got {rounds}"
+        )
+    checkout = resolve_base(cwd, ref)
+    root = checkout.root
+    rel = cwd.resolve().relative_to(root.resolve())
+    for line in prune_stale(root):
+        if log is not None:
+            log(line)
+    started = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix=PREFIX))
+    tree = work / "base"
+    try:
+        # who made it, before git registers anything in it: a later run removes the
+        # worktree of a run that is gone (killed with SIGKILL, a machine that rebooted)
+        (work / OWNER).write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
+        added = git(root, "worktree", "add", "--detach", str(tree), checkout.sha)
+        if added.returncode != 0:
+            raise ABError(f"git worktree add failed: {added.stderr.strip()}")
+        if setup:
+            done = run_group(setup, shell=True, cwd=tree)
+            if done.returncode != 0:
+                why = done.stderr[-500:]
+                raise ABError(f"--setup {setup!r} failed in the base worktree: {why}")
+        install_probe(work)
+        shared = _Rounds(root, tree, rel, work, tuple(pytest_args), rounds,
+                         base_path(root, tree, os.environ.get("PYTHONPATH")))  # fmt: skip
+        figures: dict[str, list[Round]] = {side: [] for side in SIDES}
+        head_ran: set[Path] = set()
+        last_head: Path | None = None
+        for i in range(rounds):
+            # alternate the order (A B, B A, ...) so a slow drift of the card (warming up)
+            # does not always favour one side
+            for side in SIDES if i % 2 == 0 else SIDES[::-1]:
+                measured, files, out = _round(shared, side, i, log)
+                figures[side].append(measured)
+                if side == "head":
+                    last_head = out
+                    head_ran.update(files)
+        return _judge(figures, last_head, tolerance, false_alarm, {
+            "base": f"{ref} ({checkout.sha[:12]})",
+            "head": checkout.head_what(head_ran),
+            "rounds": rounds,
+            "pytest_args": list(pytest_args),
+            "wall_s": round(time.monotonic() - started, 1),
+        })  # fmt: skip
+    finally:
+        with signals_deferred():
+            remove_worktree(root, tree)
+
+
+def _judge(
+    figures: dict[str, list[Round]],
+    last_head: Path | None,
+    tolerance: float,
+    false_alarm: float,
+    meta: dict[str, Any],
+) -> dict[str, Any]:
+    judged = judge_rounds(figures, tolerance, false_alarm)
+    results = []
+    if last_head is not None:
+        for d in json.loads(last_head.read_text(encoding="utf-8")).get("results", []):
+            r = Result.from_dict(d)
+            r.verdicts = judged["verdicts"].get(r.key, {})
+            results.append(r)
+    rows = verdict_rows(results, judged["missing"])
+    return {
+        "schema": "pytest-gpuperf/ab-1",
+        **meta,
+        **judged,
+        "rows": rows,
+        "regressed": any(failing(r) for r in results),
+    }
+
+
+def markdown(report: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            f"## gpuperf A/B: {plain(report['head'])} against {plain(report['base'])}",
+            f"{report['rounds']} interleaved rounds on one machine, {report['wall_s']} s",
+            "",
+            markdown_table(VERDICT_HEADER, report["rows"]),
+        ]
+    )
+
+
+def _outputs(args: Any) -> list[tuple[str, str, str]]:
+    """(what, path, mode) of each output asked for: --json, --markdown, the step summary."""
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    out = [("--json", args.json, "w"), ("--markdown", args.markdown, "w")]
+    return [(what, p, mode) for what, p, mode in [*out, ("GITHUB_STEP_SUMMARY", step, "a")] if p]
+
+
+def check_outputs(outputs: list[tuple[str, str, str]]) -> str | None:
+    """Why the outputs cannot be written (one on another, on a baseline, or unwritable),
+    before anything is measured; None when they can."""
+    from ..outputs.paths import first_clash, unwritable
+
+    clash = first_clash([(what, p) for what, p, _ in outputs])
+    if clash:
+        return clash
+    for what, p, mode in outputs:  # the runner's step summary: its directory is never made
+        why = unwritable(what, p, create_dirs=mode == "w")
+        if why:
+            return why
+    return None
+
+
+def write_outputs(report: dict[str, Any], outputs: list[tuple[str, str, str]]) -> list[str]:
+    """Write the report to each output; returns one line per output that failed."""
+    failed = []
+    for what, p, mode in outputs:
+        if what == "--json":
+            text = json.dumps(json_safe(report), indent=2) + "\n"
+        else:
+            text = markdown(report) + "\n\n"
+        try:
+            if mode == "w":
+                Path(p).parent.mkdir(parents=True, exist_ok=True)
+            with open(p, mode, encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            failed.append(f"NOT WRITTEN: {what} {p}: {exc.strerror or exc}")
+    return failed
+
+
+def main(args: Any) -> int:
+    """`gpuperf ab`: exit 0, 1 (a regression), 2 (bad input, a failed run, an output that
+    cannot be written) or 128 + the signal that stopped it (130 for Ctrl-C)."""
+    try:
+        with stop_on_signals():
+            return _main(args)
+    except (Stopped, KeyboardInterrupt) as exc:
+        signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
+        name = signal.Signals(signum).name
+        print(
+            f"gpuperf ab: stopped by {name} (exit {128 + signum}); the base worktree and "
+            "its temporary directory were removed",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 128 + signum
+
+
+def _main(args: Any) -> int:
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    outputs = _outputs(args)
+    try:
+        problem = check_outputs(outputs)
+        if problem:
+            raise ABError(problem)
+        report = run_ab(
+            Path.cwd(),
+            args.base,
+            args.pytest_args,
+            rounds=args.rounds,
+            tolerance=args.tolerance,
+            false_alarm=args.false_alarm,
+            setup=args.setup,
+            log=log,
+        )
+    except ABError as exc:  # a round's output: one line each, none acted on by the terminal
+        print("gpuperf ab: " + "\n".join(map(plain, str(exc).splitlines())), file=sys.stderr)
+        return 2
+    print(f"base: {report['base']}; head: {report['head']}")
+    print(f"{report['rounds']} rounds, {report['wall_s']} s")
+    for line in table(VERDICT_HEADER, report["rows"]):
+        print(line)
+    for key, metrics in sorted(report["verdicts"].items()):
+        for metric, v in sorted(metrics.items()):
+            if v.get("status") == INCOMPARABLE:  # the row does not say why
+                print(f"incomparable: {plain(key)} {plain(metric)}: {plain(v.get('reason'))}")
+    failed = write_outputs(report, outputs)
+    for line in failed:
+        print(f"gpuperf ab: {plain(line)}", file=sys.stderr)
+    if report["regressed"]:
+        print("performance regression" + (" (--warn-only: not failing)" if args.warn_only else ""))
+    if failed:
+        return 2  # an output asked for is missing: not a verdict on the code
+    return 1 if report["regressed"] and not args.warn_only else 0

@@ -1,0 +1,31 @@
+"""pytest-xdist: one GPU per worker, never two benchmarks on one GPU."""
+
+from __future__ import annotations
+
+from ..hardware.device import DeviceSnapshot, GPUInfo
+
+
+class WorkerError(ValueError):
+    """The workers cannot each have a GPU of their own; the message says why."""
+
+
+def check_count(snap: DeviceSnapshot, workers: int) -> None:
+    """On the controller: `pytest -n N` needs N GPUs, one per worker."""
+    if snap.kind == "cuda" and workers > snap.gpu_count:
+        raise WorkerError(
+            f"gpuperf: pytest -n {workers} on {snap.gpu_count} visible GPU(s): each worker "
+            f"needs a GPU of its own (two benchmarks on one GPU measure each other); use "
+            f"-n {snap.gpu_count}"
+        )
+
+
+def gpu_for(snap: DeviceSnapshot, workerid: str, workers: int, cuda_started: bool) -> GPUInfo:
+    """The GPU worker `gwN` gets: the N-th visible one. It must be given before anything in
+    the worker starts CUDA (CUDA_VISIBLE_DEVICES is read once, when CUDA starts)."""
+    check_count(snap, workers)
+    if cuda_started:
+        raise WorkerError(
+            f"gpuperf: worker {workerid}: CUDA was initialised before the plugin could give "
+            "this worker its own GPU (a conftest or plugin touched CUDA at import)"
+        )
+    return snap.gpus[int(workerid.removeprefix("gw"))]

@@ -1,0 +1,322 @@
+"""The noise model of a baseline: noise classes, per-session class offsets, pooled spread.
+
+Pure: numbers in, numbers out (scipy's F and t quantiles where they are needed). Model, in
+log units, for metric m of noise class c measured in session s:
+
+    log y[m, s] = mu[m] + b[c, s] + e[m, s]
+
+A session (one pytest run on one GPU) shifts every metric of a class together by b[c, s]
+(a fresh machine, another power state); e is the metric's own residual. Measured on H200s
+(docs/baselines.md): model steps 0.71% class offset sd against 0.21% residual, memory
+bandwidth 0.36% / 0.44%, compute 0.50% / 1.1%. With the offsets removed, the residual
+spread of one metric is estimated from its class's metrics pooled together: tens of
+degrees of freedom instead of 2, so three baseline sessions are enough to see a 5% change.
+
+Everything is fitted in "better" space: log y for a figure where higher is better, -log y
+for one where lower is better (a latency), so that a slower machine moves every figure of a
+class the same way and a class offset never flips a latency's verdict.
+
+What `fit` does, class by class:
+1. Offsets (bandwidth, compute, model classes with at least MIN_OFFSET_METRICS metrics in
+   a session): b[s] is the median over the class's metrics of their deviation from their
+   own level (medians: a metric that moved does not move the offset), iterated with the
+   levels; the offsets are centred, so mu is the level of an average session. Their spread
+   is how far machines moved the class: judge.py removes this run's class offset from a
+   metric only within that bound, and judges a larger shift as a class-wide verdict.
+2. Set aside: with MIN_SET_ASIDE sessions or more, a session value that differs from the
+   metric's other sessions by more than SET_ASIDE_MIN and SET_ASIDE_SDS times the class's
+   spread (a model left resident, a throttled card) is not used, and the reason is kept to
+   be shown. Such a metric keeps its own spread (it is never pooled), and a change the way
+   the set-aside session went is inconclusive (judge.py).
+3. Residual spread: each metric's own variance of the residuals, with k - 1 degrees of
+   freedom; a class of at least MIN_POOL such metrics pools them (weighted by their degrees
+   of freedom). A metric clearly noisier than the pool (F test at SCREEN_P) is left out of
+   the pool and keeps its own spread; the others take the larger of their own and the pool,
+   with the pool's degrees of freedom. Recorded values (a user's own figures) share no noise
+   source and are never pooled.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from ..baseline.history import Series
+from ..core.figures import (  # the classes are the result model's; noise fits them
+    BANDWIDTH,
+    CLOCK,
+    COMPUTE,
+    LAUNCH,
+    MODEL,
+    RECORDED,
+)
+from .verdict import ratio_change
+
+OFFSET_CLASSES = (BANDWIDTH, COMPUTE, MODEL, CLOCK)  # one machine moves them together
+UNPOOLED = (RECORDED,)  # a user's own figures: nothing in common to pool
+MIN_OFFSET_METRICS = 4  # metrics of a class in one session to estimate its offset ...
+FULL_OFFSET_METRICS = 6  # ... or this many where the class has them (a steadier median)
+MIN_RUN_OTHERS = MIN_OFFSET_METRICS - 1  # other metrics of its class for a run offset
+MIN_POOL = 3  # metrics with a spread of their own for a class pool
+SCREEN_P = 0.01  # F test: a metric noisier than its class keeps its own spread
+SET_ASIDE_MIN = 0.05  # a session value this far (relative) from the metric's others ...
+SET_ASIDE_SDS = 10.0  # ... and this many class spreads away is set aside
+MIN_SET_ASIDE = 4  # sessions a metric needs before one may be set aside (3 remain to agree)
+OFFSET_ITERATIONS = 20
+# Launch-bound wall time moves between processes by more than a few sessions show: on the
+# H200 9-30% sd between sessions (gate-sim's fit), a 7B prefill 25.6 -> 42.4 ms between two
+# processes of one lease, and matmuls at batch 8 and 256 whose 3 saved sessions were within
+# 7% read 42-49% faster in later processes (2026-12-01). Its spread is never taken below
+# the top of that range, a prior (infinite degrees of freedom), not an estimate: such a
+# figure decides only changes of about 3x or more; gpuperf ab, or a GPU-bound
+# configuration, sees smaller ones.
+LAUNCH_FLOOR = 0.30
+LAUNCH_FLOOR_VAR = math.log1p(LAUNCH_FLOOR) ** 2
+
+
+@dataclass(frozen=True)
+class Spread:
+    """What the model knows of one metric: its level and how far a new session's value
+    strays from it when nothing changed."""
+
+    level: float  # log of the metric's level in an average session (offsets removed)
+    var: float  # variance (log units) of one session's residual
+    df: float  # degrees of freedom of `var` (math.inf: not estimated from data)
+    k: int  # sessions the level is the mean of
+    source: str  # "own", "class", "own, noisier than its class", "class (1 session)"
+    pool_metrics: int = 0  # metrics the class pool was made of
+    set_aside: tuple[str, ...] = ()  # why a session's value was not used
+    offsets_removed: bool = False  # the baseline's class offsets were removed
+    aside_dev: float | None = None  # how far (log) the set-aside value was from the others
+    floored: bool = False  # launch-bound: the spread raised to the floor between processes
+
+
+@dataclass
+class ClassFit:
+    cls: str
+    offsets: dict[str, float] = field(default_factory=dict)  # session -> log offset
+    pooled_var: float | None = None
+    pooled_df: float = 0.0
+    pool_metrics: int = 0
+    screened: int = 0
+
+    @property
+    def offset_var(self) -> tuple[float, int] | None:
+        """Variance of the session offsets (log units) and its degrees of freedom."""
+        n = len(self.offsets)
+        if n < 2:
+            return None
+        return sum(b * b for b in self.offsets.values()) / (n - 1), n - 1
+
+
+def better(value: float, higher: bool) -> float:
+    """A positive figure in "better" space: log for higher-is-better, -log for lower."""
+    return math.log(value) if higher else -math.log(value)
+
+
+def _median(xs: Iterable[float]) -> float:
+    return statistics.median(list(xs))
+
+
+def _var(xs: Sequence[float]) -> float:
+    return statistics.variance(xs) if len(xs) > 1 else math.nan
+
+
+def f_isf(p: float, dfn: float, dfd: float) -> float:
+    from scipy.special import fdtri
+
+    return float(fdtri(dfn, dfd, 1 - p))
+
+
+class NoiseModel:
+    """The fitted model of one baseline file (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.classes: dict[str, ClassFit] = {}
+        self.spreads: dict[str, Spread] = {}
+        self.series: dict[str, Series] = {}
+        self.use_offsets = True
+
+    @classmethod
+    def fit(cls, series: Iterable[Series], offsets: bool = True) -> NoiseModel:
+        """The model of these series; `offsets=False` keeps each session's class offset
+        in the spread (for a run too small to estimate its own offset)."""
+        model = cls()
+        model.use_offsets = offsets
+        by_class: dict[str, list[Series]] = defaultdict(list)
+        for s in series:
+            logs = [v for v in s.values if v > 0 and math.isfinite(v)]
+            if len(logs) != len(s.values) or not logs:
+                continue  # zeros are judged apart (judge.py); no log of them
+            model.series[s.key] = s
+            by_class[s.cls].append(s)
+        for c, members in by_class.items():
+            model._fit_class(c, members)
+        return model
+
+    def _fit_class(self, c: str, members: list[Series]) -> None:
+        fit = ClassFit(c)
+        self.classes[c] = fit
+        logs = {s.key: [better(v, s.higher) for v in s.values] for s in members}
+        sessions = {s.key: s.sessions for s in members}
+        derived = {s.key for s in members if s.derived}  # copies of a measurement: no vote
+        if c in OFFSET_CLASSES and self.use_offsets:
+            fit.offsets = _offsets({k: v for k, v in logs.items() if k not in derived}, sessions)
+        own: dict[str, tuple[float, float, int, tuple[str, ...]]] = {}
+        aside_dev: dict[str, float] = {}
+        m_fit = sum(1 for s in members if len(s.values) > 1 and not s.derived)
+        residuals = {
+            s.key: [
+                y - fit.offsets.get(ss, 0.0) for y, ss in zip(logs[s.key], s.sessions, strict=True)
+            ]
+            for s in members
+        }
+        for s in members:
+            res = residuals[s.key]
+            own[s.key] = (statistics.fmean(res), _var(res), len(res), ())
+        # set aside wild session values, against the class's typical spread
+        typical = [v for _, v, k, _ in own.values() if k > 1 and math.isfinite(v)]
+        typical_sd = math.sqrt(_median(typical)) if typical else 0.0
+        bound = max(math.log1p(SET_ASIDE_MIN), SET_ASIDE_SDS * typical_sd)
+        for s in members:
+            res = residuals[s.key]
+            if len(res) < MIN_SET_ASIDE:
+                continue
+            far = max(range(len(res)), key=lambda i: abs(res[i] - _median(res[:i] + res[i + 1 :])))
+            others = res[:far] + res[far + 1 :]
+            dev = res[far] - _median(others)
+            if abs(dev) > bound:
+                shown = dev if s.higher else -dev  # the value's own change, not "better"
+                why = (
+                    f"session of {s.sessions[far]} set aside: {ratio_change(shown) * 100:+.1f}% "
+                    f"from the metric's other {len(others)} sessions (more than "
+                    f"{ratio_change(bound) * 100:.1f}%: another model resident, a throttled "
+                    "card?)"
+                )
+                own[s.key] = (statistics.fmean(others), _var(others), len(others), (why,))
+                aside_dev[s.key] = dev
+        # the degrees of freedom the offsets took: a metric's residuals are a little small
+        scale = m_fit / (m_fit - 1) if fit.offsets and m_fit > 1 else 1.0
+        with_spread = {
+            k: (v * scale, n - 1) for k, (_, v, n, _) in own.items() if n > 1 and math.isfinite(v)
+        }
+        pooled_keys: set[str] = set()
+        # a metric with a session set aside keeps its own spread: the sessions left may
+        # agree by chance, and one that strays that far may be how the metric behaves
+        unpooled = derived | set(aside_dev)
+        voters = {k: v for k, v in with_spread.items() if k not in unpooled}
+        if c not in UNPOOLED and len(voters) >= MIN_POOL:
+            keep = _screened(voters)
+            # in key order: a sum over a set is added in hash order, which differs between
+            # processes (PYTHONHASHSEED), and the run and its confirmation must agree
+            fit.pooled_df = sum(with_spread[k][1] for k in sorted(keep))
+            fit.pooled_var = (
+                sum(with_spread[k][0] * with_spread[k][1] for k in sorted(keep)) / fit.pooled_df
+            )
+            fit.pool_metrics = len(keep)
+            fit.screened = len(voters) - len(keep)
+            pooled_keys = keep | {  # a derived figure as quiet as the pool takes its spread
+                k
+                for k in (derived - set(aside_dev)) & set(with_spread)
+                if with_spread[k][0]
+                <= fit.pooled_var * f_isf(SCREEN_P, with_spread[k][1], fit.pooled_df)
+            }
+        for s in members:
+            level, _, n, aside = own[s.key]
+            spread: Spread
+            if s.key in pooled_keys and fit.pooled_var is not None:
+                v, _d = with_spread[s.key]
+                spread = Spread(level, max(v, fit.pooled_var), fit.pooled_df, n, "class",
+                                fit.pool_metrics, aside, bool(fit.offsets))  # fmt: skip
+            elif s.key in with_spread:
+                v, d = with_spread[s.key]
+                noisier = fit.pooled_var is not None and s.key not in unpooled
+                source = "own, noisier than its class" if noisier else "own"
+                spread = Spread(level, v, d, n, source, fit.pool_metrics, aside, bool(fit.offsets))
+            elif fit.pooled_var is not None:  # one session: the class's spread
+                spread = Spread(level, fit.pooled_var, fit.pooled_df, n, "class (1 session)",
+                                fit.pool_metrics, aside, bool(fit.offsets))  # fmt: skip
+            else:
+                spread = Spread(level, math.nan, 0, n, "none", 0, aside, bool(fit.offsets))
+            if s.key in aside_dev:
+                spread = replace(spread, aside_dev=aside_dev[s.key])
+            if c == LAUNCH and math.isfinite(spread.var) and spread.var < LAUNCH_FLOOR_VAR:
+                spread = replace(spread, var=LAUNCH_FLOOR_VAR, df=math.inf, floored=True)
+            self.spreads[s.key] = spread
+
+    def spread(self, key: str) -> Spread | None:
+        return self.spreads.get(key)
+
+
+def _screened(voters: Mapping[str, tuple[float, float]]) -> set[str]:
+    """The metrics a class pool is made of: each is compared with the pool of the OTHER
+    metrics kept (F test at SCREEN_P), so that one very noisy metric (a benchmark that is
+    launch-bound in some sessions and not in others) cannot widen the pool enough to
+    pass its own test and blind its quiet class-mates; iterated until it settles."""
+    keep = set(voters)
+    for _ in range(10):
+        new = set()
+        for k, (v, d) in voters.items():
+            others = sorted(keep - {k})  # key order: the same sum in every process
+            df = sum(voters[j][1] for j in others)
+            if df <= 0:
+                new.add(k)
+                continue
+            sp = sum(voters[j][0] * voters[j][1] for j in others) / df
+            if v <= sp * f_isf(SCREEN_P, d, df):
+                new.add(k)
+        if new == keep or len(new) < MIN_POOL:
+            break
+        keep = new
+    return keep
+
+
+def _offsets(
+    logs: dict[str, list[float]], sessions: dict[str, tuple[str, ...]]
+) -> dict[str, float]:
+    """Session offsets of one class by alternating medians (a two-way fit that a few moved
+    metrics cannot drag); only sessions with enough of the class's metrics get one:
+    FULL_OFFSET_METRICS, or all of them in a class of MIN_OFFSET_METRICS to 5."""
+    usable = {k: v for k, v in logs.items() if len(v) > 1}
+    need = max(MIN_OFFSET_METRICS, min(FULL_OFFSET_METRICS, len(usable)))
+    count: dict[str, int] = defaultdict(int)
+    for k in usable:
+        for s in set(sessions[k]):
+            count[s] += 1
+    estimable = {s for s, n in count.items() if n >= need}
+    if len(estimable) < 2:
+        return {}
+    mu = {k: _median(v) for k, v in usable.items()}
+    b: dict[str, float] = {}
+    for _ in range(OFFSET_ITERATIONS):
+        dev: dict[str, list[float]] = defaultdict(list)
+        for k, ys in usable.items():
+            for y, s in zip(ys, sessions[k], strict=True):
+                if s in estimable:
+                    dev[s].append(y - mu[k])
+        new = {s: _median(v) for s, v in dev.items()}
+        centre = statistics.fmean(new.values())
+        new = {s: v - centre for s, v in new.items()}
+        mu = {
+            k: statistics.fmean(y - new.get(s, 0.0) for y, s in zip(ys, sessions[k], strict=True))
+            for k, ys in usable.items()
+        }
+        if b and max(abs(new[s] - b.get(s, 0.0)) for s in new) < 1e-9:
+            b = new
+            break
+        b = new
+    return b
+
+
+def leave_one_out(deviations: Sequence[float]) -> list[float | None]:
+    """For each metric, the median of the OTHER metrics' deviations: the run's offset that
+    metric is judged after, so that its own change (a regression) never moves it. None
+    where fewer than MIN_RUN_OTHERS others exist."""
+    out: list[float | None] = []
+    for i in range(len(deviations)):
+        others = [d for j, d in enumerate(deviations) if j != i]
+        out.append(_median(others) if len(others) >= MIN_RUN_OTHERS else None)
+    return out

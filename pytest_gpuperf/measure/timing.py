@@ -1,0 +1,448 @@
+"""The measuring loop: warm-up, batched timed samples, adaptive stopping, memory, telemetry,
+GPU busy fraction.
+
+On CUDA each timed sample is a pair of CUDA events around `k` calls (k chosen so a sample
+lasts at least `min_sample_time`); samples are recorded in chunks and the host synchronises
+once per chunk, never once per call. On the CPU each sample is `time.perf_counter` around
+`k` calls. Torch is imported only when a CUDA measurement runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from ..core.results import Result, check_work, resolve_unit, throughput_of
+from ..core.settings import MAX_SAMPLES, MeasureConfig
+from ..core.stats import StopRule, decide, median, summarize
+from . import memory
+from .clock import synchronized_perf_counter  # noqa: F401  (re-exported)
+
+
+class BenchmarkError(Exception):
+    """A benchmark that cannot be measured; the message says why."""
+
+
+class OutOfMemory(BenchmarkError):
+    """The benchmark ran out of memory. Its memory was released before this was raised."""
+
+
+def is_oom(exc: BaseException) -> bool:
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(exc, torch.cuda.OutOfMemoryError):
+        return True
+    if isinstance(exc, MemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def release_memory(exc: BaseException | None = None) -> None:
+    """Drop the frames an exception keeps alive, collect garbage, empty the CUDA cache."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if exc.__traceback__ is not None:
+            traceback.clear_frames(exc.__traceback__)
+            exc.__traceback__ = None
+        exc = exc.__cause__ or exc.__context__
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+# --------------------------------------------------------------------------------- clocks
+
+
+class CpuClock:
+    name = "perf_counter"
+    backend = "cpu"
+
+    def one_call(self, fn: Callable[[], Any]) -> float:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
+    def __init__(self) -> None:
+        self.windows: list[tuple[float, float]] = []  # host time span of each sample
+
+    def chunk(
+        self, fn: Callable[[], Any], k: int, n: int, between: Callable[[], Any] | None
+    ) -> list[float]:
+        out = []
+        for _ in range(n):
+            if between is not None:
+                between()
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            t1 = time.perf_counter()
+            self.windows.append((t0, t1))
+            out.append((t1 - t0) / k)
+        return out
+
+
+class CudaClock:
+    backend = "cuda"
+
+    def __init__(self, torch: Any, graph: Any = None) -> None:
+        self.torch = torch
+        self.graph = graph
+        self.name = "cuda-graph" if graph is not None else "cuda-event"
+        self.windows: list[tuple[float, float]] = []  # host time span of each sample
+
+    def _event(self) -> Any:
+        return self.torch.cuda.Event(enable_timing=True)
+
+    def one_call(self, fn: Callable[[], Any]) -> float:
+        start, end = self._event(), self._event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end)) / 1e3
+
+    def chunk(
+        self, fn: Callable[[], Any], k: int, n: int, between: Callable[[], Any] | None
+    ) -> list[float]:
+        starts = [self._event() for _ in range(n)]
+        ends = [self._event() for _ in range(n)]
+        graph = self.graph
+        for i in range(n):
+            if between is not None:
+                between()
+            starts[i].record()
+            if graph is not None:
+                graph.replay()
+            else:
+                for _ in range(k):
+                    fn()
+            ends[i].record()
+        ends[-1].synchronize()  # the one synchronisation of this chunk
+        done = time.perf_counter()
+        # each sample's span on the host clock: its events' offsets back from the chunk's
+        # last event, which completed just before the synchronisation returned
+        last = ends[-1]
+        for st, en in zip(starts, ends, strict=True):
+            begin = done - float(st.elapsed_time(last)) / 1e3
+            self.windows.append((begin, done - float(en.elapsed_time(last)) / 1e3))
+        return [float(s.elapsed_time(e)) / 1e3 / k for s, e in zip(starts, ends, strict=True)]
+
+
+# ----------------------------------------------------------------------------- measure
+
+
+LONG_CALL_S = 1.0  # a call this long is a multi-second step: two agreeing calls warm it
+
+
+def warm_up(
+    clock: CpuClock | CudaClock, fn: Callable[[], Any], cfg: MeasureConfig
+) -> tuple[list[float], float]:
+    """Call until first-call effects are gone: at least `warmup_time` seconds, and the last
+    three calls within 10% of each other (the last two for calls of a second or more, where
+    each extra call costs seconds); at most `warmup_max_time`, and at least one call."""
+    times: list[float] = []
+    t0 = time.perf_counter()
+    while True:
+        times.append(clock.one_call(fn))
+        elapsed = time.perf_counter() - t0
+        if elapsed >= cfg.warmup_max_time:
+            break
+        need = 2 if times[-1] >= LONG_CALL_S else 3
+        if len(times) >= need and elapsed >= cfg.warmup_time:
+            last = times[-need:]
+            if max(last) <= 1.10 * min(last):
+                break
+    return times, time.perf_counter() - t0
+
+
+def _capture_graph(torch: Any, fn: Callable[[], Any], k: int) -> Any:
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(k):
+            fn()
+    torch.cuda.synchronize()
+    return graph
+
+
+def _l2_flusher(torch: Any) -> tuple[Callable[[], Any], int]:
+    """A call that evicts the L2 cache (writing a buffer twice its size), and its bytes."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    l2 = int(getattr(props, "L2_cache_size", 0) or 64 * 2**20)
+    buf = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+    return (lambda: buf.random_(0, 255)), 2 * l2
+
+
+def busy_fraction_profiler(
+    torch: Any, fn: Callable[[], Any], calls: int, warm_calls: int = 2
+) -> float | None:
+    """GPU kernel time (union of kernel and copy intervals) over wall time of `calls` calls,
+    from torch.profiler's CUDA activity. A first profiler step of `warm_calls` calls is
+    traced and discarded (CUPTI's start-up cost), only the second is counted. None if the
+    profiler cannot trace kernels here."""
+    try:
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile, schedule
+    except ImportError:
+        return None
+    try:
+        torch.cuda.synchronize()
+        with profile(
+            activities=[ProfilerActivity.CUDA],
+            schedule=schedule(wait=0, warmup=1, active=1, repeat=1),
+        ) as prof:
+            for _ in range(warm_calls):
+                fn()
+            torch.cuda.synchronize()
+            prof.step()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+            wall = time.perf_counter() - t0
+            prof.step()
+        spans = sorted(
+            (e.time_range.start, e.time_range.end)
+            for e in prof.events()
+            if e.device_type == DeviceType.CUDA
+        )
+    except Exception:
+        return None
+    return _busy(spans, wall)
+
+
+def _busy(spans: list[tuple[float, float]], wall: float) -> float | None:
+    """Length of the union of (start, end) spans in microseconds over `wall` seconds."""
+    if not spans or wall <= 0:
+        return None
+    spans = sorted(spans)
+    busy_us, cur_s, cur_e = 0.0, spans[0][0], spans[0][1]
+    for s, e in spans[1:]:
+        if s > cur_e:
+            busy_us += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    busy_us += cur_e - cur_s
+    return min(1.0, busy_us / 1e6 / wall)
+
+
+def measure(
+    fn: Callable[[], Any],
+    *,
+    work: float,
+    unit: str,
+    cfg: MeasureConfig,
+    backend: str,
+    nodeid: str = "",
+    metric: str | None = None,
+    device: str = "",
+    telemetry: Callable[[float], Any] | None = None,
+) -> Result:
+    """Measure `fn` (one call = `work` units of `unit`). Raises OutOfMemory, BenchmarkError."""
+    if not callable(fn):
+        raise BenchmarkError(f"the work to time must be callable, got {type(fn).__name__} {fn!r}")
+    try:
+        work = check_work(work)
+        unit = resolve_unit(unit)
+    except ValueError as exc:
+        raise BenchmarkError(str(exc)) from None
+    result = Result(nodeid=nodeid, metric=metric, unit=unit, work_per_call=work)
+    result.backend, result.device, result.config = backend, device, cfg.to_dict()
+    result.bound = cfg.bound if cfg.bound != "auto" else ("compute" if unit == "flop" else "memory")
+    result.noise_class = cfg.noise_class if cfg.noise_class != "auto" else None
+    torch: Any = None
+    if backend == "cuda":
+        import torch
+    try:
+        _measure_into(result, fn, cfg, torch, telemetry)
+    except Exception as exc:
+        if is_oom(exc):
+            peak = None  # the process's, resident memory included: not the step's own
+            if torch is not None:
+                peak = torch.cuda.max_memory_reserved()
+            message = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            release_memory(exc)
+            del exc
+            raise OutOfMemory(
+                f"{result.key or 'benchmark'} ran out of memory ({message})"
+                + (f"; the process's peak reserved {peak / 2**30:.1f} GiB" if peak else "")
+                + "; its memory was released"
+            ) from None
+        raise
+    return result
+
+
+def clocks_over(telemetry: list[Any], windows: list[tuple[float, float]]) -> list[float] | None:
+    """The SM clock (MHz) each timed sample ran at: the mean of the NVML readings taken
+    within its span on the host clock, or the nearest reading when none fell inside."""
+    readings = [(s.t, float(s.sm_clock_mhz)) for s in telemetry if s.sm_clock_mhz]
+    if not readings or not windows:
+        return None
+    out = []
+    for a, b in windows:
+        inside = [c for t, c in readings if a <= t < b]  # a reading at b is the next one's
+        if inside:
+            out.append(sum(inside) / len(inside))
+        else:
+            mid = (a + b) / 2
+            out.append(min(readings, key=lambda r: abs(r[0] - mid))[1])
+    return out
+
+
+def _measure_into(
+    result: Result,
+    fn: Callable[[], Any],
+    cfg: MeasureConfig,
+    torch: Any,
+    telemetry: Callable[[float], Any] | None,
+) -> None:
+    if torch is not None:  # the peaks an OOM message reports: this measurement's
+        torch.cuda.reset_peak_memory_stats()
+    clock: CpuClock | CudaClock = CudaClock(torch) if torch is not None else CpuClock()
+
+    warm, warm_s = warm_up(clock, fn, cfg)
+    result.warmup_calls, result.warmup_s = len(warm), warm_s
+    per_call = median(warm[-3:])
+    k = max(1, math.ceil(cfg.min_sample_time / per_call)) if per_call > 0 else 1000
+    if per_call > 0:  # max_time is a hard budget: min_samples samples must fit in it
+        k = max(1, min(k, math.floor(cfg.max_time / (cfg.min_samples * per_call))))
+    result.calls_per_sample = k
+
+    between, flush_bytes = None, 0
+    if cfg.flush_l2:
+        if torch is not None:
+            between, flush_bytes = _l2_flusher(torch)
+        else:
+            result.notes.append("flush_l2 ignored: not a CUDA run")
+    # the step's own memory: from here (after the warm-up, the flush buffer allocated) to
+    # the end of sampling, whatever is resident (memory.py)
+    window = memory.open_window(torch) if torch is not None else None
+    if torch is not None and cfg.cuda_graph:
+        clock = CudaClock(torch, _capture_graph(torch, fn, k))
+    elif cfg.cuda_graph:
+        result.notes.append("cuda_graph ignored: not a CUDA run")
+    result.timer = clock.name
+
+    rule = StopRule(
+        min_samples=cfg.min_samples,
+        max_samples=cfg.max_samples,
+        min_time=cfg.min_time,
+        max_time=cfg.max_time,
+        target=cfg.target,
+        confidence=cfg.confidence,
+    )
+    samples: list[float] = []
+    sample_s = per_call * k
+    n = max(1, min(cfg.min_samples, math.ceil(0.05 / sample_s) if sample_s > 0 else 10))
+    n = min(n, cfg.max_samples)
+    sampler = telemetry(cfg.telemetry_interval) if telemetry is not None else None
+    if sampler is not None:
+        sampler.__enter__()
+    t0 = time.perf_counter()
+    try:
+        while True:
+            samples.extend(clock.chunk(fn, k, n, between))
+            elapsed = time.perf_counter() - t0
+            decision = decide(samples, elapsed, rule)
+            if decision.stop:
+                break
+            if elapsed <= 0:  # a coarse clock that has not moved yet: grow the chunk
+                n = max(1, min(2 * n, rule.max_samples - len(samples)))
+                continue
+            # next chunk: about a tenth of the time so far (>= 50 ms), within the budget
+            per_sample = elapsed / len(samples)
+            want = max(0.05, 0.1 * elapsed)
+            left = max(per_sample, cfg.max_time - elapsed)
+            n = max(1, int(min(want, left) / per_sample))
+            n = min(n, rule.max_samples - len(samples))
+    finally:
+        if sampler is not None:
+            sampler.__exit__(None, None, None)
+    result.measure_s = time.perf_counter() - t0
+    result.stop_reason = decision.reason
+    result.samples = samples
+    result.calls_total = len(samples) * k
+    result.time = summarize(samples, cfg.confidence)
+    result.throughput = throughput_of(result.time, result.work_per_call, result.unit)
+    asked_for = decision.reason == "max-samples" and cfg.max_samples < MAX_SAMPLES
+    if decision.reason != "converged" and not asked_for:  # a max_samples set is no news
+        known = (
+            f"median known to ±{decision.rel_ci * 100:.2f}%"
+            if math.isfinite(decision.rel_ci)
+            else f"only {len(samples)} sample{'s' if len(samples) != 1 else ''}, too few for "
+            f"a {cfg.confidence:.0%} interval "
+            "of the median (6 needed)"
+        )
+        result.notes.append(
+            f"stopped on {decision.reason}: {known} (target ±{cfg.target * 100:.2f}%)"
+        )
+    if result.time.n >= 5 and result.time.rel_iqr > 0.10:
+        result.notes.append(
+            f"noisy: IQR is {result.time.rel_iqr * 100:.0f}% of the median (over 10%)"
+        )
+
+    if window is not None:
+        step = memory.close_window(torch, window, exclude=flush_bytes)
+        result.peak_allocated, result.peak_reserved = step.peak_allocated, step.peak_reserved
+        result.resident_allocated = step.resident
+    if sampler is not None:
+        summ = sampler.summary()
+        result.telemetry = summ.to_dict()
+        clocks = clocks_over(sampler.samples, clock.windows)
+        if clocks is not None and len(clocks) == len(samples):
+            # giga-cycles per call: each sample's time at the SM clock it ran at, so a
+            # power-capped clock that moves within the session is divided out per sample
+            cycles = [t * c / 1e3 for t, c in zip(samples, clocks, strict=True)]
+            result.cycles = summarize(cycles, cfg.confidence)
+        result.throttled = summ.throttled
+        if summ.throttled:
+            result.notes.append(
+                f"throttled in {summ.throttled_fraction * 100:.0f}% of telemetry samples "
+                f"({', '.join(summ.reasons)}): clocks were reduced while measuring"
+            )
+        if summ.energy_j is not None and result.calls_total:
+            # telemetry spans the sampling loop only; energy per unit of work done in it
+            result.energy_per_unit_j = summ.energy_j / (result.calls_total * result.work_per_call)
+        if cfg.flush_l2 and result.energy_per_unit_j is not None:
+            result.notes.append("energy includes the L2 flushes between samples")
+
+    if torch is not None and cfg.busy_check:
+        # a window of about 50 ms of work (at least one call), from the measured time
+        per = result.time.median
+        graph = getattr(clock, "graph", None)
+        nvml_util = (result.telemetry or {}).get("utilization_mean")
+        busy: float | None = None
+        # multi-second steps: NVML's utilisation over the sampled seconds answers the same
+        # question without the profiler's two more calls (seconds each)
+        if per < LONG_CALL_S or nvml_util is None:
+            if graph is not None:
+                replays = max(1, min(1000, math.ceil(0.05 / (per * k)))) if per > 0 else 1
+                busy = busy_fraction_profiler(torch, graph.replay, replays, warm_calls=1)
+            else:
+                calls = max(1, min(5000, math.ceil(0.05 / per))) if per > 0 else 1
+                busy = busy_fraction_profiler(torch, fn, calls, warm_calls=min(calls, 2))
+        source = "profiler"
+        if busy is None and nvml_util is not None:
+            busy, source = nvml_util, "nvml-utilization"
+        if busy is not None:
+            result.busy_fraction, result.busy_source = busy, source
+            result.launch_bound = busy < cfg.launch_bound_threshold
+            if result.launch_bound:
+                result.notes.append(
+                    f"launch-bound: the GPU was busy {busy * 100:.0f}% of the wall time "
+                    f"(threshold {cfg.launch_bound_threshold * 100:.0f}%), so this number "
+                    "measures the host CPU and launch overhead as much as the GPU"
+                )

@@ -1,0 +1,297 @@
+"""This run's baseline: the profile's file found at collection, the whole run judged at the
+end against it (`judge`), the save (save mode). No pytest here: a bad file raises
+BaselineError, which the session turns into a usage error."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..core.results import Result
+    from ..judging.judge import Judgement
+
+
+class RunBaseline:
+    """The baseline state of one run. `options` (session.Options, read when used: the
+    plugin resolves some of them after the session exists) gives the mode (auto, compare,
+    save, off), the directory, the emulated card and the run's false-alarm rate."""
+
+    def __init__(self, options: Any, session_id: str | None = None) -> None:
+        self.options = options
+        self.session_id = session_id  # this run's, saved with each history item
+        self.file: Any = None  # schema.BaselineFile once loaded
+        self.path: Path | None = None
+        self.profile: str | None = None  # the file's profile (name@emulated when emulating)
+        self.note: str | None = None
+        self.ready = False
+        self.judgement: Judgement | None = None
+
+    @property
+    def mode(self) -> str:
+        return str(self.options.baseline_mode)
+
+    @property
+    def comparing(self) -> bool:
+        return self.ready and self.mode in ("auto", "compare")
+
+    @property
+    def entries(self) -> dict[str, dict[str, Any]]:
+        return self.file.entries if self.file is not None else {}
+
+    def prepare(self, profile: str | None, describe: str) -> None:
+        """Find and validate the baseline file of `profile` (None: no profile matches the
+        device `describe`). Raises BaselineError naming a bad file (store.locate)."""
+        if self.ready or self.mode == "off":
+            return
+        if profile is None:
+            self.note = (
+                f"no GPU profile matches {describe}: results are not compared or saved; "
+                "add a profile in pyproject.toml ([tool.gpuperf.profiles])"
+            )
+        else:
+            from ..baseline.store import locate
+
+            self.path, self.profile, self.file = locate(
+                self.options.baseline_dir,
+                profile,
+                self.options.emulate,
+                must_exist=self.mode == "compare",
+            )
+        self.ready = True
+
+    def line(self) -> str | None:
+        """Which baseline file this run compares with, saves to, or looked for."""
+        if self.mode == "off":
+            return "baselines off"
+        if self.path is None:
+            return self.note
+        if self.mode == "save":
+            return f"saving to baseline {self.path} (profile {self.profile})"
+        if self.file is None:
+            return f"no baseline at {self.path} (profile {self.profile}): results are new"
+        n = len(self.file.entries)
+        return f"comparing with baseline {self.path} (profile {self.profile}, {n} entries)"
+
+    def missing_in_ci(self, rootdir: Path, environ: dict[str, str]) -> str | None:
+        """In CI (CI or GITHUB_ACTIONS set), a run in auto mode that found no baseline file:
+        the gate is off, which must be loud (a baseline in the wrong place looks like this).
+        The message names the path looked at, the rootdir and how to save one."""
+        ci = environ.get("GITHUB_ACTIONS") or environ.get("CI") or ""
+        if ci.lower() in ("0", "false", "") or self.mode != "auto":
+            return None
+        if self.path is None or self.file is not None:
+            return None
+        return (
+            f"no baseline at {self.path} (profile {self.profile}; --gpuperf-baseline-dir "
+            f"resolved against the rootdir {rootdir}): nothing was compared, so no regression "
+            "can fail this run. Save one on this runner with --gpuperf-baseline=save and "
+            "commit it, or use --gpuperf-baseline=compare to fail when it is missing"
+        )
+
+    def judge(
+        self, results: list[Result], env: dict[str, Any], allow_cross_gpu: bool
+    ) -> Judgement | None:
+        """Judge the whole run (sets each result's verdicts); None when not comparing."""
+        if not self.comparing or self.path is None:
+            return None
+        self.judgement = self._judge_run(results, env, allow_cross_gpu)  # no file: all new
+        return self.judgement
+
+    def _judge_run(
+        self, results: list[Result], env: dict[str, Any], allow_cross_gpu: bool,
+        offsets: Any = None,
+    ) -> Judgement:  # fmt: skip
+        """judge_run with this run's baseline entries and options (and, for a confirmation,
+        the offsets the first judgement removed from each figure)."""
+        from ..judging.judge import judge_run
+
+        return judge_run(
+            results,
+            self.entries,
+            env,
+            false_alarm=self.options.false_alarm,
+            allow_cross_gpu=allow_cross_gpu,
+            offsets=offsets,
+            incomparable=self.options.incomparable,
+        )
+
+    def confirm(self, results: list[Result], again: list[Result] | None, env: dict[str, Any],
+                allow_cross_gpu: bool, failure: str | None) -> None:  # fmt: skip
+        """Merge a confirmation run's results (judged with the offsets this run removed)."""
+        if self.judgement is None:
+            return
+        from ..judging.confirmation import confirm
+        from ..judging.judge import Judgement
+
+        again = again or []
+        again_j = (
+            self._judge_run(again, env, allow_cross_gpu, offsets=self.judgement.metric_offsets)
+            if again
+            else Judgement(self.judgement.confidence, 0)
+        )
+        confirm(results, self.judgement, again, again_j, failure)
+
+    def failure_lines(self, results: list[Result]) -> list[str]:
+        from ..judging.explain import failure_lines
+
+        return failure_lines(results, self.entries, self.profile or "?", self.judgement)
+
+    def missing(self, keys: Iterable[str], collected: set[str]) -> list[str]:
+        """Baseline entries of collected tests that produced no result in this run."""
+        if not self.comparing or self.file is None:
+            return []
+        from ..judging.explain import missing
+
+        return missing(self.entries, keys, collected)
+
+    def save(
+        self,
+        *,
+        stopped: bool,
+        results: list[Result],
+        detected: str | None,
+        describe: str,
+        left_out: Mapping[str, str],
+        environment: dict[str, Any],
+        durations: dict[str, float],
+    ) -> tuple[str | None, bool]:
+        """Merge this run's results into the file (save mode), less those of the tests in
+        `left_out` (a test that did not pass every phase, with why). Returns the line to
+        show (None: nothing to say) and whether a save that was asked for did not happen."""
+        if self.mode != "save" or not results or self.path is None:
+            return None, False
+        why = refusal(
+            stopped=stopped,
+            results=results,
+            detected=detected,
+            baseline_profile=self.profile,
+            describe=describe,
+        )
+        if why:
+            return f"NOT SAVED to {self.path}: {why}", True
+        return save_run(
+            self.path, self.profile or "?", results, left_out, environment, durations,
+            self.session_id,
+        )  # fmt: skip
+
+
+def key_collisions(results: Iterable[Result]) -> list[str]:
+    """Two results of a run under one baseline key (e.g. a parameter id that ends like
+    another test's metric): one would silently replace the other."""
+    seen: dict[str, Result] = {}
+    out = []
+    for r in results:
+        other = seen.get(r.key)
+        if other is not None:
+            out.append(
+                f"{r.key}: measured twice in one run (by {other.nodeid}"
+                f"{' metric ' + repr(other.metric) if other.metric else ''} and by {r.nodeid}"
+                f"{' metric ' + repr(r.metric) if r.metric else ''}): give them distinct "
+                "metric names"
+            )
+        else:
+            seen[r.key] = r
+    return out
+
+
+def refusal(
+    *,
+    stopped: bool,
+    results: list[Result],
+    detected: str | None,
+    baseline_profile: str | None,
+    describe: str,
+) -> str | None:
+    """Why this run's results must not be saved, or None."""
+    if stopped:
+        return "the run was interrupted or stopped early; nothing was saved"
+    clashes = key_collisions(results)
+    if clashes:
+        return "; ".join(clashes)
+    if baseline_profile and (detected is None or detected != baseline_profile.split("@")[0]):
+        return (
+            f"results measured on {describe} (profile {detected or 'none'}) never enter the "
+            f"baseline of profile {baseline_profile!r}, whatever --gpuperf-allow-mismatch says"
+        )
+    return None
+
+
+def save_run(
+    path: Path,
+    profile: str,
+    results: list[Result],
+    left_out: Mapping[str, str],
+    environment: dict[str, Any],
+    durations: dict[str, float],
+    session_id: str | None = None,
+) -> tuple[str, bool]:
+    """Merge the results of the tests that passed into the baseline file: a test in
+    `left_out` (nodeid: why, e.g. "skipped", "xfailed", "error in teardown") did not pass
+    every phase, and its results are named in the line, never saved. Returns the line to
+    show and whether a save that was asked for did not happen."""
+    from ..baseline.history import host
+    from ..baseline.schema import BaselineError, entries_to_save
+    from ..baseline.store import save
+
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    updates = entries_to_save(
+        [r for r in results if r.nodeid not in left_out],
+        environment,  # one run, one device, one emulation
+        date=now,
+        commit=git_commit(path.parent),
+        session=session_id,
+        host=host(),
+        durations=durations,
+    )
+    note = not_saved_note(results, left_out)
+    if not updates:
+        return f"nothing saved to {path}{note}", False
+    try:
+        save(path, profile, updates, now)
+    except BaselineError as exc:
+        return f"NOT SAVED: {exc}", True
+    except (OSError, ValueError) as exc:  # no directory, no permission, lock timeout
+        return f"NOT SAVED: baseline file {path}: {type(exc).__name__}: {exc}", True
+    return f"saved {len(updates)} benchmark(s) to {path}{note}", False
+
+
+def not_saved_note(results: Iterable[Result], left_out: Mapping[str, str]) -> str:
+    """The save line's tail naming the measured tests left out and why ("" when none)."""
+    tests = sorted({r.nodeid for r in results if r.nodeid in left_out})
+    if not tests:
+        return ""
+    named = ", ".join(f"{n} ({left_out[n]})" for n in tests)
+    return f"; not saved: {len(tests)} test(s) did not pass: {named}"
+
+
+def not_passed(report: Any) -> str | None:
+    """Why a phase's report (a pytest TestReport) keeps the test's results out of the
+    baseline (None: it passed): a failure, an error in setup or teardown, a skip, an
+    xfail or a strict xpass. A test's results are saved only when each of its phases
+    passed (a non-strict xpass is reported as passed, and counts as one)."""
+    if report.passed:
+        return None
+    if report.skipped:
+        return "xfailed" if hasattr(report, "wasxfail") else "skipped"
+    if report.when != "call":
+        return f"error in {report.when}"
+    return "xpassed (strict)" if "[XPASS(strict)]" in str(report.longrepr) else "failed"
+
+
+def git_commit(where: Path) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=where if where.exists() else None,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
