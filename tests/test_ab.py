@@ -570,3 +570,20 @@ def test_a_base_that_imports_the_checkout_s_code_is_refused_naming_the_file(tmp_
     r = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "REGRESSED  tests/test_w.py::test_work  throughput" in r.stdout and "-23.08%" in r.stdout
+
+
+@pytest.mark.parametrize("rate", [3.063287880701628e-286, 1e-10])
+def test_a_false_alarm_rate_too_small_for_a_confidence_is_one_clear_error(rate):
+    """Hypothesis found it: 1 - 3e-286 is 1.0, so every interval was infinite."""
+    from pytest_gpuperf.cli.ab import ABError, judge_rounds
+
+    with pytest.raises(ABError, match="--false-alarm must be between 1e-09 and 1"):
+        judge_rounds({"base": [{}, {}], "head": [{}, {}]}, 0.5, rate)
+
+
+def test_the_cli_refuses_a_false_alarm_rate_below_the_floor(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest_gpuperf", "compare", "x.json", "--false-alarm", "1e-12"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 2 and "must be at least 1e-09" in out.stderr

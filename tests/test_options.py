@@ -134,3 +134,10 @@ def test_help_works_with_a_bad_ini_value_and_a_run_stops_on_it(pytester, ini):
     stopped = pytester.runpytest("-p", "no:cacheprovider")
     assert stopped.ret == pytest.ExitCode.USAGE_ERROR
     stopped.stderr.fnmatch_lines(["ERROR: gpuperf: *"])
+
+
+def test_a_false_alarm_rate_below_the_floor_is_a_usage_error(pytester):
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest("--gpuperf-false-alarm=1e-12")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*must be at least 1e-09*"])

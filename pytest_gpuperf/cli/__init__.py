@@ -1,2 +1,2 @@
-"""The `gpuperf` command: compare and report (`main`), A/B (`ab`, with its base worktree in
-`abtree` and the plugin each round runs in `abprobe`)."""
+"""The `gpuperf` command: compare and report (`main`), A/B (`ab`; its base worktree and
+rounds' probe are fresh/abtree and fresh/abprobe, shared with the paired stage)."""

@@ -34,12 +34,8 @@ from typing import Any
 from ..core.figures import PER_CLOCK, metrics_of
 from ..core.results import Result
 from ..core.settings import FALSE_ALARM
-from ..judging.judge import failing
-from ..judging.paired import SIDES, ABError, Round, judge_rounds  # ABError: also ab's interface
-from ..judging.verdict import INCOMPARABLE
-from ..outputs.text import VERDICT_HEADER, json_safe, markdown_table, plain, table, verdict_rows
-from .abprobe import OUT, WATCH
-from .abtree import (  # Stopped: also ab's own interface
+from ..fresh.abprobe import OUT, WATCH
+from ..fresh.abtree import (  # Stopped: also ab's own interface
     OWNER,
     PREFIX,
     PROBE,
@@ -57,6 +53,10 @@ from .abtree import (  # Stopped: also ab's own interface
     signals_deferred,
     stop_on_signals,
 )
+from ..judging.judge import failing
+from ..judging.paired import SIDES, ABError, Round, judge_rounds  # ABError: also ab's interface
+from ..judging.verdict import INCOMPARABLE
+from ..outputs.text import VERDICT_HEADER, json_safe, markdown_table, plain, table, verdict_rows
 
 
 def _figures(path: Path) -> Round:

@@ -65,6 +65,20 @@ def fraction(value: Any) -> float:
     return out
 
 
+MIN_FALSE_ALARM = 1e-9  # below it 1 - rate / metrics is 1.0 in floating point: no interval
+
+
+def false_alarm_rate(value: Any) -> float:
+    """A run-wide false-alarm rate: a fraction from MIN_FALSE_ALARM up to (not including) 1."""
+    out = fraction(value)
+    if out < MIN_FALSE_ALARM:
+        raise ValueError(
+            f"must be at least {MIN_FALSE_ALARM:g} (a smaller rate cannot be told from 0 in "
+            f"the confidence of a verdict), got {value!r}"
+        )
+    return out
+
+
 def _whole(value: Any, minimum: int) -> int:
     if isinstance(value, bool):
         raise ValueError(f"expected a whole number, got {value!r}")

@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.settings import MIN_FALSE_ALARM
 from .judge import verdict_dict
 from .verdict import INCOMPARABLE, INCONCLUSIVE, NEW, Verdict, paired, per_metric_confidence
 
@@ -97,8 +98,10 @@ def judge_rounds(figures: Any, tolerance: Any, false_alarm: Any) -> dict[str, An
     inconclusive (verdict.paired). Malformed input raises ABError, one line."""
     if not (_number(tolerance) and 0 < tolerance < 1):
         raise ABError(f"--tolerance must be between 0 and 1, got {tolerance!r}")
-    if not (_number(false_alarm) and 0 < false_alarm < 1):
-        raise ABError(f"--false-alarm must be between 0 and 1, got {false_alarm!r}")
+    if not (_number(false_alarm) and MIN_FALSE_ALARM <= false_alarm < 1):
+        raise ABError(
+            f"--false-alarm must be between {MIN_FALSE_ALARM:g} and 1, got {false_alarm!r}"
+        )
     sides = _checked_rounds(figures)
     n = len(sides["base"])
     seen = {side: set().union(*sides[side]) for side in SIDES}

@@ -18,7 +18,14 @@ from typing import Any
 
 import pytest
 
-from ..core.settings import FALSE_ALARM, SETTINGS, SettingError, fraction, parse_layer
+from ..core.settings import (
+    FALSE_ALARM,
+    SETTINGS,
+    SettingError,
+    false_alarm_rate,
+    fraction,
+    parse_layer,
+)
 from ..run.session import AUTO, BASELINE_MODES, GpuPerfSession, Options
 
 GROUP = ("gpuperf", "GPU performance regression testing (pytest-gpuperf)")
@@ -282,9 +289,8 @@ def add_cli_arguments(
             continue
         default = None if unset else _number(opt.default)
         text = _escaped(opt.help) + (f" (default: {unset})" if unset else " (default: %(default)r)")
-        parser.add_argument(
-            opt.cli, type=_cli_fraction, default=default, help=text, metavar=opt.metavar
-        )
+        parse = _cli_rate if dest == "gpuperf_false_alarm" else _cli_fraction
+        parser.add_argument(opt.cli, type=parse, default=default, help=text, metavar=opt.metavar)
 
 
 def _escaped(text: str) -> str:
@@ -298,6 +304,13 @@ def _number(value: Any) -> float | None:
 def _cli_fraction(text: str) -> float:
     try:
         return fraction(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _cli_rate(text: str) -> float:
+    try:
+        return false_alarm_rate(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -410,7 +423,7 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
         )
     rate, rate_src = option_value(config, "gpuperf_false_alarm")
     try:
-        opts.false_alarm = fraction(rate)
+        opts.false_alarm = false_alarm_rate(rate)
     except ValueError as exc:
         return f"{rate_src}={rate!r}: {exc}"
     for flag, path in (("--gpuperf-json", opts.json_path), ("--gpuperf-html", opts.html_path)):
