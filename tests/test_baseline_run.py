@@ -9,7 +9,7 @@ import pytest
 from pytest_gpuperf.baseline.schema import BaselineError
 from pytest_gpuperf.core.results import Result
 from pytest_gpuperf.run.baseline import RunBaseline, key_collisions
-from pytest_gpuperf.run.session import Options
+from pytest_gpuperf.run.options import Options
 
 from . import vclock
 from .gateproject import BENCH, FAST, saved

@@ -370,13 +370,13 @@ def test_deferred_tests_are_reported_as_a_serial_run_reports_them(host):
 def test_a_multi_gpu_confirmation_is_not_pinned_to_one_gpu():
     """The confirmation's fresh process runs on the GPU of the flagged result, except for a
     test that used several: pinned to one, a gpu_requires_gpus(2) test would skip there."""
-    from pytest_gpuperf.fresh.confirm import _gpu_of
+    from pytest_gpuperf.fresh.confirm import gpu_of
 
     one = Result("t.py::one", None, "GB/s", 1.0, gpu_uuid="GPU-a")
     two = Result("t.py::two", None, "GB/s", 1.0, gpu_uuid="GPU-a", gpus_used=2)
-    assert _gpu_of([one, two], ["t.py::one"]) == "GPU-a"
-    assert _gpu_of([one, two], ["t.py::two"]) is None
-    assert _gpu_of([one, two], ["t.py::one", "t.py::two"]) is None
+    assert gpu_of([one, two], ["t.py::one"]) == "GPU-a"
+    assert gpu_of([one, two], ["t.py::two"]) is None
+    assert gpu_of([one, two], ["t.py::one", "t.py::two"]) is None
 
 
 def test_the_workers_are_ended_before_the_deferred_tests_run():

@@ -413,7 +413,8 @@ def test_marker_name_lists_agree():
 
 
 def test_each_xdist_worker_gets_its_own_gpu(monkeypatch):
-    from pytest_gpuperf.run.session import GpuPerfSession, Options
+    from pytest_gpuperf.run.options import Options
+    from pytest_gpuperf.run.session import GpuPerfSession
     from tests.fakes import gpu, snapshot
 
     two = snapshot(gpu(uuid="GPU-aaa"), gpu(uuid="GPU-bbb"))
@@ -445,7 +446,8 @@ def test_more_workers_than_gpus_is_a_usage_error(on):
 def test_each_result_names_the_gpu_of_the_host_it_ran_on(monkeypatch):
     """Under -n 2 the results of the two workers say which GPU each ran on."""
     from pytest_gpuperf.measure.bench import GpuBenchmark
-    from pytest_gpuperf.run.session import GpuPerfSession, Options
+    from pytest_gpuperf.run.options import Options
+    from pytest_gpuperf.run.session import GpuPerfSession
     from tests.fakes import gpu, snapshot
 
     two = snapshot(

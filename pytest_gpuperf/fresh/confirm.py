@@ -134,7 +134,7 @@ def entry(config: Any) -> list[str]:
     return [sys.executable, *flags, "-c", boot]
 
 
-def _start_dir(config: Any) -> Path:
+def start_dir(config: Any) -> Path:
     """Where the run started (pytest's invocation directory), else its rootdir."""
     params = getattr(config, "invocation_params", None)
     start = getattr(params, "dir", None)
@@ -210,7 +210,7 @@ def fresh_process(
     try:
         return subprocess.run(
             args,
-            cwd=str(_start_dir(config)),
+            cwd=str(start_dir(config)),
             env=full,
             capture_output=True,
             text=True,
@@ -230,7 +230,7 @@ def said(proc: subprocess.CompletedProcess[str]) -> str:
     return " / ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
 
 
-def _gpu_of(results: list[Result], nodeids: list[str]) -> str | None:
+def gpu_of(results: list[Result], nodeids: list[str]) -> str | None:
     """The GPU the flagged tests ran on, when one (a fresh process on the same card); None
     when a flagged test used more than one GPU (it needs all of them again)."""
     flagged = [r for r in results if r.nodeid in nodeids]
@@ -249,7 +249,7 @@ def confirmation_run(
     budget = 120 + 3 * sum(durations.get(n, 60.0) for n in nodeids)
     with tempfile.TemporaryDirectory(prefix="gpuperf-confirm-") as tmp:
         json_path = Path(tmp) / "results.json"
-        gpu = _gpu_of(results, nodeids)
+        gpu = gpu_of(results, nodeids)
         proc, failure = run(
             config,
             nodeids,

@@ -196,6 +196,14 @@ def decide(
     return _status(change, worse, -d if higher_is_better else d, half, tolerance)
 
 
+def status_of(d: float, half: float, *, higher_is_better: bool, tolerance: float) -> Verdict:
+    """The verdict ladder on a log ratio now / reference (`d`) whose interval's half-width
+    (log units) is already known: a paired stage's, whose interval comes from its rounds."""
+    change = ratio_change(d)
+    worse = -change if higher_is_better else change
+    return _status(change, worse, -d if higher_is_better else d, half, tolerance)
+
+
 def _status(
     change: float, worse: float, worse_log: float, half: float, tolerance: float
 ) -> Verdict:

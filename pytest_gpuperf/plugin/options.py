@@ -26,7 +26,8 @@ from ..core.settings import (
     fraction,
     parse_layer,
 )
-from ..run.session import AUTO, BASELINE_MODES, GpuPerfSession, Options
+from ..run.options import AUTO, BASELINE_MODES, PAIRED_MODES, Options
+from ..run.session import GpuPerfSession
 
 GROUP = ("gpuperf", "GPU performance regression testing (pytest-gpuperf)")
 
@@ -185,6 +186,22 @@ OPTIONS: tuple[Option, ...] = (
         cli="--false-alarm",
     ),
     Option(
+        "--gpuperf-paired",
+        "auto: re-measure the throughput figures the baseline's history leaves inconclusive "
+        "against a build of the baseline's commit on this machine, in paired rounds (the "
+        "gate's second stage; it runs where the baseline recorded a commit); off: never",
+        default="auto",
+        ini="gpuperf_paired",
+        choices=PAIRED_MODES,
+    ),
+    Option(
+        "--gpuperf-paired-rounds",
+        "paired rounds of the second stage, 2 to 50",
+        default=6,
+        ini="gpuperf_paired_rounds",
+        metavar="N",
+    ),
+    Option(
         "--gpuperf-no-confirm",
         "fail on a suspected regression without re-measuring it in a fresh process first "
         "(by default the flagged tests are re-measured; ini gpuperf_confirm = false does the "
@@ -194,6 +211,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
 )
 BY_DEST = {o.dest: o for o in OPTIONS}
+MAX_PAIRED_ROUNDS = 50
 # ini keys without a command-line option of their own name
 INI_ONLY = (("gpuperf_confirm", "re-measure a suspected regression in a fresh process", True),)
 
@@ -421,6 +439,17 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
             f"are resolved against the rootdir {config.rootpath}); create it, or save a "
             "baseline there with --gpuperf-baseline=save"
         )
+    paired, paired_src = option_value(config, "gpuperf_paired")
+    if paired not in PAIRED_MODES:
+        return f"{paired_src}={paired!r}: use one of {', '.join(PAIRED_MODES)}"
+    opts.paired = str(paired)
+    n, n_src = option_value(config, "gpuperf_paired_rounds")
+    try:
+        opts.paired_rounds = int(str(n).strip())
+    except ValueError:
+        opts.paired_rounds = -1
+    if not 2 <= opts.paired_rounds <= MAX_PAIRED_ROUNDS:
+        return f"{n_src}={n!r}: must be a whole number from 2 to {MAX_PAIRED_ROUNDS}"
     rate, rate_src = option_value(config, "gpuperf_false_alarm")
     try:
         opts.false_alarm = false_alarm_rate(rate)

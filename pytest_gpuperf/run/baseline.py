@@ -108,16 +108,30 @@ class RunBaseline:
         """judge_run with this run's baseline entries and options (and, for a confirmation,
         the offsets the first judgement removed from each figure)."""
         from ..judging.judge import judge_run
+        from .paired import STAGE_SHARE
 
+        share = 1.0 - STAGE_SHARE if self.paired_possible() else 1.0
         return judge_run(
             results,
             self.entries,
             env,
-            false_alarm=self.options.false_alarm,
+            false_alarm=self.options.false_alarm * share,
             allow_cross_gpu=allow_cross_gpu,
             offsets=offsets,
             incomparable=self.options.incomparable,
         )
+
+    def paired_possible(self) -> bool:
+        """Whether the paired stage may run after this judgement (its share of the budget is
+        then kept from the first stage): comparing, the stage not off, not in a fresh
+        process of the gate's own, and a baseline entry that recorded its commit."""
+        import os
+
+        from ..fresh.confirm import ENV_FLAG
+
+        if not self.comparing or self.options.paired == "off" or os.environ.get(ENV_FLAG):
+            return False
+        return any(isinstance(e.get("commit"), str) and e["commit"] for e in self.entries.values())
 
     def confirm(self, results: list[Result], again: list[Result] | None, env: dict[str, Any],
                 allow_cross_gpu: bool, failure: str | None) -> None:  # fmt: skip

@@ -1,4 +1,4 @@
-"""Per-run state: resolved options, the profile registry and the device snapshot.
+"""Per-run state: the options (run/options.py), the profile registry and the device snapshot.
 
 Everything here is lazy. Nothing touches NVML or torch until a test, fixture or option
 needs to know the device, so a run with no GPU tests pays nothing for the plugin.
@@ -10,14 +10,13 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..core.settings import FALSE_ALARM
 from .baseline import RunBaseline, not_passed
+from .options import AUTO, Options
 
 if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never loads them
     from ..core.results import Result
@@ -25,45 +24,7 @@ if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never l
     from ..hardware.profiles import Profile, Registry
     from ..outputs import RunSummary
 
-AUTO = "auto"
 GATE_NODEID = "gpuperf::performance-gate"  # the failed test a performance regression shows as
-
-
-BASELINE_MODES = ("auto", "compare", "save", "off")
-
-
-class Options:
-    """Run-wide options, resolved from the command line and the ini file.
-
-    (Plain classes here, not dataclasses: building dataclasses at import time costs
-    milliseconds that every pytest run with the plugin installed would pay.)
-    """
-
-    def __init__(
-        self,
-        profile: str = AUTO,
-        allow_mismatch: bool = False,
-        baseline_mode: str = "auto",  # auto: compare when the profile's baseline file exists
-        baseline_dir: Path = Path("baselines"),
-        warn_only: bool = False,
-        json_path: Path | None = None,
-        html_path: Path | None = None,
-        emulate: str | None = None,  # profile whose memory capacity is emulated
-    ) -> None:
-        self.profile = profile
-        self.allow_mismatch = allow_mismatch
-        self.baseline_mode = baseline_mode
-        self.baseline_dir = baseline_dir
-        self.warn_only = warn_only
-        self.json_path = json_path
-        self.html_path = html_path
-        self.emulate = emulate
-        self.profile_source = "--gpu-profile"  # where the profile was named, for errors
-        self.false_alarm = FALSE_ALARM  # the whole run's false-alarm rate (Bonferroni over metrics)
-        self.confirm = True  # re-measure a suspected regression in a fresh process
-        self.explicit_dir = False  # the baseline directory was named, not the default
-        # why a baseline entry is not comparable (the users' hook); None: the built-in rule
-        self.incomparable: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None
 
 
 class GpuPerfSession:
@@ -285,6 +246,28 @@ class GpuPerfSession:
         )
         self.base.confirm(self.results, again, env, self.options.allow_mismatch, failure)
 
+    def paired_stage(self, config: pytest.Config) -> None:
+        """Stage 2 (run/paired.py): what the first stage left inconclusive, re-measured in
+        paired rounds against a build of the baseline's commit; within a budget of the
+        run's own test time (at least 2 minutes)."""
+        if not self.base.paired_possible():
+            return
+        from .paired import STAGE_SHARE, run_stage
+
+        try:
+            stage = run_stage(
+                config, self.results, self.base.entries,
+                rounds=self.options.paired_rounds,
+                false_alarm=self.options.false_alarm * STAGE_SHARE,
+                budget_s=max(120.0, sum(self.durations.values())),
+            )  # fmt: skip
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self.finish_notes.append("gpuperf: paired stage interrupted (Ctrl-C)")
+            return
+        if stage is not None:
+            self.finish_notes.append(f"gpuperf: {stage.line}")
+
     def save_baseline(self, session: pytest.Session) -> str | None:
         """Merge this run's results into the profile's baseline file (save mode)."""
         if self.options.baseline_mode != "save" or not self.results:
@@ -410,6 +393,8 @@ class GpuPerfSession:
         if not self.base.ready:
             self.prepare_baseline()
         self.judge(session.config)
+        if not self.interrupted:
+            self.paired_stage(session.config)
         if self.interrupted:  # Ctrl-C during the confirmation: the verdicts show, unconfirmed
             session.exitstatus = pytest.ExitCode.INTERRUPTED
             return

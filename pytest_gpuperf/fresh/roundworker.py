@@ -1,0 +1,97 @@
+"""The pytest plugin each process of the paired stage runs (`-p gpuperf_rounds_worker`, a
+copy of this file in the stage's temporary directory, so that a base build whose own
+pytest_gpuperf predates it runs it too: it imports nothing of pytest_gpuperf).
+
+Such a process collects the tests named in the file ROUNDS_SELECT (and only those), then
+waits on the pipe named in ROUNDS_FDS ("<read fd>,<write fd>"): it answers "ready", and
+on each "go <round> more|last" runs every selected test once through pytest's own protocol
+(fixtures of a wider scope, a model built once, stay up between rounds), writes the
+results that gpu_benchmark attached to the reports (`report.gpuperf`, the plugin's channel
+to pytest-xdist's controller as well) to ROUNDS_OUT/round-<round>.json, and answers
+"done <round>". "stop", or the pipe closed, ends the loop and the session ends as usual.
+So each process builds its models once however many rounds it measures."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FDS = "GPUPERF_ROUNDS_FDS"
+OUT = "GPUPERF_ROUNDS_OUT"
+SELECT = "GPUPERF_ROUNDS_SELECT"
+NAME = "gpuperf_rounds_worker"  # the name it is given with -p
+
+
+class Worker:
+    """The loop of one process: rounds on request, their results in files."""
+
+    def __init__(self, rfd: int, wfd: int, out: Path, select: set[str] | None) -> None:
+        self.reader = os.fdopen(rfd, "r", encoding="utf-8")
+        self.writer = os.fdopen(wfd, "w", encoding="utf-8")
+        self.out = out
+        self.select = select
+        self.round: list[dict[str, Any]] = []
+        self.outcomes: dict[str, str] = {}
+
+    def say(self, line: str) -> None:
+        self.writer.write(line + "\n")
+        self.writer.flush()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
+        if self.select is None:
+            return
+        keep = [i for i in items if i.nodeid in self.select]
+        gone = [i for i in items if i.nodeid not in self.select]
+        if gone:
+            config.hook.pytest_deselected(items=gone)
+        items[:] = keep
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: Any) -> bool:
+        if session.testsfailed:  # a collection error: nothing to measure
+            self.say(f"error collection failed ({session.testsfailed} error(s))")
+            return True
+        items = list(session.items)
+        self.say(f"ready {len(items)}")
+        while True:
+            line = self.reader.readline().split()
+            if not line or line[0] == "stop":
+                return True
+            if line[0] != "go" or len(line) != 3:
+                self.say(f"error unknown request {' '.join(line)!r}")
+                return True
+            self.run_round(session, items, int(line[1]), last=line[2] == "last")
+            if session.shouldstop or session.shouldfail:
+                self.say(f"error stopped: {session.shouldstop or session.shouldfail}")
+                return True
+
+    def run_round(self, session: Any, items: list[Any], i: int, *, last: bool) -> None:
+        self.round, self.outcomes = [], {}
+        for n, item in enumerate(items):
+            nextitem = items[n + 1] if n + 1 < len(items) else (None if last else items[0])
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        payload = {"results": self.round, "outcomes": self.outcomes}
+        (self.out / f"round-{i}.json").write_text(json.dumps(payload), encoding="utf-8")
+        self.say(f"done {i}")
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.when == "call":
+            self.round.extend(getattr(report, "gpuperf", None) or [])
+        if report.failed or (report.when == "call" and not report.passed):
+            self.outcomes[report.nodeid] = f"{report.outcome} in {report.when}"
+
+
+def pytest_configure(config: Any) -> None:
+    fds = os.environ.get(FDS)
+    out = os.environ.get(OUT)
+    if not fds or not out:
+        return
+    rfd, wfd = (int(x) for x in fds.split(","))
+    select_file = os.environ.get(SELECT)
+    select = set(json.loads(Path(select_file).read_text())) if select_file else None
+    config.pluginmanager.register(Worker(rfd, wfd, Path(out), select), "gpuperf-rounds-loop")

@@ -1,0 +1,170 @@
+"""Stage 2 of the gate, the paired stage: what the first stage (the run against the
+baseline's history, judge.py) left undecided, re-measured in rounds against a build of the
+baseline's commit on this machine, judged on the per-round paired differences. Pure: no
+git, no processes, no files (run/paired.py runs the rounds).
+
+Why it decides what stage 1 cannot: a run judged against sessions saved on other days and
+machines carries their spread (a power-capped card moves a compute-bound block 2-5%); a
+round measures the base and the head minutes apart on one card, so what moves both cancels
+in their ratio. The rule, as gate-sim's fast simulator of the two-stage design models it
+(../shared/gate-sim/fast/evaluate.py, `paired_stage`):
+
+- the figures re-measured: every throughput-class figure stage 1 left INCONCLUSIVE;
+- d_i = log(head_i / base_i) per round; a figure's variance of d is
+  pooled over the re-measured figures of its class (an F screen at 1% keeps a noisier
+  figure on its own variance, as noise.py does between sessions), each kept figure judged
+  with max(own, pooled) and the pool's degrees of freedom;
+- the interval t * sqrt(var / rounds) at the stage's share of the run's false-alarm budget
+  (Bonferroni over the figures re-measured), the verdict ladder of verdict.status_of.
+
+One addition the simulator does not have: the rounds run in two or more pairs of processes
+(one per side each). A figure whose paired difference differs between process pairs more
+than its rounds within a pair explain (one-way ANOVA, F at 1%) has noise per process that
+two processes a side cannot average out: where the pairs' means are more than a quarter of
+the tolerance apart it keeps its stage-1 verdict, saying so; a smaller process effect is
+added whole (half the pairs' range) to its interval."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from .noise import f_isf
+from .verdict import INCONCLUSIVE, Verdict, per_metric_confidence, quantile, status_of
+
+SCREEN_P = 0.01  # a figure this unlikely under its class pool keeps its own variance
+PROCESS_P = 0.01  # process pairs this unlikely to agree: the figure's noise is per process
+MIN_POOL = 3  # figures of a class with a variance before they pool
+
+
+@dataclass(frozen=True)
+class PairedFigure:
+    """One figure's rounds: round i measured `base[i]` and `head[i]` back to back, in the
+    process pair `pair[i]`."""
+
+    key: str  # the result's baseline key
+    metric: str
+    cls: str  # its noise class
+    higher: bool  # higher is better
+    base: tuple[float, ...]
+    head: tuple[float, ...]
+    pair: tuple[int, ...]
+
+    def diffs(self) -> list[float]:
+        """log(head / base) per round."""
+        return [math.log(h / b) for b, h in zip(self.base, self.head, strict=True)]
+
+    def usable(self) -> bool:
+        n = len(self.base)
+        values = (*self.base, *self.head)
+        return n >= 2 and n == len(self.head) and all(math.isfinite(v) and v > 0 for v in values)
+
+
+def _groups(fig: PairedFigure) -> dict[int, list[float]]:
+    groups: dict[int, list[float]] = {}
+    for p, d in zip(fig.pair, fig.diffs(), strict=True):
+        groups.setdefault(p, []).append(d)
+    return groups
+
+
+def pair_spread(fig: PairedFigure) -> float:
+    """Half the range of the process pairs' mean paired differences (log units)."""
+    means = [statistics.fmean(g) for g in _groups(fig).values()]
+    return (max(means) - min(means)) / 2 if means else 0.0
+
+
+def per_process(fig: PairedFigure) -> float | None:
+    """The p-value that the process pairs agree on the figure's mean paired difference
+    (one-way ANOVA over the pairs), or None where it cannot be told (one pair, or a pair
+    with a single round)."""
+    groups = _groups(fig)
+    if len(groups) < 2 or any(len(g) < 2 for g in groups.values()):
+        return None
+    n = sum(len(g) for g in groups.values())
+    grand = statistics.fmean(d for g in groups.values() for d in g)
+    between = sum(len(g) * (statistics.fmean(g) - grand) ** 2 for g in groups.values())
+    within = sum((d - statistics.fmean(g)) ** 2 for g in groups.values() for d in g)
+    df_b, df_w = len(groups) - 1, n - len(groups)
+    if within <= 0:
+        return 0.0 if between > 0 else 1.0
+    f = (between / df_b) / (within / df_w)
+    from scipy.stats import f as f_dist
+
+    return float(f_dist.sf(f, df_b, df_w))
+
+
+def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, float]]:
+    """Each figure's variance of d and its degrees of freedom: pooled within its class over
+    the figures the F screen keeps (at least MIN_POOL of them), else its own."""
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    by_cls: dict[str, list[PairedFigure]] = {}
+    for f in figs:
+        out[(f.key, f.metric)] = (statistics.variance(f.diffs()), len(f.base) - 1.0)
+        by_cls.setdefault(f.cls, []).append(f)
+    for members in by_cls.values():
+        if len(members) < MIN_POOL:
+            continue
+        keep = {(f.key, f.metric) for f in members}
+        for _ in range(10):
+            df_sum = sum(out[k][1] for k in keep)
+            sp = sum(out[k][0] * out[k][1] for k in keep) / df_sum
+            new = {
+                (f.key, f.metric)
+                for f in members
+                if out[(f.key, f.metric)][0] <= sp * f_isf(SCREEN_P, len(f.base) - 1, df_sum)
+            }
+            if len(new) < MIN_POOL or new == keep:
+                break
+            keep = new
+        df_sum = sum(out[k][1] for k in keep)
+        sp = sum(out[k][0] * out[k][1] for k in keep) / df_sum
+        for k in keep:
+            out[k] = (max(out[k][0], sp), df_sum)
+    return out
+
+
+def judge_paired(
+    figs: Sequence[PairedFigure],
+    tolerance: Mapping[str, float],
+    false_alarm: float,
+) -> tuple[dict[tuple[str, str], Verdict], float]:
+    """The stage-2 verdict of each figure (by key, metric) and the confidence each was
+    judged at: `false_alarm` is the stage's share of the run's budget, split over the
+    figures re-measured; `tolerance` each key's."""
+    confidence = per_metric_confidence(false_alarm, len(figs))
+    out: dict[tuple[str, str], Verdict] = {}
+    good = []
+    for f in figs:
+        tol = tolerance[f.key]
+        if not f.usable():
+            why = f"{len(f.base)} paired round(s) of finite positive figures: 2 needed"
+            out[(f.key, f.metric)] = Verdict(INCONCLUSIVE, None, None, None, tol, why)
+            continue
+        p = per_process(f)
+        if p is not None and p < PROCESS_P and pair_spread(f) > math.log1p(tol) / 4:
+            why = (
+                "its noise is per process: the process pairs disagree on its paired "
+                f"difference (p = {p:.2g}); two processes a side cannot average it out"
+            )
+            out[(f.key, f.metric)] = Verdict(INCONCLUSIVE, None, None, None, tol, why)
+            continue
+        good.append(f)
+    variances = pooled(good)
+    for f in good:
+        var, df = variances[(f.key, f.metric)]
+        n = len(f.base)
+        d = statistics.fmean(f.diffs())
+        half = quantile(confidence, df) * math.sqrt(var / n)
+        p = per_process(f)
+        if p is not None and p < PROCESS_P:  # a process effect too small to matter, but real
+            half += pair_spread(f)  # its whole size joins the interval
+        v = status_of(d, half, higher_is_better=f.higher, tolerance=tolerance[f.key])
+        pool = f"pooled over its class, {df:.0f} df" if df > n - 1 else f"its own, {n - 1} df"
+        out[(f.key, f.metric)] = replace(
+            v,
+            reason=f"{v.reason} over {n} paired rounds",
+            basis=f"±{math.expm1(half) * 100:.2f}% over {n} paired rounds ({pool})",
+        )
+    return out, confidence

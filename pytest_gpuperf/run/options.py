@@ -1,0 +1,50 @@
+"""The run-wide options, resolved from the command line and the ini file once
+(plugin/options.py declares and resolves them; the run's state reads them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..core.settings import FALSE_ALARM
+
+AUTO = "auto"
+BASELINE_MODES = ("auto", "compare", "save", "off")
+PAIRED_MODES = ("auto", "off")  # the paired stage (run/paired.py): where it can run, or never
+
+
+class Options:
+    """Run-wide options, resolved from the command line and the ini file.
+
+    (Plain classes here, not dataclasses: building dataclasses at import time costs
+    milliseconds that every pytest run with the plugin installed would pay.)
+    """
+
+    def __init__(
+        self,
+        profile: str = AUTO,
+        allow_mismatch: bool = False,
+        baseline_mode: str = "auto",  # auto: compare when the profile's baseline file exists
+        baseline_dir: Path = Path("baselines"),
+        warn_only: bool = False,
+        json_path: Path | None = None,
+        html_path: Path | None = None,
+        emulate: str | None = None,  # profile whose memory capacity is emulated
+    ) -> None:
+        self.profile = profile
+        self.allow_mismatch = allow_mismatch
+        self.baseline_mode = baseline_mode
+        self.baseline_dir = baseline_dir
+        self.warn_only = warn_only
+        self.json_path = json_path
+        self.html_path = html_path
+        self.emulate = emulate
+        self.profile_source = "--gpu-profile"  # where the profile was named, for errors
+        self.false_alarm = FALSE_ALARM  # the whole run's false-alarm rate (Bonferroni over metrics)
+        self.confirm = True  # re-measure a suspected regression in a fresh process
+        self.paired = "auto"  # the paired stage against the baseline's commit (run/paired.py)
+        self.paired_rounds = 6
+        self.explicit_dir = False  # the baseline directory was named, not the default
+        # why a baseline entry is not comparable (the users' hook); None: the built-in rule
+        self.incomparable: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None

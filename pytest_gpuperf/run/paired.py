@@ -1,0 +1,232 @@
+"""The paired stage (stage 2 of the gate): the throughput figures the first stage left
+inconclusive, re-measured against a build of the baseline's commit on this machine, in
+rounds (fresh/rounds.py), judged on the paired differences (judging/stage2.py). Its verdicts
+replace the first stage's for those figures and keep them (`stage1`), so a reader sees what
+each stage said and why a figure was re-measured.
+
+The stage runs when the baseline's sessions recorded the commit they were saved at, that
+commit is in this clone, and the run compares with the baseline (not in save mode, not in
+a fresh process of the gate's own). Otherwise, or when the rounds cannot be measured, it
+says why in one line and the first stage's verdicts stand. The run's false-alarm budget is
+split: half for the first stage, half for this one (Bonferroni over the figures it
+re-measures)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..core.results import Result
+
+STAGE_SHARE = 0.5  # of the run's false-alarm budget, when the paired stage can run
+PAIRS = 2  # process pairs: per-process noise shows as pairs that disagree
+LEFT_TO_STAGE1 = "launch-bound"  # wall time whose noise is per process: stage 2 cannot help
+
+
+@dataclass
+class Stage:
+    """What the paired stage did, for the run's lines."""
+
+    line: str
+    regressed: list[str] = field(default_factory=list)
+
+
+def baseline_commit(
+    entries: dict[str, dict[str, Any]], keys: Iterable[str]
+) -> tuple[str | None, str]:
+    """The commit of the newest baseline session among `keys`' entries, and a note when
+    their newest sessions were saved at more than one commit ("" when one)."""
+    newest: dict[str, tuple[str, str]] = {}  # key -> (date, commit)
+    for key in keys:
+        e = entries.get(key) or {}
+        commit, date = e.get("commit"), str(e.get("date") or "")
+        if isinstance(commit, str) and commit:
+            newest[key] = (date, commit)
+    if not newest:
+        return None, ""
+    commits = {c for _, c in newest.values()}
+    date, commit = max(newest.values())
+    note = (
+        f"; the baseline's newest sessions of these tests were saved at {len(commits)} commits: "
+        f"paired against the newest, {commit[:12]} ({date or 'undated'})"
+        if len(commits) > 1
+        else ""
+    )
+    return commit, note
+
+
+def candidates(results: list[Result]) -> list[tuple[Result, str, str]]:
+    """(result, metric, class) of each throughput-class figure the first stage left
+    inconclusive: what the paired stage re-measures. A launch-bound wall time is left to
+    the first stage (its noise is per process)."""
+    from ..core.figures import LAUNCH, MEMORY, RECORDED, metrics_of
+
+    out = []
+    for r in results:
+        if r.kind != "measured":
+            continue
+        figs = metrics_of(r)
+        for metric, v in r.verdicts.items():
+            cls = (figs.get(metric) or {}).get("noise_class")
+            if v.get("status") != "inconclusive" or cls in (None, MEMORY, RECORDED, LAUNCH):
+                continue
+            out.append((r, metric, str(cls)))
+    return out
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    from ..fresh.abtree import git
+
+    return git(root, *args)
+
+
+def _repo(config: Any) -> Path | None:
+    top = _git(Path(config.rootpath), "rev-parse", "--show-toplevel")
+    return Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else None
+
+
+def _env(gpu: str | None, select: Path) -> dict[str, str]:
+    """The round processes' environment: the run's, less pytest-xdist's worker variables,
+    the step summary and PYTEST_ADDOPTS (the arguments hold them), as a fresh process of
+    the gate's own (no confirmation, no paired stage of its own), on the run's GPU."""
+    from ..fresh import roundworker
+    from ..fresh.confirm import ENV_FLAG
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")
+           and k not in ("GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS")}  # fmt: skip
+    env[ENV_FLAG] = "1"
+    env[roundworker.SELECT] = str(select)
+    if gpu:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    return env
+
+
+def run_stage(
+    config: Any, results: list[Result], entries: dict[str, dict[str, Any]], *,
+    rounds: int, false_alarm: float, budget_s: float,
+) -> Stage | None:  # fmt: skip
+    """Re-measure and judge what the first stage left inconclusive; None when there is
+    nothing to re-measure. The verdicts of the figures it decides are replaced."""
+    todo = candidates(results)
+    if not todo:
+        return None
+    tests = sorted({r.nodeid for r, _, _ in todo})
+    what = f"{len(todo)} figure(s) of {len(tests)} test(s) the first stage left inconclusive"
+    commit, mixed = baseline_commit(entries, {r.key for r, _, _ in todo})
+    if commit is None:
+        return Stage(
+            f"paired stage off: the baseline's sessions of the {what} recorded no "
+            "commit (saved outside a git checkout); the first stage's verdicts stand"
+        )
+    root = _repo(config)
+    if root is None:
+        return Stage(f"paired stage off: {config.rootpath} is not in a git repository; the "
+                     "first stage's verdicts stand")  # fmt: skip
+    if _git(root, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+        return Stage(f"paired stage off: the baseline's commit {commit[:12]} is not in this "
+                     "clone (a shallow clone? git fetch --unshallow, or fetch that commit); "
+                     "the first stage's verdicts stand")  # fmt: skip
+    from ..fresh.rounds import RoundsError
+
+    t0 = time.monotonic()
+    try:
+        measured = _measure(config, results, root, commit, tests, rounds, budget_s)
+    except RoundsError as exc:
+        return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
+                     f"{exc}; the first stage's verdicts stand")  # fmt: skip
+    decided = _apply(todo, measured, false_alarm, commit)
+    took = time.monotonic() - t0
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(decided.items()))
+    return Stage(
+        f"paired stage against the baseline's commit {commit[:12]}{mixed}: {what} "
+        f"re-measured in {rounds} rounds ({PAIRS} processes a side) in {took:.0f} s: {counts}",
+        [f"{r.key} {m}" for r, m, _ in todo if r.verdicts[m].get("status") == "regressed"],
+    )
+
+
+def _measure(config: Any, results: list[Result], root: Path, commit: str, tests: list[str],
+             rounds: int, budget_s: float) -> Any:  # fmt: skip
+    """The rounds of both builds (fresh/rounds.measure_rounds) in a worktree of `commit`."""
+    import json
+
+    from ..fresh.abtree import OWNER, PREFIX, base_path, prune_stale, remove_worktree
+    from ..fresh.confirm import gpu_of
+    from ..fresh.rounds import RoundsError, base_build, head_build, install_worker, measure_rounds
+    from ..measure.memory import release_cached
+
+    prune_stale(root)
+    work = Path(tempfile.mkdtemp(prefix=PREFIX))
+    tree = work / "base"
+    try:
+        (work / OWNER).write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
+        added = _git(root, "worktree", "add", "--detach", str(tree), commit)
+        if added.returncode != 0:
+            raise RoundsError(f"git worktree add failed: {added.stderr.strip()}")
+        install_worker(work)
+        select = work / "select.json"
+        select.write_text(json.dumps(tests), encoding="utf-8")
+        head = head_build(config)
+        extra = [p for p in base_path(root, tree, None).split(os.pathsep) if p]
+        builds = {"head": head, "base": base_build(head, root, tree, extra)}
+        release_cached()  # this process's cached GPU memory is the rounds' to use
+        return measure_rounds(builds, _env(gpu_of(results, tests), select), work, root, tree,
+                              rounds=rounds, pairs=PAIRS, budget_s=budget_s)  # fmt: skip
+    finally:
+        remove_worktree(root, tree)
+
+
+def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: float,
+           commit: str) -> dict[str, int]:  # fmt: skip
+    """Judge the rounds and write the stage-2 verdicts of the figures it decides (the
+    first stage's kept in `stage1`); the count of each status."""
+    from ..core.figures import metrics_of
+    from ..core.results import Result as R
+    from ..judging.judge import tolerances, verdict_dict
+    from ..judging.stage2 import PairedFigure, judge_paired
+
+    def figures(side: str, i: int) -> dict[tuple[str, str], float]:
+        out = {}
+        for d in measured.rounds[side][i]:
+            r = R.from_dict(d)
+            for name, m in metrics_of(r).items():
+                out[(r.key, name)] = float(m["median"])
+        return out
+
+    n = len(measured.pair)
+    per = {s: [figures(s, i) for i in range(n)] for s in ("base", "head")}
+    figs, tol = [], {}
+    for r, metric, cls in todo:
+        k = (r.key, metric)
+        if not all(k in per[s][i] for s in ("base", "head") for i in range(n)):
+            figs.append(PairedFigure(r.key, metric, cls, r.higher_is_better, (), (), ()))
+        else:
+            figs.append(PairedFigure(
+                r.key, metric, cls, r.higher_is_better,
+                tuple(per["base"][i][k] for i in range(n)),
+                tuple(per["head"][i][k] for i in range(n)), tuple(measured.pair),
+            ))  # fmt: skip
+        tol[r.key] = tolerances(r, None, None)[0]
+    verdicts, confidence = judge_paired(figs, tol, false_alarm)
+    counts: dict[str, int] = {}
+    for r, metric, _ in todo:
+        v = verdicts[(r.key, metric)]
+        first = dict(r.verdicts[metric])
+        new = verdict_dict(v, n)
+        new.pop("advice", None)
+        new["stage1"] = {k: first.get(k) for k in ("status", "change", "uncertainty", "reason")}
+        new["paired"] = {"commit": commit, "rounds": n, "processes": PAIRS,
+                         "confidence": confidence}  # fmt: skip
+        if v.status == "inconclusive":  # undecided here too: the first stage's figures stand
+            new = {**first, "paired": new["paired"],
+                   "reason": f"{first.get('reason')}; paired stage: {v.reason}"}  # fmt: skip
+        r.verdicts = {**r.verdicts, metric: new}
+        counts[str(new["status"])] = counts.get(str(new["status"]), 0) + 1
+    return counts

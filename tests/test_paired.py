@@ -1,0 +1,193 @@
+"""The paired stage (run/paired.py, fresh/rounds.py, judging/stage2.py): what the first
+stage leaves inconclusive is re-measured against a build of the baseline's commit, in
+rounds, and judged on the paired differences."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_gpuperf.judging.stage2 import PairedFigure, judge_paired, per_process, pooled
+
+from . import vclock
+from .gateproject import FAST
+
+# ------------------------------------------------------------------ the judge (pure)
+
+
+def fig(base, head, *, key="t.py::a", cls="compute", higher=True, pair=None):
+    n = len(base)
+    return PairedFigure(key, "throughput", cls, higher, tuple(base), tuple(head),
+                        tuple(pair if pair is not None else [i * 2 // n for i in range(n)]))  # fmt: skip
+
+
+WOBBLE = (1.000, 1.002, 0.999, 1.001, 0.998, 1.0015)
+
+
+def test_unchanged_code_reads_unchanged_and_a_slower_head_regressed():
+    same = fig([100 * w for w in WOBBLE], [100 * w * w for w in WOBBLE[::-1]])
+    slow = fig([100 * w for w in WOBBLE], [90 * w for w in WOBBLE[::-1]], key="t.py::b")
+    v, conf = judge_paired([same, slow], {"t.py::a": 0.03, "t.py::b": 0.03}, 0.005)
+    assert v[("t.py::a", "throughput")].status == "unchanged"
+    assert v[("t.py::b", "throughput")].status == "regressed"
+    assert v[("t.py::b", "throughput")].change == pytest.approx(-0.1, abs=0.005)
+    assert conf == pytest.approx(1 - 0.005 / 2)
+
+
+def test_a_latency_that_grew_regressed():
+    lat = fig([10 * w for w in WOBBLE], [11 * w for w in WOBBLE], higher=False)
+    (v,) = judge_paired([lat], {"t.py::a": 0.03}, 0.005)[0].values()
+    assert v.status == "regressed" and v.worse == pytest.approx(0.1, abs=0.005)
+
+
+def test_a_small_process_effect_widens_the_interval_instead():
+    base = [100.0] * 6
+    head = [100.2, 100.21, 100.19, 99.8, 99.81, 99.79]  # pairs 0.4% apart, tolerance 3%
+    f = fig(base, head, pair=[0, 0, 0, 1, 1, 1])
+    assert per_process(f) < 0.01
+    (v,) = judge_paired([f], {"t.py::a": 0.03}, 0.005)[0].values()
+    assert v.status == "unchanged" and v.uncertainty >= 0.002
+
+
+def test_process_pairs_that_disagree_leave_the_figure_to_the_first_stage():
+    # pair 0 reads the head 5% faster, pair 1 5% slower, each very steadily
+    base = [100.0] * 6
+    head = [105.0, 105.1, 104.9, 95.0, 95.1, 94.9]
+    f = fig(base, head, pair=[0, 0, 0, 1, 1, 1])
+    assert per_process(f) is not None and per_process(f) < 0.01
+    (v,) = judge_paired([f], {"t.py::a": 0.03}, 0.005)[0].values()
+    assert v.status == "inconclusive" and "per process" in v.reason
+
+
+def test_a_class_pools_its_figures_variance_and_a_noisy_one_keeps_its_own():
+    quiet = [fig([100 * w for w in WOBBLE], [100 * w for w in WOBBLE[1:] + WOBBLE[:1]],
+                 key=f"t.py::q{i}") for i in range(4)]  # fmt: skip
+    noisy = fig([100, 130, 80, 120, 90, 110], [100, 80, 125, 95, 115, 90], key="t.py::n")
+    v = pooled([*quiet, noisy])
+    assert v[("t.py::q0", "throughput")][1] > 5  # the pool's degrees of freedom
+    assert v[("t.py::n", "throughput")][1] == 5  # its own: the F screen kept it out
+
+
+def test_too_few_rounds_or_a_missing_figure_is_inconclusive():
+    empty = PairedFigure("t.py::a", "throughput", "compute", True, (), (), ())
+    (v,) = judge_paired([empty], {"t.py::a": 0.03}, 0.005)[0].values()
+    assert v.status == "inconclusive" and "2 needed" in v.reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(0.5, 2.0), min_size=4, max_size=10),
+    st.floats(0.8, 1.25),
+    st.floats(0.01, 1000.0),
+)
+def test_swapping_the_sides_mirrors_and_scaling_changes_nothing(ratios, shift, scale):
+    n = len(ratios)
+    base = [100.0 * (1 + 0.01 * math.sin(i)) for i in range(n)]
+    head = [b * shift * (1 + 0.002 * (r - 1)) for b, r in zip(base, ratios, strict=True)]
+    tol = {"t.py::a": 0.03}
+    ab = judge_paired([fig(base, head)], tol, 0.005)[0][("t.py::a", "throughput")]
+    ba = judge_paired([fig(head, base)], tol, 0.005)[0][("t.py::a", "throughput")]
+    big = judge_paired([fig([b * scale for b in base], [h * scale for h in head])], tol, 0.005)
+    mirror = {"regressed": "improved", "improved": "regressed"}
+    assert ba.status == mirror.get(ab.status, ab.status)
+    assert big[0][("t.py::a", "throughput")].status == ab.status
+
+
+# ------------------------------------------------------------------ the stage, end to end
+
+WORK = "FACTOR = {factor}\n"
+BENCH = """
+from vclock import spin
+
+import work
+
+def test_step(gpu_benchmark):
+    gpu_benchmark(lambda: spin(0.002 * work.FACTOR), work=64, unit="tokens")
+"""
+
+
+# vclock's conftest, with a new jitter seed for each test it runs (not only each session):
+# a round process runs its test several times, and each round must draw its own noise
+ROUND_CLOCK = """
+import itertools
+import pathlib
+
+import pytest
+
+import vclock
+
+SEED = vclock.next_seed(pathlib.Path.cwd())
+RUNS = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def virtual_clock(monkeypatch):
+    return vclock.install(monkeypatch, 1000 * SEED + next(RUNS))
+"""
+
+
+def git(path, *args):
+    subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(pytester, monkeypatch):
+    """A git repository whose baseline (3 sessions on "machines" 20% apart, so that the
+    first stage cannot decide) was saved at its first commit."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    vclock.add_to(pytester)
+    pytester.makeconftest(ROUND_CLOCK)
+    pytester.makepyfile(test_p=BENCH, work=WORK.format(factor=1.0))
+    git(pytester.path, "init", "-q")
+    git(pytester.path, "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
+    git(pytester.path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
+    for factor in (1.0, 1.2, 0.85):  # the machines the sessions ran on
+        (pytester.path / "work.py").write_text(WORK.format(factor=factor))
+        pytester.runpytest(*FAST, "--gpuperf-baseline=save").assert_outcomes(passed=1)
+    (pytester.path / "work.py").write_text(WORK.format(factor=1.0))
+    return pytester
+
+
+def test_unchanged_code_is_decided_unchanged_by_the_paired_stage(repo):
+    r = repo.runpytest(*FAST, "--gpuperf-json=run.json")
+    r.assert_outcomes(passed=1)
+    out = r.stdout.str()
+    assert "paired stage against the baseline's commit" in out, out
+    v = json.loads((repo.path / "run.json").read_text())["results"][0]["verdicts"]["throughput"]
+    assert v["status"] == "unchanged" and v["stage1"]["status"] == "inconclusive", v["reason"]
+    assert v["paired"]["rounds"] == 6 and v["paired"]["processes"] == 2
+
+
+def test_a_slower_head_fails_the_run_through_the_paired_stage(repo):
+    (repo.path / "work.py").write_text(WORK.format(factor=1.1))  # the head's code: 10% slower
+    r = repo.runpytest(*FAST, "--gpuperf-json=run.json")
+    assert r.ret == pytest.ExitCode.TESTS_FAILED, r.stdout.str()
+    v = json.loads((repo.path / "run.json").read_text())["results"][0]["verdicts"]["throughput"]
+    assert v["status"] == "regressed" and v["stage1"]["status"] == "inconclusive", v
+    assert v["change"] == pytest.approx(-1 / 11, abs=0.01)
+
+
+def test_off_keeps_the_first_stage_and_says_nothing(repo):
+    r = repo.runpytest(*FAST, "--gpuperf-paired=off", "--gpuperf-json=run.json")
+    v = json.loads((repo.path / "run.json").read_text())["results"][0]["verdicts"]["throughput"]
+    assert v["status"] == "inconclusive" and "paired" not in v
+    assert "paired stage" not in r.stdout.str()
+
+
+def test_a_baseline_commit_missing_from_the_clone_is_one_line_and_stage_one_stands(repo):
+    path = repo.path / "baselines" / "cpu.json"
+    data = json.loads(path.read_text())
+    for e in data["entries"].values():
+        e["commit"] = "0" * 40
+    path.write_text(json.dumps(data))
+    r = repo.runpytest(*FAST, "--gpuperf-json=run.json")
+    r.stdout.fnmatch_lines(
+        ["*paired stage off: the baseline's commit 000000000000 is not in this clone*"]
+    )
+    v = json.loads((repo.path / "run.json").read_text())["results"][0]["verdicts"]["throughput"]
+    assert v["status"] == "inconclusive"
