@@ -23,8 +23,10 @@ cycle. Which imports count:
   is knowledge of it) and for cycles too: an annotation naming a type of the module that
   imports you is a circle a reader must walk.
 
-No module is longer than 500 lines, no function longer than 80, no module imports another's
-private name, and no test swaps a module's global by hand (monkeypatch does, and undoes it)."""
+No module is longer than 500 lines, no function or method longer than 80 (its `def` line to
+its last, decorators not counted; a nested function counts in its own right and in the one
+around it), no module imports another's private name, and no test swaps a module's global by
+hand (monkeypatch does, and undoes it)."""
 
 from __future__ import annotations
 
@@ -44,6 +46,11 @@ LAYERS = (
 # the top-level names outside a layer's subpackage, and the layer each belongs to
 TOP_LEVEL = {"": "cli", "__main__": "cli", "distributed": "workloads"}
 MAX_LINES = 500
+MAX_FUNCTION_LINES = 80
+# TEMPORARY, and nothing else goes here: two functions over MAX_FUNCTION_LINES whose files
+# another engineer is editing now (the kernel-time branch, h-kt); that branch splits them
+# and removes both entries. Not an exemption list: a function named here must still exist.
+OWNED_ELSEWHERE = {"measure/timing.py::_measure_into", "core/figures.py::metrics_of"}
 # Modules over MAX_LINES, each with the reason and the work that removes it from here.
 TOO_LONG_FOR_NOW: dict[str, str] = {}
 # Modules that render a run: they receive data and never read a file themselves.
@@ -154,6 +161,36 @@ def private_imports() -> list[str]:
     return out
 
 
+def function_lengths(source: str) -> dict[str, int]:
+    """Each function's and method's length in lines, from its `def` to its last line
+    (decorators excluded), by qualified name: `f`, `Class.method`, `outer.inner`."""
+    out: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                name = prefix + child.name
+                out[name] = (child.end_lineno or child.lineno) - child.lineno + 1
+                visit(child, name + ".")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return out
+
+
+def all_function_lengths() -> dict[str, int]:
+    """`module/path.py::qualified.name` -> length, for every function of the package."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        for name, n in function_lengths(path.read_text(encoding="utf-8")).items():
+            out[f"{rel}::{name}"] = n
+    return out
+
+
 def find_cycle(edges: list[Edge]) -> list[str] | None:
     """One cycle of the graph (as a list of modules, first repeated last), or None."""
     succ: dict[str, set[str]] = {}
@@ -232,6 +269,25 @@ def test_the_cycle_finder_finds_a_circle_and_only_one():
     assert find_cycle([e("a", "b"), e("b", "c"), e("c", "a")]) == ["a", "b", "c", "a"]
 
 
+def test_function_lengths_count_def_to_last_line_without_decorators():
+    source = (
+        "import functools\n"  # 1
+        "@functools.cache\n"  # 2: a decorator, not counted
+        "def f():\n"  # 3
+        "    def inner():\n"  # 4
+        "        return 1\n"  # 5
+        "    return inner\n"  # 6
+        "class C:\n"  # 7
+        "    @staticmethod\n"  # 8
+        "    def m(\n"  # 9
+        "        x,\n"  # 10
+        "    ):\n"  # 11
+        "        return x\n"  # 12
+        "async def g(): pass\n"  # 13
+    )
+    assert function_lengths(source) == {"f": 4, "f.inner": 2, "C.m": 4, "g": 1}
+
+
 def test_a_module_is_in_its_subpackages_layer_and_a_new_one_in_none():
     assert layer(f"{ROOT}.core.stats") == "core"
     assert layer(f"{ROOT}.workloads.models") == layer(f"{ROOT}.distributed") == "workloads"
@@ -287,6 +343,21 @@ def test_no_module_is_over_500_lines():
         if n > MAX_LINES and rel not in TOO_LONG_FOR_NOW:
             long[rel] = n
     assert long == {}, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_no_function_is_over_80_lines():
+    lengths = all_function_lengths()
+    long = [
+        f"{name}: {n} lines"
+        for name, n in lengths.items()
+        if n > MAX_FUNCTION_LINES and name not in OWNED_ELSEWHERE
+    ]
+    assert long == [], f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)
+
+
+def test_the_functions_owned_elsewhere_exist():
+    """A rename must not leave OWNED_ELSEWHERE naming nothing while the function escapes."""
+    assert sorted(OWNED_ELSEWHERE - set(all_function_lengths())) == []
 
 
 @pytest.mark.parametrize("name", ["SCHEMA", "VERSION"])

@@ -130,6 +130,22 @@ def ab_doc() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `gpuperf` command: parse the command line, run the subcommand, its exit code."""
+    args = build_parser().parse_args(argv)
+    if args.command == "report":
+        return report_command(args)
+    if args.command == "ab":
+        from .ab import main as ab_main
+
+        if args.pytest_args[:1] == ["--"]:
+            args.pytest_args = args.pytest_args[1:]
+        return ab_main(args)
+    return compare_command(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `gpuperf` parser, a subparser per command (in the order `--help` lists them);
+    each command's arguments are declared in its own function below."""
     parser = argparse.ArgumentParser(
         prog="gpuperf",
         description=__doc__.split("\n\n")[0],
@@ -137,6 +153,16 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    _compare_arguments(sub)
+    _ab_arguments(sub)
+    _report_arguments(sub)
+    return parser
+
+
+def _compare_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`gpuperf compare RESULTS [--baseline] [tolerances] [--false-alarm] [--warn-only]`:
+    the tolerance flags are the plugin's own (plugin/options), unset meaning each
+    benchmark's own tolerance."""
     c = sub.add_parser(
         "compare",
         help="compare a saved run with a baseline",
@@ -155,6 +181,11 @@ def main(argv: list[str] | None = None) -> int:
         c, ("gpuperf_tolerance", "gpuperf_memory_tolerance"), unset="each benchmark's own"
     )
     add_cli_arguments(c, ("gpuperf_false_alarm", "gpuperf_warn_only"))
+
+
+def _ab_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`gpuperf ab --base REF ... -- <pytest args>`: its description is cli/ab.py's
+    docstring, so the help and the module say the same."""
     ab = sub.add_parser(
         "ab",
         help="A/B: the base commit and the current tree, interleaved on this GPU",
@@ -172,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     ab.add_argument("--markdown", default=None, help="write the report as markdown here")
     add_cli_arguments(ab, ("gpuperf_warn_only",))
     ab.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then pytest arguments")
+
+
+def _report_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`gpuperf report RESULTS... -o HTML [--baseline-dir] [--pyproject] [--title]`."""
     rep = sub.add_parser(
         "report",
         help="one HTML report of several runs (GPUs, emulated caps, dates)",
@@ -196,15 +231,11 @@ def main(argv: list[str] | None = None) -> int:
         help="pyproject.toml with [tool.gpuperf.profiles] (prices); default: ./pyproject.toml",
     )
     rep.add_argument("--title", default="gpuperf report", help="the report's title")
-    args = parser.parse_args(argv)
-    if args.command == "report":
-        return report_command(args)
-    if args.command == "ab":
-        from .ab import main as ab_main
 
-        if args.pytest_args[:1] == ["--"]:
-            args.pytest_args = args.pytest_args[1:]
-        return ab_main(args)
+
+def compare_command(args: argparse.Namespace) -> int:
+    """`gpuperf compare`: judge the run, print its table, class lines and count; exit 1 on
+    a regression (0 with --warn-only), 2 on bad input (InputError)."""
     try:
         rows, regressed, used, confidence, shifts = compare_files(
             args.results, args.baseline, args.tolerance, args.memory_tolerance, args.false_alarm

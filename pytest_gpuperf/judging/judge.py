@@ -10,59 +10,41 @@ pytest and no I/O here.
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..baseline.history import (
-    PER_CLOCK,
-    env_for,
-    incomparable_reason,
-    series_of,
-    values_of,
-)
-from ..core.figures import CLASS_NAMES, LAUNCH, PEAK, metrics_of, result_classes
-from ..core.results import Result, fmt_number, format_figure
+from ..baseline.history import PER_CLOCK, env_for, incomparable_reason, series_of
+from ..core.figures import PEAK, metrics_of, result_classes
+from ..core.results import Result
 from ..core.settings import BY_NAME, FALSE_ALARM
 from .busy import busy_verdicts
-from .noise import LAUNCH_FLOOR, NoiseModel, Spread, better
+from .figure import base_clock, decided_apart, judge_item
+from .noise import NoiseModel, better
 from .offsets import (
     ClassShift,
     Item,
     MetricOffsets,
     Offsets,
-    after_text,
     bounded_by_class_line,
     cap_derived,
     clamp_offsets,
     class_shift,
-    never_by_the_offset,
     run_offsets,
-    value_d,
 )
 from .verdict import (
     FAILED,
     IMPROVED,
-    INCOMPARABLE,
-    INCONCLUSIVE,
-    INFO,
-    NEW,
     REGRESSED,
-    UNCHANGED,
     Verdict,
     combine_clocked,
-    decide,
     per_metric_confidence,
-    ratio_change,
     what_would_settle,
 )
 
 DEFAULT_TOLERANCE = float(BY_NAME["tolerance"].cuda)
 DEFAULT_MEMORY_TOLERANCE = float(BY_NAME["memory_tolerance"].cuda)
 FAILING = (REGRESSED, FAILED)  # verdicts that fail the run (and the compare command)
-Z95 = 1.959963984540054
 SHIFT_SHARE = 0.5  # of the run's false-alarm budget, for the class-wide shift verdicts
 
 
@@ -96,10 +78,18 @@ def tolerances(
     return float(tol), float(mem)
 
 
-def _s_cur(m: dict[str, Any]) -> float:
-    med = m["median"]
-    half = max(med - m.get("ci_low", med), m.get("ci_high", med) - med)
-    return half / med / Z95 if med > 0 else 0.0
+@dataclass(frozen=True)
+class JudgingParams:
+    """How a run's figures are judged beside the figures themselves, resolved once by
+    `judge_run` (None: each benchmark's own tolerance) and handed to its stages as one
+    typed value instead of a tuple each stage unpacks by position."""
+
+    tolerance: float | None = None
+    memory_tolerance: float | None = None
+    allow_cross_gpu: bool = False
+    exclude_session: str | None = None  # the run's own session, saved into the entries
+    # why an entry must not be compared (the users' hook, or the built-in rule)
+    incomparable: Callable[[dict[str, Any], dict[str, Any]], str | None] = incomparable_reason
 
 
 def judge_run(
@@ -123,6 +113,39 @@ def judge_run(
     suspects, whose own median would absorb a shift again); a class line is always
     estimated from the run's own figures. `incomparable`: why an entry must not be
     compared (pytest passes the users' hook); default history.incomparable_reason."""
+    params = JudgingParams(
+        tolerance, memory_tolerance, allow_cross_gpu, exclude_session,
+        incomparable or incomparable_reason,
+    )  # fmt: skip
+    figures, model, raw_model = _fit_models(results, entries, exclude_session)
+    out: dict[str, dict[str, Verdict]] = {r.key: {} for r in results}
+    items, per_clock = _items(results, figures, entries, env, (model, raw_model), out, params)
+    clocked = list(per_clock.values())
+    shifts_est, unbounded = run_offsets(items, clocked, model, offsets)
+    n_gated = sum(1 for i in [*items, *clocked] if i.result.derived_from is None)
+    confidence, conf_s = _confidences(false_alarm, n_gated, len(shifts_est))
+    removed = clamp_offsets(unbounded, [*items, *clocked], model)
+    shifts = _class_lines(shifts_est, items, clocked, model, conf_s or confidence)
+    gate = _Gate(model, confidence, per_clock, entries)
+    rests = _judge_items(items, gate, removed, unbounded, out)
+    bounded_by_class_line(out, [i for i in items if i.key in rests], removed, shifts)
+    cap_derived(results, out)
+    _set_verdicts(results, entries, out)
+    judgement = Judgement(
+        confidence, n_gated + len(shifts_est), shifts, dict(shifts_est), removed, conf_s
+    )
+    busy_verdicts(results, judgement)  # on the CPU, a busy host decides nothing
+    return judgement
+
+
+def _fit_models(
+    results: list[Result], entries: dict[str, dict[str, Any]], exclude_session: str | None
+) -> tuple[dict[str, dict[str, dict[str, Any]]], NoiseModel, NoiseModel]:
+    """This run's judged figures, and the noise model of the baseline's history fitted
+    twice: with the sessions' class offsets removed (how figures are judged), and with
+    them kept in the spread (for a figure whose class this run has too few of to estimate
+    its own offset). The history is classed by this run's figures, so a figure whose
+    class changed is pooled with its new class."""
     classes = result_classes(results)
     figures = {r.key: metrics_of(r, classes.get(r.key)) for r in results}
     current = {
@@ -132,58 +155,88 @@ def judge_run(
     }
     derived = {f"{r.key}::value" for r in results if r.derived_from is not None}
     series = series_of(entries, exclude_session, current, derived)
-    model = NoiseModel.fit(series)
-    raw_model = NoiseModel.fit(series, offsets=False)
-    out: dict[str, dict[str, Verdict]] = {r.key: {} for r in results}
-    items, per_clock = _items(
-        results, figures, entries, env, model, raw_model, out,
-        (tolerance, memory_tolerance, allow_cross_gpu, exclude_session, incomparable),
-    )  # fmt: skip
-    shifts_est, removed = run_offsets(items, list(per_clock.values()), model, offsets)
-    gated = [i for i in items if i.result.derived_from is None]
-    gated += [i for i in per_clock.values() if i.result.derived_from is None]
-    n_shift = len(shifts_est)
+    return figures, NoiseModel.fit(series), NoiseModel.fit(series, offsets=False)
+
+
+def _confidences(false_alarm: float, n_gated: int, n_shift: int) -> tuple[float, float | None]:
+    """The run's false-alarm budget shared out: SHIFT_SHARE of it to the class-wide shift
+    verdicts when there are any, the rest to the gated measurements, so the whole run
+    raises a false alarm no more often than `false_alarm`."""
     share = SHIFT_SHARE if n_shift else 0.0
-    confidence = per_metric_confidence(false_alarm * (1 - share), len(gated))
+    confidence = per_metric_confidence(false_alarm * (1 - share), n_gated)
     conf_s = per_metric_confidence(false_alarm * share, n_shift) if n_shift else None
-    unbounded = removed
-    removed = clamp_offsets(removed, [*items, *per_clock.values()], model)
+    return confidence, conf_s
+
+
+def _class_lines(
+    shifts_est: dict[tuple[str, str | None], Any],
+    items: list[Item],
+    clocked: list[Item],
+    model: NoiseModel,
+    confidence: float,
+) -> list[ClassShift]:
+    """The class-wide lines: each class whose figures this run moved together is judged
+    as one shift (a slower machine, or a change that slows a whole class), in a fixed
+    order so a run and its confirmation list them alike."""
     lines = [
-        class_shift(
-            cls,
-            gpu,
-            shifts_est[(cls, gpu)],
-            items,
-            model,
-            conf_s or confidence,
-            list(per_clock.values()),
-        )
+        class_shift(cls, gpu, shifts_est[(cls, gpu)], items, model, confidence, clocked)
         for cls, gpu in sorted(shifts_est, key=str)
     ]
-    shifts = [s for s in lines if s is not None]
+    return [s for s in lines if s is not None]
 
-    def verdict(it: Item, offs: MetricOffsets) -> Verdict:
-        it_v = _judge_item(it, model, offs, confidence)
-        if it.name == "throughput" and it.result.key in per_clock and it_v.worse is not None:
-            cyc = _judge_item(per_clock[it.result.key], model, offs, confidence)
-            base_clock = _base_clock(entries[it.result.key]["metrics"]["throughput"])
-            it_v = combine_clocked(it_v, cyc, base_clock, it.metric.get("clock_mhz"))
+
+@dataclass(frozen=True)
+class _Gate:
+    """What every figure of one run is judged with: the fitted model, the per-metric
+    confidence, the per-clock figures beside the throughputs, and the baseline entries
+    (for the base's SM clock)."""
+
+    model: NoiseModel
+    confidence: float
+    per_clock: dict[str, Item]
+    entries: dict[str, dict[str, Any]]
+
+    def verdict(self, it: Item, offs: MetricOffsets) -> Verdict:
+        """One figure's verdict with these offsets removed; a throughput that got worse
+        is judged with its per-clock figure too (a slower clock, not slower code)."""
+        it_v = judge_item(it, self.model, offs, self.confidence)
+        if it.name == "throughput" and it.result.key in self.per_clock and it_v.worse is not None:
+            cyc = judge_item(self.per_clock[it.result.key], self.model, offs, self.confidence)
+            base = base_clock(self.entries[it.result.key]["metrics"]["throughput"])
+            it_v = combine_clocked(it_v, cyc, base, it.metric.get("clock_mhz"))
         return it_v
 
-    rests: set[str] = set()  # figures decided only because their offset was bounded
+
+def _judge_items(
+    items: list[Item],
+    gate: _Gate,
+    removed: MetricOffsets,
+    unbounded: MetricOffsets,
+    out: dict[str, dict[str, Verdict]],
+) -> set[str]:
+    """Each item's verdict into `out`; returns the figures decided only because their
+    offset was bounded to the machine's range (judged with the offset unbounded, they
+    would not be), which the class line then settles (bounded_by_class_line)."""
+    rests: set[str] = set()
     for it in items:
-        out[it.result.key][it.name] = v = verdict(it, removed)
+        out[it.result.key][it.name] = v = gate.verdict(it, removed)
         bounded = any(
             removed.get(k, (0.0, 0, False))[2] for k in (it.key, f"{it.result.key}::{PER_CLOCK}")
         )
         if (
             bounded
             and v.status in (REGRESSED, IMPROVED)
-            and verdict(it, unbounded).status != v.status
+            and gate.verdict(it, unbounded).status != v.status
         ):
             rests.add(it.key)
-    bounded_by_class_line(out, [i for i in items if i.key in rests], removed, shifts)
-    cap_derived(results, out)
+    return rests
+
+
+def _set_verdicts(
+    results: list[Result], entries: dict[str, dict[str, Any]], out: dict[str, dict[str, Verdict]]
+) -> None:
+    """The verdicts as each result carries them (dicts, with the advice that the length of
+    the figure's baseline history makes due)."""
     for r in results:
         base = entries.get(r.key)
         r.verdicts = {
@@ -192,11 +245,6 @@ def judge_run(
             )
             for name, v in out.get(r.key, {}).items()
         }
-    judgement = Judgement(
-        confidence, len(gated) + n_shift, shifts, dict(shifts_est), removed, conf_s
-    )
-    busy_verdicts(results, judgement)  # on the CPU, a busy host decides nothing
-    return judgement
 
 
 def _items(
@@ -204,50 +252,32 @@ def _items(
     figures: dict[str, dict[str, dict[str, Any]]],
     entries: dict[str, dict[str, Any]],
     env: dict[str, Any],
-    model: NoiseModel,
-    raw_model: NoiseModel,
+    models: tuple[NoiseModel, NoiseModel],
     out: dict[str, dict[str, Verdict]],
-    opts: tuple[Any, ...],
+    params: JudgingParams,
 ) -> tuple[list[Item], dict[str, Item]]:
     """The figures to judge by the noise model; the verdicts decided without it (new,
     incomparable, informational, zero, failed) go straight into `out`."""
-    tolerance, memory_tolerance, allow_cross_gpu, exclude_session, incomparable = opts
     items: list[Item] = []
     per_clock: dict[str, Item] = {}
     for r in results:
-        tol, mem_tol = tolerances(r, tolerance, memory_tolerance)
+        tol, mem_tol = tolerances(r, params.tolerance, params.memory_tolerance)
         base = entries.get(r.key)
-        metrics = figures[r.key]
         verdicts = out[r.key]
-        if not metrics:
-            for name in (base or {}).get("metrics", {}):
-                if name != PER_CLOCK:
-                    why = r.error or "the benchmark produced no result"
-                    verdicts[name] = Verdict(FAILED, None, None, None, tol, why)
+        if not figures[r.key]:
+            _failed(r, base, tol, verdicts)
             continue
-        why_not = None
-        if base is not None:
-            decide_incomparable = incomparable or incomparable_reason  # the users' hook
-            why_not = decide_incomparable(base.get("environment", {}), env_for(env, r.gpus_used))
-            if why_not and allow_cross_gpu and why_not.startswith("gpu differs"):
-                why_not = None
-        for name, m in metrics.items():
+        why_not = _why_incomparable(r, base, env, params)
+        for name, m in figures[r.key].items():
             t = mem_tol if name == PEAK else tol
-            v = _precheck(m, base, name, why_not, t, exclude_session)
-            if v is None:
-                values = values_of(base["metrics"][name], exclude_session)  # type: ignore[index]
-                if min(values) <= 0 or m["median"] <= 0:
-                    v = _judge_zero(values, m, t)
+            v = decided_apart(m, base, name, why_not, t, params.exclude_session)
             if v is not None:
                 if name != PER_CLOCK:
                     verdicts[name] = v
                 continue
-            spread = model.spread(f"{r.key}::{name}")
-            if spread is None:  # not a usable history (e.g. a non-finite value)
+            item = _item(r, name, m, t, models)
+            if item is None:  # not a usable history (e.g. a non-finite value)
                 continue
-            g = better(m["median"], m["direction"] == "higher") - spread.level
-            item = Item(r, name, m, str(m.get("noise_class")), spread, t, g,
-                         raw_model.spread(f"{r.key}::{name}"))  # fmt: skip
             if name == PER_CLOCK:
                 per_clock[r.key] = item
             else:
@@ -255,155 +285,47 @@ def _items(
     return items, per_clock
 
 
-def _precheck(
-    m: dict[str, Any],
-    base: dict[str, Any] | None,
-    name: str,
-    why_not: str | None,
-    tol: float,
-    exclude_session: str | None,
-) -> Verdict | None:
-    """The verdicts decided before any statistics: informational, new, incomparable."""
-    if m.get("gate") is False:
-        return Verdict(INFO, None, None, None, tol, "informational: reported, never judged")
+def _failed(
+    r: Result, base: dict[str, Any] | None, tol: float, verdicts: dict[str, Verdict]
+) -> None:
+    """A benchmark that produced no figure fails each metric its baseline has: a broken
+    benchmark must not pass by measuring nothing."""
+    for name in (base or {}).get("metrics", {}):
+        if name != PER_CLOCK:
+            why = r.error or "the benchmark produced no result"
+            verdicts[name] = Verdict(FAILED, None, None, None, tol, why)
+
+
+def _why_incomparable(
+    r: Result, base: dict[str, Any] | None, env: dict[str, Any], params: JudgingParams
+) -> str | None:
+    """Why this result's baseline entry must not be compared with it (another GPU, another
+    environment: the users' hook decides first), or None; --allow-cross-gpu lets another
+    GPU through."""
     if base is None:
-        return Verdict(NEW, None, None, None, tol, "no baseline")
-    if why_not:
-        return Verdict(INCOMPARABLE, None, None, None, tol, why_not)
-    base_m = base["metrics"].get(name)
-    if base_m is None or not values_of(base_m, exclude_session):
-        return Verdict(NEW, None, None, None, tol, "no baseline for this metric")
-    if base_m.get("unit") != m["unit"]:
-        why = f"unit changed: baseline {base_m.get('unit')}, now {m['unit']}"
-        return Verdict(INCOMPARABLE, None, None, None, tol, why)
-    if base_m.get("direction") != m["direction"]:
-        why = (
-            f"direction changed: baseline {base_m.get('direction')} is better, now "
-            f"{m['direction']} is better"
-        )
-        return Verdict(INCOMPARABLE, None, None, None, tol, why)
-    return None
+        return None
+    why_not = params.incomparable(base.get("environment", {}), env_for(env, r.gpus_used))
+    if why_not and params.allow_cross_gpu and why_not.startswith("gpu differs"):
+        return None
+    return why_not
 
 
-def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
-    """A metric whose baseline or value is 0 (no casts, no padding): no ratio exists, so
-    it is judged by the difference. A value that was exactly 0 in every one of at least 2
-    sessions is deterministic: any move in the bad direction is a regression."""
-    now = m["median"]
-    higher = m["direction"] == "higher"
-    now_text = format_figure(now, m["unit"])
-    if all(v == 0 for v in values):
-        if now == 0:
-            return Verdict(
-                UNCHANGED, 0.0, 0.0, 0.0, tol, f"0 in all {len(values)} session(s) and now"
-            )
-        if len(values) < 2:
-            return Verdict(
-                INCONCLUSIVE,
-                None,
-                None,
-                None,
-                tol,
-                f"0 in the only baseline session, now {now_text}: save another session "
-                "to tell a constant from noise",
-            )
-        status = IMPROVED if higher else REGRESSED
-        why = f"was exactly 0 in all {len(values)} baseline sessions, now {now_text}"
-        return Verdict(status, None, None, 0.0, tol, why, basis="judged by the difference from 0")
-    ref = statistics.median(values)
-    change = now / ref - 1 if ref > 0 else None
-    return Verdict(
-        INCONCLUSIVE,
-        change,
-        None,
-        None,
-        tol,
-        f"a value of 0 in the baseline or now ({', '.join(fmt_number(v) for v in values)} "
-        f"-> {now_text}): no ratio to judge",
-    )
-
-
-def _judge_item(
-    it: Item,
-    model: NoiseModel,
-    removed: MetricOffsets,
-    confidence: float,
-) -> Verdict:
-    sp = it.spread
-    if not math.isfinite(sp.var):
-        change = ratio_change(value_d(it, it.g))
-        why = (
-            "one baseline session and no class spread to borrow: save another session to "
-            "know how much this figure varies"
-        )
-        return Verdict(INCONCLUSIVE, change, -change if it.higher else change, None,
-                       it.tolerance, why, it.tolerance, basis="one baseline session")  # fmt: skip
-    fit = model.classes.get(it.cls)
-    g, extra, df, after = it.g, 0.0, sp.df, ""
-    found = None
-    if fit is not None and fit.offsets and sp.offsets_removed:
-        found = removed.get(it.key)
-        if found is not None:
-            g -= found[0]
-            pool = fit.pooled_var if fit.pooled_var is not None else sp.var
-            extra = (math.pi / 2) * pool / max(1, found[1])  # the variance of their median
-            after = after_text(found)
-        elif it.raw is not None and math.isfinite(it.raw.var):
-            # too few of its class in this run to estimate the run's offset: judged with
-            # the spread that keeps the sessions' offsets in
-            sp = it.raw
-            g, df = better(it.metric["median"], it.higher) - sp.level, sp.df
-            after = "; its class's offsets kept in the spread (too few of its class in this run)"
-    d = value_d(it, g)
-    if sp.aside_dev is not None and g * sp.aside_dev > 0 and abs(g) >= abs(sp.aside_dev) / 2:
-        change = ratio_change(d)
-        why = (
-            f"{change * 100:+.1f}%, the way a baseline session went that was set aside as an "
-            "outlier: this may be the same cause, not the code (a model left resident, a "
-            "throttled card); fix the cause, or save sessions that show which is normal"
-        )
-        return Verdict(INCONCLUSIVE, change, -change if it.higher else change, None,
-                       it.tolerance, why, basis="; ".join(sp.set_aside))  # fmt: skip
-    v = decide(d, higher_is_better=it.higher, s_cur=_s_cur(it.metric), var=sp.var, df=df,
-               k=sp.k, tolerance=it.tolerance, confidence=confidence,
-               extra_var=extra)  # fmt: skip
-    v = replace(v, basis=_basis(v, sp, it.cls, df) + after)
-    return never_by_the_offset(v, it) if found is not None else v
-
-
-def _basis(v: Verdict, sp: Spread, cls: str, df: float) -> str:
-    unc = f"±{v.uncertainty * 100:.2f}%" if v.uncertainty is not None else "±?"
-    name = CLASS_NAMES.get(cls, cls)
-    dft = "inf" if not math.isfinite(df) else f"{df:.0f}"
-    if sp.source == "class":
-        text = f"{unc} from the spread of {sp.pool_metrics} {name} metrics ({dft} df)"
-    elif sp.source == "class (1 session)":
-        text = (
-            f"{unc}: one baseline session, with the spread of {sp.pool_metrics} {name} "
-            f"metrics ({dft} df)"
-        )
-    elif sp.source.startswith("own,"):
-        text = f"{unc} from its own {sp.k} sessions ({dft} df): noisier than its class (F test)"
-    else:
-        text = f"{unc} from its own {sp.k} sessions ({dft} df)"
-    if sp.floored:
-        text += (
-            f" raised to the launch-bound floor of {LAUNCH_FLOOR * 100:.0f}% (launch-bound wall "
-            "time moves between processes more than a few sessions show)"
-        )
-    if cls == LAUNCH:
-        text += (
-            "; launch-bound: judged against the launch-bound class only (it times the host "
-            "CPU's launches: a GPU-bound configuration, or gpuperf ab, can see a change)"
-        )
-    if sp.set_aside:
-        text += "; " + "; ".join(sp.set_aside)
-    return text
-
-
-def _base_clock(base_m: dict[str, Any]) -> float | None:
-    clocks = [h["clock_mhz"] for h in base_m["history"] if h.get("clock_mhz")]
-    return statistics.median(clocks) if clocks else None
+def _item(
+    r: Result,
+    name: str,
+    m: dict[str, Any],
+    t: float,
+    models: tuple[NoiseModel, NoiseModel],
+) -> Item | None:
+    """A figure to judge by the noise model: its spread, its distance from its level in
+    "better" space, and the spread with offsets kept; None without a usable history."""
+    model, raw_model = models
+    spread = model.spread(f"{r.key}::{name}")
+    if spread is None:
+        return None
+    g = better(m["median"], m["direction"] == "higher") - spread.level
+    return Item(r, name, m, str(m.get("noise_class")), spread, t, g,
+                raw_model.spread(f"{r.key}::{name}"))  # fmt: skip
 
 
 # ------------------------------------------------------------------- verdicts as dicts

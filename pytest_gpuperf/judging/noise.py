@@ -158,97 +158,150 @@ class NoiseModel:
         return model
 
     def _fit_class(self, c: str, members: list[Series]) -> None:
+        """One class, steps 1-3 of the module's docstring: its session offsets, each
+        metric's own level and spread with a wild session set aside, the class pool, and
+        from them each member's Spread."""
         fit = ClassFit(c)
         self.classes[c] = fit
-        logs = {s.key: [better(v, s.higher) for v in s.values] for s in members}
-        sessions = {s.key: s.sessions for s in members}
         derived = {s.key for s in members if s.derived}  # copies of a measurement: no vote
-        if c in OFFSET_CLASSES and self.use_offsets:
-            fit.offsets = _offsets({k: v for k, v in logs.items() if k not in derived}, sessions)
-        own: dict[str, tuple[float, float, int, tuple[str, ...]]] = {}
-        aside_dev: dict[str, float] = {}
-        m_fit = sum(1 for s in members if len(s.values) > 1 and not s.derived)
-        residuals = {
-            s.key: [
-                y - fit.offsets.get(ss, 0.0) for y, ss in zip(logs[s.key], s.sessions, strict=True)
-            ]
-            for s in members
-        }
+        residuals = self._residuals(fit, members, derived)
+        own: dict[str, _Own] = {}
         for s in members:
             res = residuals[s.key]
             own[s.key] = (statistics.fmean(res), _var(res), len(res), ())
-        # set aside wild session values, against the class's typical spread
-        typical = [v for _, v, k, _ in own.values() if k > 1 and math.isfinite(v)]
-        typical_sd = math.sqrt(_median(typical)) if typical else 0.0
-        bound = max(math.log1p(SET_ASIDE_MIN), SET_ASIDE_SDS * typical_sd)
-        for s in members:
-            res = residuals[s.key]
-            if len(res) < MIN_SET_ASIDE:
-                continue
-            far = max(range(len(res)), key=lambda i: abs(res[i] - _median(res[:i] + res[i + 1 :])))
-            others = res[:far] + res[far + 1 :]
-            dev = res[far] - _median(others)
-            if abs(dev) > bound:
-                shown = dev if s.higher else -dev  # the value's own change, not "better"
-                why = (
-                    f"session of {s.sessions[far]} set aside: {ratio_change(shown) * 100:+.1f}% "
-                    f"from the metric's other {len(others)} sessions (more than "
-                    f"{ratio_change(bound) * 100:.1f}%: another model resident, a throttled "
-                    "card?)"
-                )
-                own[s.key] = (statistics.fmean(others), _var(others), len(others), (why,))
-                aside_dev[s.key] = dev
+        aside_dev = _set_aside(members, residuals, own)
         # the degrees of freedom the offsets took: a metric's residuals are a little small
+        m_fit = sum(1 for s in members if len(s.values) > 1 and not s.derived)
         scale = m_fit / (m_fit - 1) if fit.offsets and m_fit > 1 else 1.0
         with_spread = {
             k: (v * scale, n - 1) for k, (_, v, n, _) in own.items() if n > 1 and math.isfinite(v)
         }
-        pooled_keys: set[str] = set()
         # a metric with a session set aside keeps its own spread: the sessions left may
         # agree by chance, and one that strays that far may be how the metric behaves
         unpooled = derived | set(aside_dev)
-        voters = {k: v for k, v in with_spread.items() if k not in unpooled}
-        if c not in UNPOOLED and len(voters) >= MIN_POOL:
-            keep = _screened(voters)
-            # in key order: a sum over a set is added in hash order, which differs between
-            # processes (PYTHONHASHSEED), and the run and its confirmation must agree
-            fit.pooled_df = sum(with_spread[k][1] for k in sorted(keep))
-            fit.pooled_var = (
-                sum(with_spread[k][0] * with_spread[k][1] for k in sorted(keep)) / fit.pooled_df
-            )
-            fit.pool_metrics = len(keep)
-            fit.screened = len(voters) - len(keep)
-            pooled_keys = keep | {  # a derived figure as quiet as the pool takes its spread
-                k
-                for k in (derived - set(aside_dev)) & set(with_spread)
-                if with_spread[k][0]
-                <= fit.pooled_var * f_isf(SCREEN_P, with_spread[k][1], fit.pooled_df)
-            }
+        pooled_keys = _pool(fit, with_spread, derived, unpooled, set(aside_dev))
         for s in members:
-            level, _, n, aside = own[s.key]
-            spread: Spread
-            if s.key in pooled_keys and fit.pooled_var is not None:
-                v, _d = with_spread[s.key]
-                spread = Spread(level, max(v, fit.pooled_var), fit.pooled_df, n, "class",
-                                fit.pool_metrics, aside, bool(fit.offsets))  # fmt: skip
-            elif s.key in with_spread:
-                v, d = with_spread[s.key]
-                noisier = fit.pooled_var is not None and s.key not in unpooled
-                source = "own, noisier than its class" if noisier else "own"
-                spread = Spread(level, v, d, n, source, fit.pool_metrics, aside, bool(fit.offsets))
-            elif fit.pooled_var is not None:  # one session: the class's spread
-                spread = Spread(level, fit.pooled_var, fit.pooled_df, n, "class (1 session)",
-                                fit.pool_metrics, aside, bool(fit.offsets))  # fmt: skip
-            else:
-                spread = Spread(level, math.nan, 0, n, "none", 0, aside, bool(fit.offsets))
+            spread = _member_spread(s.key, fit, own[s.key], with_spread, pooled_keys, unpooled)
             if s.key in aside_dev:
                 spread = replace(spread, aside_dev=aside_dev[s.key])
             if c == LAUNCH and math.isfinite(spread.var) and spread.var < LAUNCH_FLOOR_VAR:
                 spread = replace(spread, var=LAUNCH_FLOOR_VAR, df=math.inf, floored=True)
             self.spreads[s.key] = spread
 
+    def _residuals(
+        self, fit: ClassFit, members: list[Series], derived: set[str]
+    ) -> dict[str, list[float]]:
+        """Each member's values in "better" space less its session's class offset; the
+        offsets (step 1) are fitted here first, from the class's measurements only (a
+        derived figure is a copy of one: counting it would weigh one measurement twice)."""
+        logs = {s.key: [better(v, s.higher) for v in s.values] for s in members}
+        sessions = {s.key: s.sessions for s in members}
+        if fit.cls in OFFSET_CLASSES and self.use_offsets:
+            fit.offsets = _offsets({k: v for k, v in logs.items() if k not in derived}, sessions)
+        return {
+            s.key: [
+                y - fit.offsets.get(ss, 0.0) for y, ss in zip(logs[s.key], s.sessions, strict=True)
+            ]
+            for s in members
+        }
+
     def spread(self, key: str) -> Spread | None:
         return self.spreads.get(key)
+
+
+# a metric's own fit: level, variance of one session, sessions, why a session was set aside
+_Own = tuple[float, float, int, tuple[str, ...]]
+
+
+def _set_aside(
+    members: list[Series], residuals: dict[str, list[float]], own: dict[str, _Own]
+) -> dict[str, float]:
+    """Step 2: a session value far from the metric's other sessions (a model left
+    resident, a throttled card) is set aside, so one bad session cannot widen the spread
+    or move the level; `own` takes the metric's fit without it and the reason to show.
+    Judged against the class's typical spread, measured before any is set aside. Returns
+    how far (log) each set-aside value was from the others."""
+    typical = [v for _, v, k, _ in own.values() if k > 1 and math.isfinite(v)]
+    typical_sd = math.sqrt(_median(typical)) if typical else 0.0
+    bound = max(math.log1p(SET_ASIDE_MIN), SET_ASIDE_SDS * typical_sd)
+    aside_dev: dict[str, float] = {}
+    for s in members:
+        res = residuals[s.key]
+        if len(res) < MIN_SET_ASIDE:
+            continue
+        far = max(range(len(res)), key=lambda i: abs(res[i] - _median(res[:i] + res[i + 1 :])))
+        others = res[:far] + res[far + 1 :]
+        dev = res[far] - _median(others)
+        if abs(dev) > bound:
+            shown = dev if s.higher else -dev  # the value's own change, not "better"
+            why = (
+                f"session of {s.sessions[far]} set aside: {ratio_change(shown) * 100:+.1f}% "
+                f"from the metric's other {len(others)} sessions (more than "
+                f"{ratio_change(bound) * 100:.1f}%: another model resident, a throttled "
+                "card?)"
+            )
+            own[s.key] = (statistics.fmean(others), _var(others), len(others), (why,))
+            aside_dev[s.key] = dev
+    return aside_dev
+
+
+def _pool(
+    fit: ClassFit,
+    with_spread: Mapping[str, tuple[float, float]],
+    derived: set[str],
+    unpooled: set[str],
+    aside: set[str],
+) -> set[str]:
+    """Step 3: the class pool, set on `fit` (its variance, degrees of freedom, metrics,
+    how many were screened out), made of the metrics that vote (not derived, none set
+    aside) and pass the F test; returns the metrics that take the pool's spread: those,
+    and a derived figure as quiet as the pool. None in an UNPOOLED class or one of fewer
+    than MIN_POOL voters: each keeps its own spread."""
+    voters = {k: v for k, v in with_spread.items() if k not in unpooled}
+    if fit.cls in UNPOOLED or len(voters) < MIN_POOL:
+        return set()
+    keep = _screened(voters)
+    # in key order: a sum over a set is added in hash order, which differs between
+    # processes (PYTHONHASHSEED), and the run and its confirmation must agree
+    fit.pooled_df = sum(with_spread[k][1] for k in sorted(keep))
+    fit.pooled_var = (
+        sum(with_spread[k][0] * with_spread[k][1] for k in sorted(keep)) / fit.pooled_df
+    )
+    fit.pool_metrics = len(keep)
+    fit.screened = len(voters) - len(keep)
+    return keep | {  # a derived figure as quiet as the pool takes its spread
+        k
+        for k in (derived - aside) & set(with_spread)
+        if with_spread[k][0] <= fit.pooled_var * f_isf(SCREEN_P, with_spread[k][1], fit.pooled_df)
+    }
+
+
+def _member_spread(
+    key: str,
+    fit: ClassFit,
+    own: _Own,
+    with_spread: Mapping[str, tuple[float, float]],
+    pooled_keys: set[str],
+    unpooled: set[str],
+) -> Spread:
+    """One metric's Spread: the pool's (never below its own) if it is pooled, else its own
+    (named noisier than its class when the F test left it out), else, with one session,
+    the class's; with neither, no spread (NaN: judged inconclusive)."""
+    level, _, n, aside = own
+    offsets = bool(fit.offsets)
+    if key in pooled_keys and fit.pooled_var is not None:
+        v, _d = with_spread[key]
+        return Spread(level, max(v, fit.pooled_var), fit.pooled_df, n, "class",
+                      fit.pool_metrics, aside, offsets)  # fmt: skip
+    if key in with_spread:
+        v, d = with_spread[key]
+        noisier = fit.pooled_var is not None and key not in unpooled
+        source = "own, noisier than its class" if noisier else "own"
+        return Spread(level, v, d, n, source, fit.pool_metrics, aside, offsets)
+    if fit.pooled_var is not None:  # one session: the class's spread
+        return Spread(level, fit.pooled_var, fit.pooled_df, n, "class (1 session)",
+                      fit.pool_metrics, aside, offsets)  # fmt: skip
+    return Spread(level, math.nan, 0, n, "none", 0, aside, offsets)
 
 
 def _screened(voters: Mapping[str, tuple[float, float]]) -> set[str]:

@@ -309,54 +309,12 @@ class GpuBenchmark:
         check_metric_name(metric)
         if not isinstance(gate, bool):
             raise ValueError(f"gate must be True or False, got {gate!r}")
-        if noise_class is not None:
-            try:
-                noise_class = parse_noise_class(noise_class)
-            except ValueError as exc:
-                raise ValueError(
-                    f"{self.nodeid}: record({metric!r}, ..., noise_class={noise_class!r}): {exc}"
-                ) from None
-            if noise_class == "auto":
-                noise_class = None
+        noise_class = self._recorded_noise_class(metric, noise_class)
         if derived_from is not None:
-            source = f"{self.nodeid}::{derived_from}" if derived_from else self.nodeid
-            if not any(r.key == source and r.kind == "measured" for r in self.results):
-                raise ValueError(
-                    f"derived_from={derived_from!r}: no measurement {source} in this test yet "
-                    "(measure it with gpu_benchmark(...) first)"
-                )
-        if finite_number(value) is None:
-            shown = (
-                f"a whole number of {len(str(abs(value)))} digits, beyond a float's range"
-                if isinstance(value, int) and not isinstance(value, bool)
-                else repr(value)[:100]
-            )
-            raise ValueError(f"value of {metric!r} must be a finite number, got {shown}")
-        if value < 0:
-            raise ValueError(f"value of {metric!r} must be >= 0, got {value!r}")
-        if not isinstance(unit, str) or not unit.strip() or not unit.isprintable():
-            raise ValueError(f"unit of {metric!r} must be a non-empty string, got {unit!r}")
-        if higher_is_better is None:
-            higher_is_better = not lower_is_better_unit(unit)
-        if not isinstance(higher_is_better, bool):
-            raise ValueError(
-                f"higher_is_better must be True, False or None, got {higher_is_better!r}"
-            )
+            self._check_derived_from(derived_from)
+        higher_is_better = _recorded_direction(metric, value, unit, higher_is_better)
         self._check_new_key(metric, "recorded")
-        v = float(value)
-        result = Result(
-            nodeid=self.nodeid,
-            metric=metric,
-            unit=unit.strip(),
-            work_per_call=1.0,
-            kind="recorded",
-            higher_is_better=higher_is_better,
-        )
-        result.throughput = Throughput(unit.strip(), v, v, v)
-        result.backend, result.device = self.backend, self.snapshot.describe()
-        self._stamp(result)
-        result.config = self.config().to_dict()
-        result.stop_reason = "recorded"
+        result = self._recorded_result(metric, float(value), unit.strip(), higher_is_better)
         result.gate, result.derived_from, result.noise_class = gate, derived_from, noise_class
         if note:
             result.notes.append(str(note))
@@ -364,6 +322,71 @@ class GpuBenchmark:
         if not self.disabled:
             self.results.append(result)
         return result
+
+    def _recorded_noise_class(self, metric: str, noise_class: str | None) -> str | None:
+        """record(noise_class=...) parsed like the marker's (any case), the error naming
+        the test and the call; "auto" means the assigned class, as None does."""
+        if noise_class is None:
+            return None
+        try:
+            parsed = parse_noise_class(noise_class)
+        except ValueError as exc:
+            raise ValueError(
+                f"{self.nodeid}: record({metric!r}, ..., noise_class={noise_class!r}): {exc}"
+            ) from None
+        return None if parsed == "auto" else parsed
+
+    def _check_derived_from(self, derived_from: str) -> None:
+        """A derived figure shares its measurement's class and false-alarm budget, so the
+        measurement must exist in this test already: a typo must not make it a new one."""
+        source = f"{self.nodeid}::{derived_from}" if derived_from else self.nodeid
+        if not any(r.key == source and r.kind == "measured" for r in self.results):
+            raise ValueError(
+                f"derived_from={derived_from!r}: no measurement {source} in this test yet "
+                "(measure it with gpu_benchmark(...) first)"
+            )
+
+    def _recorded_result(self, metric: str, v: float, unit: str, higher: bool) -> Result:
+        """A recorded figure as a Result like a measurement's: the value is its own interval
+        (one number, no samples), stamped with the device, the GPU, the test's parameters
+        and its settings."""
+        result = Result(
+            nodeid=self.nodeid,
+            metric=metric,
+            unit=unit,
+            work_per_call=1.0,
+            kind="recorded",
+            higher_is_better=higher,
+        )
+        result.throughput = Throughput(unit, v, v, v)
+        result.backend, result.device = self.backend, self.snapshot.describe()
+        self._stamp(result)
+        result.config = self.config().to_dict()
+        result.stop_reason = "recorded"
+        return result
+
+
+def _recorded_direction(metric: str, value: object, unit: object, higher_is_better: object) -> bool:
+    """A recorded figure's value and unit checked with the baseline loader's rules (a
+    finite number >= 0, a printable unit), so nothing saved is refused later; returns
+    whether higher is better: `higher_is_better`, or from the unit (a time: lower)."""
+    number = finite_number(value)
+    if number is None:
+        shown = (
+            f"a whole number of {len(str(abs(value)))} digits, beyond a float's range"
+            if isinstance(value, int) and not isinstance(value, bool)
+            else repr(value)[:100]
+        )
+        raise ValueError(f"value of {metric!r} must be a finite number, got {shown}")
+    if number < 0:
+        raise ValueError(f"value of {metric!r} must be >= 0, got {value!r}")
+    if not isinstance(unit, str) or not unit.strip() or not unit.isprintable():
+        raise ValueError(f"unit of {metric!r} must be a non-empty string, got {unit!r}")
+    if higher_is_better is None:
+        higher_is_better = not lower_is_better_unit(unit)
+    if not isinstance(higher_is_better, bool):
+        raise ValueError(f"higher_is_better must be True, False or None, got {higher_is_better!r}")
+    return higher_is_better
 
 
 def finite_number(value: object) -> float | None:

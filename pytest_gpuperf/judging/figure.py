@@ -1,0 +1,206 @@
+"""One figure of a run against its baseline history: the verdicts decided apart from the
+noise model (informational, new, incomparable, a zero), and the verdict of a figure the
+noise model judges, with the basis text that says where its uncertainty came from.
+Pure: judge.py gathers a run's figures and calls these for each."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import replace
+from typing import Any
+
+from ..baseline.history import values_of
+from ..core.figures import CLASS_NAMES, LAUNCH
+from ..core.results import fmt_number, format_figure
+from .noise import LAUNCH_FLOOR, NoiseModel, Spread, better
+from .offsets import Item, MetricOffsets, after_text, never_by_the_offset, value_d
+from .verdict import (
+    IMPROVED,
+    INCOMPARABLE,
+    INCONCLUSIVE,
+    INFO,
+    NEW,
+    REGRESSED,
+    UNCHANGED,
+    Verdict,
+    decide,
+    ratio_change,
+)
+
+Z95 = 1.959963984540054
+
+
+def _s_cur(m: dict[str, Any]) -> float:
+    med = m["median"]
+    half = max(med - m.get("ci_low", med), m.get("ci_high", med) - med)
+    return half / med / Z95 if med > 0 else 0.0
+
+
+def decided_apart(
+    m: dict[str, Any],
+    base: dict[str, Any] | None,
+    name: str,
+    why_not: str | None,
+    t: float,
+    exclude_session: str | None,
+) -> Verdict | None:
+    """The verdict a figure gets without the noise model: before any statistics
+    (_precheck), or by the difference when the baseline or the value is 0 (no ratio)."""
+    v = _precheck(m, base, name, why_not, t, exclude_session)
+    if v is None:
+        values = values_of(base["metrics"][name], exclude_session)  # type: ignore[index]
+        if min(values) <= 0 or m["median"] <= 0:
+            v = _judge_zero(values, m, t)
+    return v
+
+
+def _precheck(
+    m: dict[str, Any],
+    base: dict[str, Any] | None,
+    name: str,
+    why_not: str | None,
+    tol: float,
+    exclude_session: str | None,
+) -> Verdict | None:
+    """The verdicts decided before any statistics: informational, new, incomparable."""
+    if m.get("gate") is False:
+        return Verdict(INFO, None, None, None, tol, "informational: reported, never judged")
+    if base is None:
+        return Verdict(NEW, None, None, None, tol, "no baseline")
+    if why_not:
+        return Verdict(INCOMPARABLE, None, None, None, tol, why_not)
+    base_m = base["metrics"].get(name)
+    if base_m is None or not values_of(base_m, exclude_session):
+        return Verdict(NEW, None, None, None, tol, "no baseline for this metric")
+    if base_m.get("unit") != m["unit"]:
+        why = f"unit changed: baseline {base_m.get('unit')}, now {m['unit']}"
+        return Verdict(INCOMPARABLE, None, None, None, tol, why)
+    if base_m.get("direction") != m["direction"]:
+        why = (
+            f"direction changed: baseline {base_m.get('direction')} is better, now "
+            f"{m['direction']} is better"
+        )
+        return Verdict(INCOMPARABLE, None, None, None, tol, why)
+    return None
+
+
+def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
+    """A metric whose baseline or value is 0 (no casts, no padding): no ratio exists, so
+    it is judged by the difference. A value that was exactly 0 in every one of at least 2
+    sessions is deterministic: any move in the bad direction is a regression."""
+    now = m["median"]
+    higher = m["direction"] == "higher"
+    now_text = format_figure(now, m["unit"])
+    if all(v == 0 for v in values):
+        if now == 0:
+            return Verdict(
+                UNCHANGED, 0.0, 0.0, 0.0, tol, f"0 in all {len(values)} session(s) and now"
+            )
+        if len(values) < 2:
+            return Verdict(
+                INCONCLUSIVE,
+                None,
+                None,
+                None,
+                tol,
+                f"0 in the only baseline session, now {now_text}: save another session "
+                "to tell a constant from noise",
+            )
+        status = IMPROVED if higher else REGRESSED
+        why = f"was exactly 0 in all {len(values)} baseline sessions, now {now_text}"
+        return Verdict(status, None, None, 0.0, tol, why, basis="judged by the difference from 0")
+    ref = statistics.median(values)
+    change = now / ref - 1 if ref > 0 else None
+    return Verdict(
+        INCONCLUSIVE,
+        change,
+        None,
+        None,
+        tol,
+        f"a value of 0 in the baseline or now ({', '.join(fmt_number(v) for v in values)} "
+        f"-> {now_text}): no ratio to judge",
+    )
+
+
+def judge_item(
+    it: Item,
+    model: NoiseModel,
+    removed: MetricOffsets,
+    confidence: float,
+) -> Verdict:
+    sp = it.spread
+    if not math.isfinite(sp.var):
+        change = ratio_change(value_d(it, it.g))
+        why = (
+            "one baseline session and no class spread to borrow: save another session to "
+            "know how much this figure varies"
+        )
+        return Verdict(INCONCLUSIVE, change, -change if it.higher else change, None,
+                       it.tolerance, why, it.tolerance, basis="one baseline session")  # fmt: skip
+    fit = model.classes.get(it.cls)
+    g, extra, df, after = it.g, 0.0, sp.df, ""
+    found = None
+    if fit is not None and fit.offsets and sp.offsets_removed:
+        found = removed.get(it.key)
+        if found is not None:
+            g -= found[0]
+            pool = fit.pooled_var if fit.pooled_var is not None else sp.var
+            extra = (math.pi / 2) * pool / max(1, found[1])  # the variance of their median
+            after = after_text(found)
+        elif it.raw is not None and math.isfinite(it.raw.var):
+            # too few of its class in this run to estimate the run's offset: judged with
+            # the spread that keeps the sessions' offsets in
+            sp = it.raw
+            g, df = better(it.metric["median"], it.higher) - sp.level, sp.df
+            after = "; its class's offsets kept in the spread (too few of its class in this run)"
+    d = value_d(it, g)
+    if sp.aside_dev is not None and g * sp.aside_dev > 0 and abs(g) >= abs(sp.aside_dev) / 2:
+        change = ratio_change(d)
+        why = (
+            f"{change * 100:+.1f}%, the way a baseline session went that was set aside as an "
+            "outlier: this may be the same cause, not the code (a model left resident, a "
+            "throttled card); fix the cause, or save sessions that show which is normal"
+        )
+        return Verdict(INCONCLUSIVE, change, -change if it.higher else change, None,
+                       it.tolerance, why, basis="; ".join(sp.set_aside))  # fmt: skip
+    v = decide(d, higher_is_better=it.higher, s_cur=_s_cur(it.metric), var=sp.var, df=df,
+               k=sp.k, tolerance=it.tolerance, confidence=confidence,
+               extra_var=extra)  # fmt: skip
+    v = replace(v, basis=_basis(v, sp, it.cls, df) + after)
+    return never_by_the_offset(v, it) if found is not None else v
+
+
+def _basis(v: Verdict, sp: Spread, cls: str, df: float) -> str:
+    unc = f"±{v.uncertainty * 100:.2f}%" if v.uncertainty is not None else "±?"
+    name = CLASS_NAMES.get(cls, cls)
+    dft = "inf" if not math.isfinite(df) else f"{df:.0f}"
+    if sp.source == "class":
+        text = f"{unc} from the spread of {sp.pool_metrics} {name} metrics ({dft} df)"
+    elif sp.source == "class (1 session)":
+        text = (
+            f"{unc}: one baseline session, with the spread of {sp.pool_metrics} {name} "
+            f"metrics ({dft} df)"
+        )
+    elif sp.source.startswith("own,"):
+        text = f"{unc} from its own {sp.k} sessions ({dft} df): noisier than its class (F test)"
+    else:
+        text = f"{unc} from its own {sp.k} sessions ({dft} df)"
+    if sp.floored:
+        text += (
+            f" raised to the launch-bound floor of {LAUNCH_FLOOR * 100:.0f}% (launch-bound wall "
+            "time moves between processes more than a few sessions show)"
+        )
+    if cls == LAUNCH:
+        text += (
+            "; launch-bound: judged against the launch-bound class only (it times the host "
+            "CPU's launches: a GPU-bound configuration, or gpuperf ab, can see a change)"
+        )
+    if sp.set_aside:
+        text += "; " + "; ".join(sp.set_aside)
+    return text
+
+
+def base_clock(base_m: dict[str, Any]) -> float | None:
+    clocks = [h["clock_mhz"] for h in base_m["history"] if h.get("clock_mhz")]
+    return statistics.median(clocks) if clocks else None
