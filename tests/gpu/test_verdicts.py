@@ -1,13 +1,18 @@
 """GPU-only benchmarks for the verdicts and the confirmation (never shipped, skipped without a
 GPU by the plugin's own marker): a user's own small file, as the verdict and fresh-process
 issues describe it. GPUPERF_SLOWDOWN (0.05, 0.10) adds that fraction of identical work to
-each call of the GPU-bound benchmarks; the sweep's launch-bound point is never slowed.
+each call of the GPU-bound benchmarks and of the launch-bound step; the sweep's launch-bound
+point is never slowed. A file slowdown.txt beside this one, where it exists, gives the
+fraction instead: a change to the code, which the paired stage's base build does not share
+(tests/gpu/paired.sh commits it at 0 and edits it in the working tree).
 
 - test_v_copy: a 256 MiB bf16 copy, memory-bound (bandwidth class).
 - test_v_mlp: a bf16 Llama MLP block, compute-bound: judged in time and per SM clock cycle.
 - test_v_attention: SDPA bf16 attention as a latency (lower is better), GPU-bound and
   compute-bound: judged per clock cycle too.
 - test_v_sweep: a bf16 matmul at batch 8 (launch-bound: microseconds per call), 256, 2048.
+- test_v_launch: a step of 200 small elementwise kernels, launch-bound (the host's launch
+  rate sets its wall time; its GPU kernel time is the figure that can be decided).
 
 The order loads the GPU before the latency runs (copy, MLP first), so that the run measures
 the latency on a warm, power-capped card while a confirmation measures it alone. Driven by
@@ -15,10 +20,14 @@ tests/gpu/verdicts.sh; docs/performance.md has the results.
 """
 
 import os
+from pathlib import Path
 
 import pytest
 
-SLOWDOWN = float(os.environ.get("GPUPERF_SLOWDOWN", "0"))
+_FILE = Path(__file__).with_name("slowdown.txt")
+SLOWDOWN = float(
+    _FILE.read_text().strip() if _FILE.is_file() else os.environ.get("GPUPERF_SLOWDOWN", "0")
+)
 pytestmark = pytest.mark.gpu_requires_vram("8GiB")
 
 
@@ -96,4 +105,20 @@ def test_v_sweep(gpu_benchmark, batch):
             a @ w
 
     r = gpu_benchmark(work, work=10 * 2 * batch * 4096 * 4096, unit="flop")
+    assert r.outcome == "ok"
+
+
+def test_v_launch(gpu_benchmark):
+    import torch
+
+    x = torch.randn(4096, device="cuda")
+    kernels = _reps(200)
+
+    def work():
+        y = x
+        for _ in range(kernels):
+            y = y * 1.0001
+        return y
+
+    r = gpu_benchmark(work, work=200, unit="items")
     assert r.outcome == "ok"
