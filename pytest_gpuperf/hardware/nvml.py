@@ -9,7 +9,6 @@ value, not a crash.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -64,14 +63,6 @@ class NVML:
     def constant(self, name: str, default: int = 0) -> int:
         lib = self._ensure()
         return int(getattr(lib, name, default)) if lib is not None else default
-
-    def shutdown(self) -> None:
-        with self._lock:
-            if self._state == "ok" and self._lib is not None:
-                with contextlib.suppress(Exception):
-                    self._lib.nvmlShutdown()
-            self._state = "untried"
-            self._lib = None
 
 
 def _import_pynvml() -> Any:

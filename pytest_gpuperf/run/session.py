@@ -120,10 +120,6 @@ class GpuPerfSession:
         """Replace detection (tests of the plugin, and callers that detect via torch)."""
         self._snapshot = snap
 
-    @property
-    def snapshot_taken(self) -> bool:
-        return self._snapshot is not None
-
     def detected_profile(self) -> Profile | None:
         return self.registry.match(self.snapshot())
 
