@@ -9,6 +9,7 @@ value, not a crash.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -71,12 +72,8 @@ def _import_pynvml() -> Any:
     return pynvml
 
 
-_SESSION: NVML | None = None
-
-
+@functools.lru_cache(maxsize=1)
 def nvml() -> NVML:
-    """The process-wide NVML session."""
-    global _SESSION
-    if _SESSION is None:
-        _SESSION = NVML()
-    return _SESSION
+    """The process-wide NVML session, made on the first call (NVML initialises on its first
+    query)."""
+    return NVML()
