@@ -437,3 +437,86 @@ def test_no_test_swaps_a_package_modules_attribute_by_hand():
         for line in module_swaps(path.read_text(encoding="utf-8"), known, str(path.relative_to(TESTS)))
     ]
     assert found == [], "a test swaps a module's attribute by hand:\n" + "\n".join(found)
+
+
+# ------------------------------------------------------------------ names said in one place
+
+WORKER_QUESTION = {"workerinput", "PYTEST_XDIST_WORKER"}  # how a process knows it is a worker
+
+
+def string_constants(source: str) -> list[tuple[int, str, bool]]:
+    """(line, value, whether it is a module-level `NAME = "value"`) of each whole string."""
+    tree = ast.parse(source)
+    defined = {
+        id(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value, id(node) in defined)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
+def worker_questions(source: str, where: str = "<source>") -> list[str]:
+    return [
+        f"{where} line {line}: {value!r}"
+        for line, value, _ in string_constants(source)
+        if value in WORKER_QUESTION
+    ]
+
+
+def environment_names(sources: dict[str, str]) -> tuple[dict[str, list[str]], list[str]]:
+    """The plugin's own environment variables (PYTEST_GPUPERF_*): where each is defined as a
+    constant, and every other place one is spelled as a bare literal."""
+    import re
+
+    defined: dict[str, list[str]] = {}
+    bare = []
+    for where, source in sources.items():
+        for line, value, is_definition in string_constants(source):
+            if re.fullmatch(r"PYTEST_GPUPERF_[A-Z_]+", value):
+                if is_definition:
+                    defined.setdefault(value, []).append(where)
+                else:
+                    bare.append(f"{where} line {line}: {value!r}")
+    return defined, bare
+
+
+def _package_sources() -> dict[str, str]:
+    return {
+        path.relative_to(PACKAGE).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+
+
+def test_the_name_checkers_find_planted_names():
+    planted = 'import os\nA = "PYTEST_GPUPERF_A"\nif os.environ.get("PYTEST_GPUPERF_A"):\n    pass\n'
+    assert environment_names({"m.py": planted, "n.py": 'A = "PYTEST_GPUPERF_A"\n'}) == (
+        {"PYTEST_GPUPERF_A": ["m.py", "n.py"]},
+        ["m.py line 3: 'PYTEST_GPUPERF_A'"],
+    )
+    asked = 'def f(config):\n    return hasattr(config, "workerinput")\n'
+    assert worker_questions(asked) == ["<source> line 2: 'workerinput'"]
+    assert worker_questions('"""A docstring that says workerinput."""\n') == []
+
+
+def test_whether_a_process_is_an_xdist_worker_is_asked_in_one_place():
+    """fresh/workers.py's is_worker: everything else calls it."""
+    found = [
+        line
+        for where, source in _package_sources().items()
+        if where != "fresh/workers.py"
+        for line in worker_questions(source, where)
+    ]
+    assert found == [], "asks itself whether it is an xdist worker:\n" + "\n".join(found)
+
+
+def test_each_environment_variable_is_named_once():
+    defined, bare = environment_names(_package_sources())
+    twice = {name: where for name, where in defined.items() if len(where) > 1}
+    assert twice == {} and bare == [], f"defined twice: {twice}; spelled bare: {bare}"

@@ -393,7 +393,9 @@ class GpuPerfSession:
         """Judge the run (before JUnit XML and the terminal summary are written): a
         regression is reported as the failed test GATE_NODEID, whose failure text is the
         regression lines, so it shows wherever failed tests show."""
-        if hasattr(session.config, "workerinput"):
+        from ..fresh.workers import is_worker
+
+        if is_worker(session.config):
             return  # the controller judges, from the workers' reports
         if self.deferred:  # the tests the workers left for after them
             from ..fresh.deferred import run_deferred
@@ -428,7 +430,9 @@ class GpuPerfSession:
     def finish_outputs(self, session: pytest.Session) -> None:
         """Save (save mode) and write the outputs asked for: last of the run's sessionfinish
         hooks (Outputs below)."""
-        if hasattr(session.config, "workerinput"):
+        from ..fresh.workers import is_worker
+
+        if is_worker(session.config):
             return  # the controller saves and reports, from the workers' reports
         note = self.save_baseline(session)
         if note:
