@@ -25,8 +25,10 @@ cycle. Which imports count:
 
 No module is longer than 500 lines, no function or method longer than 80 (its `def` line to
 its last, decorators not counted; a nested function counts in its own right and in the one
-around it), no module imports another's private name, and no test swaps a module's global by
-hand (monkeypatch does, and undoes it)."""
+around it), no module imports another's private name, no module of the package has a
+`global` statement (a module's state swapped at run time is state a reader cannot follow:
+pass it down, cache it with functools, or keep it in the run's stash), and no test swaps a
+module's global by hand (monkeypatch does, and undoes it)."""
 
 from __future__ import annotations
 
@@ -377,3 +379,214 @@ def test_the_baseline_format_is_spelled_in_one_module(name):
                 if name == "VERSION" or (isinstance(value, str) and "baseline" in value):
                     owners.append(path.relative_to(PACKAGE).as_posix())
     assert owners == ["baseline/schema.py"]
+
+
+# ------------------------------------------------------- module state: read, never swapped
+
+TESTS = Path(__file__).resolve().parent
+
+
+def global_statements(source: str, where: str = "<source>") -> list[str]:
+    """Each `global` statement of a module's source: a module global assigned at run time."""
+    tree = ast.parse(source)
+    return [
+        f"{where} line {node.lineno}: global {', '.join(node.names)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Global)
+    ]
+
+
+def _module_aliases(tree: ast.Module, known: set[str]) -> set[str]:
+    """The names a test binds to a module of the package (`import pytest_gpuperf.x as x`,
+    `from pytest_gpuperf.measure import hostload`, `import pytest_gpuperf`)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == ROOT:
+                    names.add(a.asname or a.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for a in node.names:
+                if f"{node.module}.{a.name}" in known:
+                    names.add(a.asname or a.name)
+    return names
+
+
+def _names_a_module(node: ast.expr, aliases: set[str], known: set[str]) -> bool:
+    """`hostload` (an alias of a module) or `pytest_gpuperf.measure.hostload`."""
+    if isinstance(node, ast.Name):
+        return node.id in aliases
+    dotted = []
+    while isinstance(node, ast.Attribute):
+        dotted.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id == ROOT:
+        return ".".join([ROOT, *reversed(dotted)]) in known
+    return False
+
+
+def module_swaps(source: str, known: set[str], where: str = "<source>") -> list[str]:
+    """Each assignment (or deletion) of an attribute of a package module in a test's source,
+    and each builtin setattr/delattr on one: a swap no fixture undoes."""
+    tree = ast.parse(source)
+    aliases = _module_aliases(tree, known)
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+            and node.args
+            and _names_a_module(node.args[0], aliases, known)
+        ):
+            out.append((node.lineno, f"{node.func.id}({ast.unparse(node.args[0])}, ...)"))
+        while targets:  # a, mod.X = ... and (mod.X, b) = ... alike
+            t = targets.pop(0)
+            if isinstance(t, (ast.Tuple, ast.List)):
+                targets[:0] = t.elts
+            elif isinstance(t, ast.Starred):
+                targets.insert(0, t.value)
+            elif isinstance(t, ast.Attribute) and _names_a_module(t.value, aliases, known):
+                out.append((node.lineno, f"{ast.unparse(t)} assigned"))
+    return [f"{where} line {line}: {what}" for line, what in sorted(out)]
+
+
+def test_the_state_checkers_find_a_planted_global_and_swap():
+    known = set(modules())
+    assert global_statements("x = None\ndef f():\n    global x\n    x = 1\n") == [
+        "<source> line 3: global x"
+    ]
+    assert global_statements("import functools\n@functools.lru_cache\ndef f():\n    return 1\n") == []
+    planted = """
+import pytest_gpuperf
+import pytest_gpuperf.measure.hostload as hostload
+from pytest_gpuperf.hardware import nvml
+from pytest_gpuperf.judging.verdict import Verdict
+
+def test_x(monkeypatch):
+    hostload.read_host = lambda: None
+    pytest_gpuperf.outputs.report.html._environment = None
+    setattr(nvml, "nvml", None)
+    monkeypatch.setattr(hostload, "read_host", lambda: None)
+    Verdict.x = 1
+    obj = object()
+    obj.attr = 2
+    a, (b, nvml.NVML) = 1, (2, None)
+"""
+    assert module_swaps(planted, known) == [
+        "<source> line 8: hostload.read_host assigned",
+        "<source> line 9: pytest_gpuperf.outputs.report.html._environment assigned",
+        "<source> line 10: setattr(nvml, ...)",
+        "<source> line 15: nvml.NVML assigned",
+    ]
+
+
+def test_no_package_module_has_a_global_statement():
+    found = [
+        line
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line in global_statements(path.read_text(encoding="utf-8"), str(path.relative_to(PACKAGE)))
+    ]
+    assert found == [], "module globals assigned at run time:\n" + "\n".join(found)
+
+
+def test_no_test_swaps_a_package_modules_attribute_by_hand():
+    """The tests and their helpers (fakes.py, vclock.py, gateproject.py, conftest.py) replace
+    a module's attribute through monkeypatch only, which undoes it after the test."""
+    known = set(modules())
+    found = [
+        line
+        for path in sorted(TESTS.rglob("*.py"))
+        for line in module_swaps(path.read_text(encoding="utf-8"), known, str(path.relative_to(TESTS)))
+    ]
+    assert found == [], "a test swaps a module's attribute by hand:\n" + "\n".join(found)
+
+
+# ------------------------------------------------------------------ names said in one place
+
+WORKER_QUESTION = {"workerinput", "PYTEST_XDIST_WORKER"}  # how a process knows it is a worker
+
+
+def string_constants(source: str) -> list[tuple[int, str, bool]]:
+    """(line, value, whether it is a module-level `NAME = "value"`) of each whole string."""
+    tree = ast.parse(source)
+    defined = {
+        id(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value, id(node) in defined)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
+def worker_questions(source: str, where: str = "<source>") -> list[str]:
+    return [
+        f"{where} line {line}: {value!r}"
+        for line, value, _ in string_constants(source)
+        if value in WORKER_QUESTION
+    ]
+
+
+def environment_names(sources: dict[str, str]) -> tuple[dict[str, list[str]], list[str]]:
+    """The plugin's own environment variables (PYTEST_GPUPERF_*): where each is defined as a
+    constant, and every other place one is spelled as a bare literal."""
+    import re
+
+    defined: dict[str, list[str]] = {}
+    bare = []
+    for where, source in sources.items():
+        for line, value, is_definition in string_constants(source):
+            if re.fullmatch(r"PYTEST_GPUPERF_[A-Z_]+", value):
+                if is_definition:
+                    defined.setdefault(value, []).append(where)
+                else:
+                    bare.append(f"{where} line {line}: {value!r}")
+    return defined, bare
+
+
+def _package_sources() -> dict[str, str]:
+    return {
+        path.relative_to(PACKAGE).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+
+
+def test_the_name_checkers_find_planted_names():
+    planted = 'import os\nA = "PYTEST_GPUPERF_A"\nif os.environ.get("PYTEST_GPUPERF_A"):\n    pass\n'
+    assert environment_names({"m.py": planted, "n.py": 'A = "PYTEST_GPUPERF_A"\n'}) == (
+        {"PYTEST_GPUPERF_A": ["m.py", "n.py"]},
+        ["m.py line 3: 'PYTEST_GPUPERF_A'"],
+    )
+    asked = 'def f(config):\n    return hasattr(config, "workerinput")\n'
+    assert worker_questions(asked) == ["<source> line 2: 'workerinput'"]
+    assert worker_questions('"""A docstring that says workerinput."""\n') == []
+
+
+def test_whether_a_process_is_an_xdist_worker_is_asked_in_one_place():
+    """fresh/workers.py's is_worker: everything else calls it."""
+    found = [
+        line
+        for where, source in _package_sources().items()
+        if where != "fresh/workers.py"
+        for line in worker_questions(source, where)
+    ]
+    assert found == [], "asks itself whether it is an xdist worker:\n" + "\n".join(found)
+
+
+def test_each_environment_variable_is_named_once():
+    defined, bare = environment_names(_package_sources())
+    twice = {name: where for name, where in defined.items() if len(where) > 1}
+    assert twice == {} and bare == [], f"defined twice: {twice}; spelled bare: {bare}"

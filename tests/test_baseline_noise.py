@@ -213,3 +213,13 @@ def test_a_verdict_does_not_depend_on_the_process_s_hash_seed():
         for seed in ("1", "2", "3")
     }  # fmt: skip
     assert len(outs) == 1
+
+
+def test_a_session_id_is_fresh_whatever_the_environment(monkeypatch):
+    """history read PYTEST_GPUPERF_SESSION, which nothing set (the workers never save):
+    a stray value in the environment gave every run the same session id."""
+    from pytest_gpuperf.baseline.history import new_session_id
+
+    monkeypatch.setenv("PYTEST_GPUPERF_SESSION", "stray")
+    a, b = new_session_id(), new_session_id()
+    assert a != "stray" and a != b and len(a) == 12

@@ -18,6 +18,7 @@ from pytest_gpuperf.fresh.deferred import (
     reports_of,
     should_defer,
 )
+from pytest_gpuperf.fresh.workers import RESULTS_ATTR, is_worker
 from tests.fakes import TWO_GPU_HOST
 
 pytest.importorskip("xdist")
@@ -201,10 +202,10 @@ def test_report_of_carries_the_results():
     call = {"nodeid": "t.py::a", "when": "call", "outcome": "passed", "duration": 2.0}
     rep = report_of("t.py::a", call, [r])
     assert (rep.nodeid, rep.outcome, rep.when) == ("t.py::a", "passed", "call")
-    back = Result.from_dict(rep.gpuperf[0])
+    back = Result.from_dict(getattr(rep, RESULTS_ATTR)[0])
     assert (back.nodeid, back.gpus_used) == ("t.py::a", 2)
     # only the call's report carries them
-    assert not hasattr(report_of("t.py::a", {**call, "when": "teardown"}, [r]), "gpuperf")
+    assert not hasattr(report_of("t.py::a", {**call, "when": "teardown"}, [r]), RESULTS_ATTR)
     skipped = report_of(
         "t.py::s", {"when": "setup", "outcome": "skipped", "longrepr": "needs 4 GPU(s)"}
     )
@@ -428,3 +429,12 @@ def test_ctrl_c_in_the_deferred_tests_ends_the_run_as_interrupted(monkeypatch):
     note = deferred.run_after_workers(session, ["t.py::a", "t.py::b"], 2, stopped=False)
     assert note == f"gpuperf: 2 deferred test(s) not run: {INTERRUPTED}"
     assert session.exitstatus == pytest.ExitCode.INTERRUPTED
+
+
+def test_is_worker_is_what_pytest_xdist_gives_a_worker():
+    """is_worker (fresh/workers.py), the one place that asks: xdist gives a worker's config
+    its `workerinput`; the controller's and a plain run's config have none."""
+    from types import SimpleNamespace
+
+    assert is_worker(SimpleNamespace(workerinput={"workerid": "gw0", "workercount": 2}))  # type: ignore[arg-type]
+    assert not is_worker(SimpleNamespace(option=SimpleNamespace(numprocesses=2)))  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
 """A busy host flags its results (hostload.py), and CPU benchmarks under pytest-xdist are
-warned about. The host is read through hostload.READER, replaced here: no real load."""
+warned about. The host is read through hostload.read_host, replaced here: no real load."""
 
 import json
 import subprocess
@@ -80,7 +80,7 @@ BUSY_CONFTEST = vclock.CONFTEST + textwrap.dedent(
     def busy_host(virtual_clock, monkeypatch):
         if os.environ.get("BUSY"):  # 6 runnable on 2 cores, 3% steal
             samples = iter([hostload.HostSample(6.0, 0, 0, 2), hostload.HostSample(6.0, 30, 1000, 2)] * 99)
-            monkeypatch.setattr(hostload, "READER", lambda: next(samples))
+            monkeypatch.setattr(hostload, "read_host", lambda: next(samples))
     """
 )
 

@@ -45,7 +45,7 @@ def next_seed(directory: Path) -> int:
 
 def install(monkeypatch, seed: int) -> Clock:
     """Make the engine read `CLOCK`, a fresh clock with this seed, until monkeypatch undoes it;
-    and the host read as idle (pytest_gpuperf.measure.hostload.READER), so that the runner's own
+    and the host read as idle (pytest_gpuperf.measure.hostload.read_host), so that the runner's own
     load never flags a result busy-host here."""
     import pytest_gpuperf.measure.hostload as hostload
     import pytest_gpuperf.measure.timing as timing
@@ -54,7 +54,7 @@ def install(monkeypatch, seed: int) -> Clock:
     CLOCK = Clock(seed)
     monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=CLOCK.perf_counter))
     idle = hostload.HostSample(load1=0.0, steal=0, total=0, cores=64)
-    monkeypatch.setattr(hostload, "READER", lambda: idle)
+    monkeypatch.setattr(hostload, "read_host", lambda: idle)
     return CLOCK
 
 

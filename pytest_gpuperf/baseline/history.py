@@ -10,7 +10,6 @@ saves once). No I/O here.
 from __future__ import annotations
 
 import math
-import os
 import socket
 import uuid
 from dataclasses import dataclass
@@ -19,7 +18,6 @@ from typing import Any
 from ..core.figures import COMPUTE, LAUNCH, MEMORY, PER_CLOCK, RECORDED, classify
 
 ENV_PACKAGES = ("torch", "transformers", "peft", "bitsandbytes")
-SESSION_ENV = "PYTEST_GPUPERF_SESSION"  # the run's session id, shared with its workers
 HISTORY = 10  # session medians kept per metric, and the window judged (the newest)
 
 
@@ -36,9 +34,9 @@ class Series:
 
 
 def new_session_id() -> str:
-    """This run's session id: taken from the environment when a parent set it (the
-    pytest-xdist controller for its workers), else a fresh one."""
-    return os.environ.get(SESSION_ENV) or uuid.uuid4().hex[:12]
+    """A fresh session id for this run. Only the process that saves (the pytest-xdist
+    controller, never a worker) writes it into the baseline's history."""
+    return uuid.uuid4().hex[:12]
 
 
 def host() -> str:

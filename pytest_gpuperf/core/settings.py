@@ -89,10 +89,6 @@ def _whole(value: Any, minimum: int) -> int:
     return value
 
 
-def positive_int(value: Any) -> int:
-    return _whole(value, 1)
-
-
 MAX_SAMPLES = 100_000  # the engine's own cap on samples per benchmark
 FALSE_ALARM = 0.01  # the default run-wide false-alarm rate (--gpuperf-false-alarm)
 
@@ -102,10 +98,6 @@ def sample_count(value: Any) -> int:
     if out > MAX_SAMPLES:
         raise ValueError(f"must be at most {MAX_SAMPLES:,} samples, got {value!r}")
     return out
-
-
-def non_negative_int(value: Any) -> int:
-    return _whole(value, 0)
 
 
 BOUNDS = ("auto", "compute", "memory")

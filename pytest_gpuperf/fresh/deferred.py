@@ -26,11 +26,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .confirm import INTERRUPTED
+from .workers import RESULTS_ATTR
 
 if TYPE_CHECKING:
     from ..core.results import Result
 
 OUTCOMES_ENV = "PYTEST_GPUPERF_OUTCOMES"  # the fresh process writes each test's outcome here
+DEFERRED_KEY = "gpuperf_deferred"  # a worker's workeroutput: the tests it left for later
 
 
 def should_defer(needed: int, visible: int, host_gpus: int | None) -> bool:
@@ -255,7 +257,7 @@ def report_of(
         **extra,
     )
     if results and when == "call":
-        report.gpuperf = [r.to_dict() for r in results]  # type: ignore[attr-defined]
+        setattr(report, RESULTS_ATTR, [r.to_dict() for r in results])
     return report
 
 

@@ -1,8 +1,26 @@
-"""pytest-xdist: one GPU per worker, never two benchmarks on one GPU."""
+"""pytest-xdist: one GPU per worker, never two benchmarks on one GPU; whether this process
+is a worker (`is_worker`, the one place that asks); the names of what a test's report
+carries to the process that judges it (a worker's reports travel to the controller, the
+deferred tests' fresh process hands its reports back through a file)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..hardware.device import DeviceSnapshot, GPUInfo
+
+if TYPE_CHECKING:
+    import pytest
+
+# TestReport attributes (plain data, so pytest-xdist serialises them to the controller)
+RESULTS_ATTR = "gpuperf"  # the call report's results: a list of Result.to_dict()
+NODEID_ATTR = "gpuperf_nodeid"  # the test's id without --dist loadgroup's "@group"
+
+
+def is_worker(config: pytest.Config) -> bool:
+    """Whether this process is a pytest-xdist worker (xdist gives a worker's config its
+    `workerinput`): the controller judges, saves and reports; a worker only measures."""
+    return hasattr(config, "workerinput")
 
 
 class WorkerError(ValueError):

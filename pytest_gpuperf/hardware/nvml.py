@@ -9,7 +9,7 @@ value, not a crash.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -65,14 +65,6 @@ class NVML:
         lib = self._ensure()
         return int(getattr(lib, name, default)) if lib is not None else default
 
-    def shutdown(self) -> None:
-        with self._lock:
-            if self._state == "ok" and self._lib is not None:
-                with contextlib.suppress(Exception):
-                    self._lib.nvmlShutdown()
-            self._state = "untried"
-            self._lib = None
-
 
 def _import_pynvml() -> Any:
     import pynvml
@@ -80,12 +72,8 @@ def _import_pynvml() -> Any:
     return pynvml
 
 
-_SESSION: NVML | None = None
-
-
+@functools.lru_cache(maxsize=1)
 def nvml() -> NVML:
-    """The process-wide NVML session."""
-    global _SESSION
-    if _SESSION is None:
-        _SESSION = NVML()
-    return _SESSION
+    """The process-wide NVML session, made on the first call (NVML initialises on its first
+    query)."""
+    return NVML()

@@ -41,7 +41,6 @@ INCONCLUSIVE_POWER = "power-state"  # a change in time that the SM clock explain
 
 SEVERITY[INCONCLUSIVE_POWER] = 2  # beside inconclusive: not a regression, worth reading
 
-Z_TWO_SIDED_95 = 1.959963984540054
 CONFIDENCE = 0.99  # of one metric's verdict, before the run-wide false-alarm budget
 
 
@@ -73,58 +72,6 @@ def per_metric_confidence(run_false_alarm: float, metrics: int) -> float:
 
 
 @dataclass(frozen=True)
-class Current:
-    """The current session's value of one metric: its median and 95% interval."""
-
-    median: float
-    ci_low: float
-    ci_high: float
-
-
-@dataclass(frozen=True)
-class Reference:
-    """The baseline of one metric: medians of the last sessions, oldest first, and which of
-    them were flagged when saved (noise-limited, launch-bound, throttled differently)."""
-
-    history: tuple[float, ...]
-    flagged: tuple[bool, ...] = ()
-
-    @property
-    def usable(self) -> tuple[float, ...]:
-        """The sessions the reference is made of: the unflagged ones when at least two are,
-        so that one bad session saved into the history cannot blind the gate."""
-        clean = tuple(
-            h for i, h in enumerate(self.history) if not (i < len(self.flagged) and self.flagged[i])
-        )
-        return clean if len(clean) >= 2 else self.history
-
-    @property
-    def value(self) -> float:
-        return statistics.median(self.usable)
-
-    def spread(self) -> tuple[float, int] | None:
-        """Relative sd of the session medians and its degrees of freedom; None with fewer
-        than 2 sessions. With 5 or more, the session farthest from the median is left out
-        (one degree of freedom less), so one outlying session cannot blind the gate."""
-        hist = list(self.usable)
-        if len(hist) < 2:
-            return None
-        ref = statistics.median(hist)
-        if not ref:
-            return None
-        df = len(hist) - 1
-        if len(hist) >= 5:
-            hist.remove(max(hist, key=lambda h: abs(h - ref)))
-            df -= 1
-        return statistics.stdev(hist) / ref, df
-
-    @property
-    def between_rel_sd(self) -> float | None:
-        s = self.spread()
-        return s[0] if s else None
-
-
-@dataclass(frozen=True)
 class Verdict:
     status: str
     change: float | None  # relative change of the metric's value, signed (+ = larger value)
@@ -133,8 +80,11 @@ class Verdict:
     tolerance: float
     reason: str
     mde: float | None = None  # smallest change in the bad direction this verdict can detect
-    sessions_needed: int | None = None  # more baseline sessions to bring it under tolerance
-    spread: float | None = None  # relative sd of the baseline's session medians (inconclusive)
+    # more baseline sessions to bring it under tolerance, and the relative sd of the
+    # baseline's session medians: set by no rule of this version (decide leaves them None),
+    # kept because results files carry them (and older files hold values)
+    sessions_needed: int | None = None
+    spread: float | None = None
     basis: str = ""  # where the uncertainty comes from ("±2.1% from the spread of 19 ...")
     confirmed: bool | None = None  # a regression re-measured in a fresh process: held or not
     per_cycle: str | None = None  # compute-bound work: the verdict per SM clock cycle
@@ -143,10 +93,6 @@ class Verdict:
     @property
     def failed(self) -> bool:
         return self.status == REGRESSED
-
-
-def _half_width(z: float, s_cur: float, t: float, s_bet: float, k: int) -> float:
-    return math.hypot(z * s_cur, t * s_bet * math.sqrt(1 + 1 / k))
 
 
 def quantile(confidence: float, df: float) -> float:
@@ -237,63 +183,6 @@ def _status(
         )
         return Verdict(INCONCLUSIVE, change, worse, half, tolerance, why, mde)
     return Verdict(UNCHANGED, change, worse, half, tolerance, "within tolerance", mde)
-
-
-def judge(
-    current: Current,
-    reference: Reference,
-    *,
-    higher_is_better: bool,
-    tolerance: float,
-    confidence: float = CONFIDENCE,
-    min_between_rel_sd: float = 0.0,
-) -> Verdict:
-    """Verdict for one metric judged on its own history alone (no class to pool with:
-    a user's recorded figure), through `decide`. s_bet, the relative sd of the k baseline
-    session medians, stands for the session variance with k - 1 degrees of freedom; with
-    fewer than 2 sessions `min_between_rel_sd` stands in. When inconclusive, the verdict
-    says how many more sessions would settle it."""
-    if not (tolerance > 0 and math.isfinite(tolerance)):
-        raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
-    if not reference.history:
-        return Verdict(NEW, None, None, None, tolerance, "no baseline")
-    ref = reference.value
-    values = (current.median, current.ci_low, current.ci_high, ref)
-    if any(not math.isfinite(v) for v in values) or ref <= 0 or current.median <= 0:
-        return Verdict(INCONCLUSIVE, None, None, None, tolerance, "not a finite positive value")
-    half_ci = max(current.median - current.ci_low, current.ci_high - current.median)
-    s_cur = half_ci / current.median / Z_TWO_SIDED_95
-    spread = reference.spread()
-    k = len(reference.usable)
-    if spread is None:
-        s_bet, df, k = min_between_rel_sd, math.inf, 1
-    else:
-        s_bet, df = spread
-    v = decide(
-        math.log(current.median / ref), higher_is_better=higher_is_better, s_cur=s_cur,
-        var=s_bet * s_bet, df=df, k=k, tolerance=tolerance, confidence=confidence,
-    )  # fmt: skip
-    if v.status == INCONCLUSIVE and v.change is not None:
-        z = z_quantile(confidence)
-        needed = _sessions_needed(z, s_cur, s_bet, k, int(df) if math.isfinite(df) else 0,
-                                  tolerance, confidence)  # fmt: skip
-        v = replace(v, sessions_needed=needed, spread=s_bet if spread is not None else None)
-    return v
-
-
-def _sessions_needed(
-    z: float, s_cur: float, s_bet: float, k: int, df: int, tol: float, confidence: float
-) -> int | None:
-    """How many more baseline sessions (with the spread seen so far) would bring the
-    uncertainty under the tolerance; None if more sessions cannot (the current run's own
-    interval is too wide, or the sessions disagree too much even with 50 more)."""
-    if z * s_cur >= tol or s_bet <= 0:
-        return None
-    for extra in range(1, 51):
-        kk, dd = k + extra, df + extra
-        if _half_width(z, s_cur, t_quantile(confidence, max(1, dd)), s_bet, kk) <= tol:
-            return extra
-    return None
 
 
 def combine_clocked(
@@ -442,7 +331,3 @@ def relative_change_text(v: Verdict) -> str:
         return "-"
     unc = f" ±{v.uncertainty * 100:.2f}%" if v.uncertainty is not None else ""
     return f"{v.change * 100:+.2f}%{unc}"
-
-
-def order(statuses: Sequence[str]) -> list[int]:
-    return sorted(range(len(statuses)), key=lambda i: SEVERITY.get(statuses[i], 99))

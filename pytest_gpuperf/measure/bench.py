@@ -145,9 +145,9 @@ class GpuBenchmark:
 
         from . import hostload
 
-        before = hostload.READER()
+        before = hostload.read_host()
         result = run()
-        hostload.stamp(result, before, hostload.READER())
+        hostload.stamp(result, before, hostload.read_host())
         if latency_unit is not None:
             from .latency import as_latency
 

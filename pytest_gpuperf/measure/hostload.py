@@ -12,13 +12,14 @@ regressed or improved (`busy_verdicts`): the load, not the code, may explain the
 a GPU the flag is shown but the verdict stands: GPU-bound work does not wait for the host,
 and launch-bound work is judged in its own noise class already.
 
-READER is the one place that reads the host; tests replace it (no real load is needed).
+`read_host` is the one place that reads the host (`gpu_benchmark` calls it before and
+after each measurement); tests replace it with monkeypatch (no real load is needed).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,8 +57,6 @@ def read_host(proc: Path = Path("/proc")) -> HostSample | None:
     steal = ticks[7] if len(ticks) > 7 else 0
     return HostSample(load1, steal, sum(ticks[:8]), os.cpu_count() or 1)
 
-
-READER: Callable[[], HostSample | None] = read_host
 
 
 def assess(before: HostSample | None, after: HostSample | None) -> dict[str, Any] | None:

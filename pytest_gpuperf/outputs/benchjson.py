@@ -18,14 +18,15 @@ def write_benchmark_json(config: pytest.Config, summary: RunSummary, started: fl
     pytest-benchmark writes that file only when one of its own benchmarks ran, and our
     pytest_benchmark_update_json hook adds a "gpuperf" section then. When none of its
     benchmarks ran, we write the file in its layout, with its machine and commit info
-    from its public hooks, so --benchmark-json always holds the GPU results.
+    from its public hooks, so --benchmark-json always holds the GPU results. Called by the
+    process that reports (never a pytest-xdist worker: run/session.py's finish_outputs).
     """
     option = (
         config.getoption("benchmark_json", None)
         if config.pluginmanager.hasplugin("benchmark")
         else None
     )
-    if not option or not summary.results or hasattr(config, "workerinput"):
+    if not option or not summary.results:
         return
     # pytest-benchmark >= 5.3 passes a path; older versions an open binary file, closed
     # once it has written to it

@@ -173,12 +173,15 @@ def pytest_configure(config: pytest.Config) -> None:
     from ..run.benchflags import SaveHandover
 
     config.pluginmanager.register(SaveHandover(lambda: bool(sess.results)), "gpuperf-benchsave")
-    if os.environ.get("PYTEST_GPUPERF_SELECT") or os.environ.get("PYTEST_GPUPERF_IMPORTS"):
+    from ..fresh.confirm import IMPORTS_ENV, SELECT_ENV
+    from ..fresh.deferred import OUTCOMES_ENV
+
+    if os.environ.get(SELECT_ENV) or os.environ.get(IMPORTS_ENV):
         from ..fresh.confirm import FreshSide  # a fresh process (confirm.py): the tests it runs
 
         fresh = FreshSide.from_environment()
         config.pluginmanager.register(fresh, "gpuperf-fresh")
-    outcomes = os.environ.get("PYTEST_GPUPERF_OUTCOMES")  # deferred.py's fresh process
+    outcomes = os.environ.get(OUTCOMES_ENV)  # deferred.py's fresh process
     if outcomes:
         from pathlib import Path
 
@@ -199,8 +202,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             (later if deferred_in_worker(item) else keep).append(item)
         if later:  # every worker defers the same tests; the controller runs them at the end
             items[:] = keep
+            from ..fresh.deferred import DEFERRED_KEY
+
             output = config.workeroutput  # type: ignore[attr-defined]  # pytest-xdist's
-            output["gpuperf_deferred"] = [node_id(i) for i in later]
+            output[DEFERRED_KEY] = [node_id(i) for i in later]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -221,7 +226,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             for text in plan_lines(sess.base.entries, ids, where, skipped):
                 tr.write_line(text)
         return
-    if tr is None or hasattr(session.config, "workerinput"):
+    from ..fresh.workers import is_worker
+
+    if tr is None or is_worker(session.config):
         tr = None  # lines are written by the controller only
     if tr is not None and any(_marked(item, REQUIREMENT_MARKERS) for item in session.items):
         snap = sess.snapshot()
@@ -247,9 +254,11 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     # after every plugin's and conftest's pytest_configure, so they can set up detection
     sess = get_session(session.config)
-    workerinput = getattr(session.config, "workerinput", None)
+    from ..fresh.workers import is_worker
+
     controller = False  # of `pytest -n N`
-    if workerinput is not None:  # pytest-xdist worker: one GPU each, before CUDA starts
+    if is_worker(session.config):  # pytest-xdist worker: one GPU each, before CUDA starts
+        workerinput = session.config.workerinput  # type: ignore[attr-defined]
         sess.assign_worker_gpu(workerinput["workerid"], int(workerinput["workercount"]))
     else:
         workers = getattr(session.config.option, "numprocesses", None)
@@ -403,12 +412,14 @@ def pytest_fixture_post_finalizer(fixturedef: Any, request: pytest.FixtureReques
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     plain_id = node_id(item)
+    from ..fresh.workers import NODEID_ATTR, RESULTS_ATTR
+
     if plain_id != item.nodeid:  # renamed by --dist loadgroup: say which test it is
-        report.gpuperf_nodeid = plain_id
+        setattr(report, NODEID_ATTR, plain_id)
     bench = item.stash.get(BENCH_KEY, None)
     if bench is not None and report.when == "call":
         # Plain data on the report travels to the controller under pytest-xdist too.
-        report.gpuperf = [r.to_dict() for r in bench.results]
+        setattr(report, RESULTS_ATTR, [r.to_dict() for r in bench.results])
         # item.user_properties reach the teardown report, which JUnit XML reads
         from ..outputs.junit import junit_properties
 

@@ -229,7 +229,9 @@ def _progress_writer(config: pytest.Config) -> Any:
     verbosity = config.get_verbosity()
     tr = config.pluginmanager.get_plugin("terminalreporter")
     capman = config.pluginmanager.get_plugin("capturemanager")
-    if verbosity < 0 or tr is None or hasattr(config, "workerinput"):
+    from ..fresh.workers import is_worker
+
+    if verbosity < 0 or tr is None or is_worker(config):
         return None
 
     def write(line: str, verbose_only: bool) -> None:

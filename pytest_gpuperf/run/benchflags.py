@@ -94,7 +94,9 @@ def save_when_alone(config: pytest.Config, summary: RunSummary) -> str | None:
     line for the terminal, or None."""
     name = config.stash.get(SAVE_KEY, None)
     bs = getattr(config, "_benchmarksession", None)
-    if not name or bs is None or hasattr(config, "workerinput") or not summary.results:
+    from ..fresh.workers import is_worker
+
+    if not name or bs is None or is_worker(config) or not summary.results:
         return None
     from ..outputs.benchjson import benchmark_entries, skeleton
     from ..outputs.text import json_safe

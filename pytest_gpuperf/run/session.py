@@ -81,10 +81,6 @@ class GpuPerfSession:
         """Replace detection (tests of the plugin, and callers that detect via torch)."""
         self._snapshot = snap
 
-    @property
-    def snapshot_taken(self) -> bool:
-        return self._snapshot is not None
-
     def detected_profile(self) -> Profile | None:
         return self.registry.match(self.snapshot())
 
@@ -380,7 +376,9 @@ class GpuPerfSession:
         """Judge the run (before JUnit XML and the terminal summary are written): a
         regression is reported as the failed test GATE_NODEID, whose failure text is the
         regression lines, so it shows wherever failed tests show."""
-        if hasattr(session.config, "workerinput"):
+        from ..fresh.workers import is_worker
+
+        if is_worker(session.config):
             return  # the controller judges, from the workers' reports
         if self.deferred:  # the tests the workers left for after them
             from ..fresh.deferred import run_deferred
@@ -417,7 +415,9 @@ class GpuPerfSession:
     def finish_outputs(self, session: pytest.Session) -> None:
         """Save (save mode) and write the outputs asked for: last of the run's sessionfinish
         hooks (Outputs below)."""
-        if hasattr(session.config, "workerinput"):
+        from ..fresh.workers import is_worker
+
+        if is_worker(session.config):
             return  # the controller saves and reports, from the workers' reports
         note = self.save_baseline(session)
         if note:

@@ -322,21 +322,21 @@ def cost_table(report: Report) -> tuple[Table, str]:
 
 # ------------------------------------------------------------------------------ page
 
-_ENV: Any = None
+@functools.lru_cache(maxsize=1)
+def _environment() -> Any:
+    """The templates' jinja2 environment, made on the first report (jinja2 loads then)."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+        autoescape=True,  # every value escaped, in text and in attributes
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
 
 
 def _template() -> Any:
-    global _ENV
-    if _ENV is None:
-        import jinja2
-
-        _ENV = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
-            autoescape=True,  # every value escaped, in text and in attributes
-            undefined=jinja2.StrictUndefined,
-            keep_trailing_newline=True,
-        )
-    return _ENV.get_template("report.html.j2")
+    return _environment().get_template("report.html.j2")
 
 
 def build_html(
