@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from pytest_gpuperf.baseline.store import load, save
 from pytest_gpuperf.baseline.schema import entries_to_save
+from pytest_gpuperf.baseline.store import load, save
 from pytest_gpuperf.core.figures import KERNELS, LAUNCH, metrics_of
 from pytest_gpuperf.core.results import Result, Throughput, throughput_of
 from pytest_gpuperf.core.stats import summarize

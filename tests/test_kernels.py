@@ -179,7 +179,7 @@ def _measure(monkeypatch, busy, traced, **settings):
     and the kernel pass answering `traced`; returns the result and the pass's calls."""
     cuda = FakeCudaMemory()
     monkeypatch.setitem(sys.modules, "torch", fake_torch(cuda))
-    monkeypatch.setattr(timing, "busy_fraction_profiler", lambda *a, **k: busy)
+    monkeypatch.setattr(kernels, "busy_fraction_profiler", lambda *a, **k: busy)
     state = {"calls": 0, "passes": []}
 
     def work():

@@ -11,7 +11,9 @@ shape right after them (the same calls per sample, the same graph replay, the sa
 before each chunk). CUDA events cannot stand in for the profiler: an event pair measures the
 stream's elapsed time, the idle gaps between launches included, which is the wall time again.
 
-Pure except for the two functions that run the profiler; torch is imported only by them.
+The engine (timing.py) runs both after its wall-time samples: `busy_check`, then, for
+launch-bound work, `kernel_time_into`. Pure except for the functions that run the profiler;
+torch is imported only by them.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ..core.results import Result
+from ..core.settings import MeasureConfig
 from ..core.stats import Summary, summarize
 
+LONG_CALL_S = 1.0  # a call this long is a multi-second step
 Span = tuple[float, float]  # (start, end) of one traced GPU activity, in microseconds
 
 KERNEL_WINDOW_S = 0.1  # about this much sampled work per kernel pass ...
@@ -180,3 +185,80 @@ def kernel_summary(
     if empty:
         return f"the profiler traced no GPU activity in {empty} of {len(traced)} chunks"
     return summarize([b / 1e6 / calls for b in busy_us], confidence)
+
+
+# ------------------------------------------------- the engine's phases that use them
+
+
+def busy_check(
+    result: Result,
+    fn: Callable[[], Any],
+    cfg: MeasureConfig,
+    torch: Any,
+    graph: Any,
+    k: int,
+) -> None:
+    """Is the GPU busy, or waiting on the host? After the samples, so that the profiler
+    (which slows launches) never touches them: the profiler's kernel time over about 50 ms
+    of calls (at least one), or NVML's utilisation over the sampled seconds for multi-second
+    steps (the profiler would cost two more calls of seconds each) and where the profiler
+    traces nothing."""
+    per = result.time.median if result.time is not None else 0.0
+    nvml_util = (result.telemetry or {}).get("utilization_mean")
+    busy: float | None = None
+    if per < LONG_CALL_S or nvml_util is None:
+        if graph is not None:
+            replays = max(1, min(1000, math.ceil(0.05 / (per * k)))) if per > 0 else 1
+            busy = busy_fraction_profiler(torch, graph.replay, replays, warm_calls=1)
+        else:
+            calls = max(1, min(5000, math.ceil(0.05 / per))) if per > 0 else 1
+            busy = busy_fraction_profiler(torch, fn, calls, warm_calls=min(calls, 2))
+    source = "profiler"
+    if busy is None and nvml_util is not None:
+        busy, source = nvml_util, "nvml-utilization"
+    if busy is not None:
+        result.busy_fraction, result.busy_source = busy, source
+        result.launch_bound = busy < cfg.launch_bound_threshold
+        if result.launch_bound:
+            result.notes.append(
+                f"launch-bound: the GPU was busy {busy * 100:.0f}% of the wall time "
+                f"(threshold {cfg.launch_bound_threshold * 100:.0f}%), so this number "
+                "measures the host CPU and launch overhead as much as the GPU"
+            )
+
+
+def kernel_time_into(
+    result: Result,
+    fn: Callable[[], Any],
+    cfg: MeasureConfig,
+    torch: Any,
+    graph: Any,
+    between: Callable[[], Any] | None,
+    k: int,
+) -> None:
+    """The GPU's own time per call of launch-bound work (its wall time measures the host):
+    a second pass, right after the wall samples, of chunks shaped like them (k calls or the
+    graph's replay, the L2 flush before each), each traced by the profiler; never the wall
+    samples themselves, since the profiler slows every launch. Within the hard budget
+    `max_time`; where the profiler traces nothing there is no figure and a note says why."""
+
+    def chunk() -> None:
+        if graph is not None:
+            graph.replay()
+        else:
+            for _ in range(k):
+                fn()
+
+    sample_s = result.time.median * k if result.time is not None else 0.0
+    want = chunk_count(sample_s, cfg.min_samples, cfg.max_samples)
+    traced = profile_chunks(torch, chunk, between, want, cfg.max_time)
+    found = traced if isinstance(traced, str) else kernel_summary(traced, k, cfg.confidence)
+    if isinstance(found, str):
+        result.notes.append(f"no GPU kernel time: {found}")
+        return
+    result.kernel_time = found
+    if found.n < cfg.min_samples:
+        result.notes.append(
+            f"GPU kernel time from {found.n} chunk(s) only, fewer than min_samples "
+            f"{cfg.min_samples}: the pass stopped at max_time {cfg.max_time:g} s"
+        )

@@ -24,7 +24,6 @@ from ..core.settings import MAX_SAMPLES, MeasureConfig
 from ..core.stats import Decision, StopRule, decide, median, summarize
 from . import kernels, memory
 from .clock import synchronized_perf_counter  # noqa: F401  (re-exported)
-from .kernels import busy_fraction_profiler
 
 
 class BenchmarkError(Exception):
@@ -141,7 +140,7 @@ class CudaClock:
 # ----------------------------------------------------------------------------- measure
 
 
-LONG_CALL_S = 1.0  # a call this long is a multi-second step: two agreeing calls warm it
+LONG_CALL_S = kernels.LONG_CALL_S  # a multi-second step: two agreeing calls warm it
 
 
 def warm_up(
@@ -251,8 +250,6 @@ def clocks_over(telemetry: list[Any], windows: list[tuple[float, float]]) -> lis
     return out
 
 
-
-
 @dataclass
 class _Sampling:
     """What the sampling phase runs with: the clock (a graph's, when captured), the L2
@@ -286,10 +283,11 @@ def _measure_into(
         result.resident_allocated = step.resident
     if sampler is not None:
         _telemetry_into(result, sampler, run.clock, samples, cfg)
-    if torch is not None and cfg.busy_check:
-        _busy_check(result, fn, cfg, torch, run.clock, k)
+    if torch is not None and cfg.busy_check:  # the profiler's view, after the samples
+        graph = getattr(run.clock, "graph", None)
+        kernels.busy_check(result, fn, cfg, torch, graph, k)
         if result.launch_bound:
-            _kernel_time_into(result, fn, cfg, torch, run, k)
+            kernels.kernel_time_into(result, fn, cfg, torch, graph, run.between, k)
 
 
 def _warm_and_batch(
@@ -444,78 +442,3 @@ def _telemetry_into(
         result.energy_per_unit_j = summ.energy_j / (result.calls_total * result.work_per_call)
     if cfg.flush_l2 and result.energy_per_unit_j is not None:
         result.notes.append("energy includes the L2 flushes between samples")
-
-
-def _busy_check(
-    result: Result,
-    fn: Callable[[], Any],
-    cfg: MeasureConfig,
-    torch: Any,
-    clock: CpuClock | CudaClock,
-    k: int,
-) -> None:
-    """Is the GPU busy, or waiting on the host? After the samples, so that the profiler
-    (which slows launches) never touches them: the profiler's kernel time over about 50 ms
-    of calls (at least one), or NVML's utilisation over the sampled seconds for multi-second
-    steps (the profiler would cost two more calls of seconds each) and where the profiler
-    traces nothing."""
-    per = result.time.median if result.time is not None else 0.0
-    graph = getattr(clock, "graph", None)
-    nvml_util = (result.telemetry or {}).get("utilization_mean")
-    busy: float | None = None
-    if per < LONG_CALL_S or nvml_util is None:
-        if graph is not None:
-            replays = max(1, min(1000, math.ceil(0.05 / (per * k)))) if per > 0 else 1
-            busy = busy_fraction_profiler(torch, graph.replay, replays, warm_calls=1)
-        else:
-            calls = max(1, min(5000, math.ceil(0.05 / per))) if per > 0 else 1
-            busy = busy_fraction_profiler(torch, fn, calls, warm_calls=min(calls, 2))
-    source = "profiler"
-    if busy is None and nvml_util is not None:
-        busy, source = nvml_util, "nvml-utilization"
-    if busy is not None:
-        result.busy_fraction, result.busy_source = busy, source
-        result.launch_bound = busy < cfg.launch_bound_threshold
-        if result.launch_bound:
-            result.notes.append(
-                f"launch-bound: the GPU was busy {busy * 100:.0f}% of the wall time "
-                f"(threshold {cfg.launch_bound_threshold * 100:.0f}%), so this number "
-                "measures the host CPU and launch overhead as much as the GPU"
-            )
-
-
-def _kernel_time_into(
-    result: Result,
-    fn: Callable[[], Any],
-    cfg: MeasureConfig,
-    torch: Any,
-    run: _Sampling,
-    k: int,
-) -> None:
-    """The GPU's own time per call of launch-bound work (its wall time measures the host):
-    a second pass, right after the wall samples, of chunks shaped like them (k calls or the
-    graph's replay, the L2 flush before each), each traced by the profiler; never the wall
-    samples themselves, since the profiler slows every launch. Within the hard budget
-    `max_time`; where the profiler traces nothing there is no figure and a note says why."""
-    graph = getattr(run.clock, "graph", None)
-
-    def chunk() -> None:
-        if graph is not None:
-            graph.replay()
-        else:
-            for _ in range(k):
-                fn()
-
-    sample_s = result.time.median * k if result.time is not None else 0.0
-    want = kernels.chunk_count(sample_s, cfg.min_samples, cfg.max_samples)
-    traced = kernels.profile_chunks(torch, chunk, run.between, want, cfg.max_time)
-    found = traced if isinstance(traced, str) else kernels.kernel_summary(traced, k, cfg.confidence)
-    if isinstance(found, str):
-        result.notes.append(f"no GPU kernel time: {found}")
-        return
-    result.kernel_time = found
-    if found.n < cfg.min_samples:
-        result.notes.append(
-            f"GPU kernel time from {found.n} chunk(s) only, fewer than min_samples "
-            f"{cfg.min_samples}: the pass stopped at max_time {cfg.max_time:g} s"
-        )
