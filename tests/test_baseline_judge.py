@@ -538,3 +538,38 @@ def test_the_h200_file_of_our_own_replayed_10pct_slower_regresses_and_nothing_im
     assert all(v[n]["status"] == "regressed" for n in slowed), v
     assert v["test_v_mlp"]["per_cycle"] == v["test_v_attention"]["per_cycle"] == "regressed"
     assert v["test_v_sweep[8]"]["status"] == v["test_v_sweep[256]"]["status"] == "inconclusive"
+
+
+def test_a_launch_bound_results_per_clock_figure_is_no_twin_of_its_kernel_figure():
+    """A launch-bound compute-bound result has a kernel-time figure in the compute class
+    and a per-clock figure in the launch-bound class. Listed first, that per-clock figure
+    was taken for the compute class line's per-clock twin (by result key), the line was
+    judged in the launch-bound class, which has no session offsets, and a power-capped
+    card's compute class read REGRESSED instead of power-state."""
+    from pytest_gpuperf.core.figures import KERNELS
+    from pytest_gpuperf.core.stats import summarize
+
+    clocks = [1980, 1975, 1985, 1980, 1978]
+    entries, results = compute_suite(clocks, 1780)
+
+    def figure(unit, f, cls):
+        hist = [{"median": f(c), "date": f"d{s}", "session": f"s{s}", "clock_mhz": c}
+                for s, c in enumerate(clocks)]  # fmt: skip
+        return {"unit": unit, "direction": "higher", "median": f(1980), "noise_class": cls,
+                "history": hist}  # fmt: skip
+
+    entries["t.py::lb"] = {"environment": {}, "metrics": {
+        "throughput": figure("TFLOP/s", lambda c: 5.0, "launch-bound"),
+        "throughput_per_clock": figure("TFLOP/s per GHz", lambda c: 5000 / c, "launch-bound"),
+        KERNELS: figure("TFLOP/s", lambda c: 0.2 * c, "compute")}}  # fmt: skip
+    lb = Result("t.py::lb", None, "flop", 1e12)
+    lb.time = summarize([0.2] * 10, 0.95)
+    lb.throughput = Throughput("TFLOP/s", 5.0, 4.99, 5.01)
+    lb.kernel_time = summarize([1 / (0.2 * 1780)] * 10, 0.95)
+    lb.bound, lb.launch_bound = "compute", True
+    lb.telemetry = {"sm_clock_median_mhz": 1780.0}
+    assert metrics_of(lb)["throughput_per_clock"]["noise_class"] == "launch-bound"
+    assert metrics_of(lb)[KERNELS]["noise_class"] == "compute"
+    j = judge_run([lb, *results], entries, {})
+    (shift,) = [s for s in j.shifts if s.cls == "compute"]
+    assert shift.verdict.status == "power-state", shift.line()

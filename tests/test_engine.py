@@ -9,8 +9,9 @@ import pytest
 from pytest_gpuperf.core.results import Result, check_work, resolve_unit, throughput_of
 from pytest_gpuperf.core.settings import SettingError, parse_layer, resolve
 from pytest_gpuperf.core.stats import summarize
+from pytest_gpuperf.measure.kernels import busy as _busy
 from pytest_gpuperf.measure.telemetry import Sample, reason_names, summarize_samples
-from pytest_gpuperf.measure.timing import BenchmarkError, OutOfMemory, _busy, is_oom, measure
+from pytest_gpuperf.measure.timing import BenchmarkError, OutOfMemory, is_oom, measure
 
 from . import vclock
 

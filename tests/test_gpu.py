@@ -133,6 +133,45 @@ def test_launch_bound_work_is_flagged(gpu_benchmark):
     assert any("launch-bound" in n for n in result.notes)
 
 
+def _rel_width(s):
+    return (s.ci_high - s.ci_low) / s.median
+
+
+def test_launch_bound_work_gets_its_gpu_kernel_time(gpu_benchmark):
+    """A loop of tiny matmuls is launch-bound: its wall time is the host's. The engine also
+    measures the GPU's own kernel time per call, narrower than the wall time and
+    proportional to the kernels a call launches (no wall-clock luck: 400 kernels per call
+    take about twice the GPU time of 200, whatever the host did)."""
+    import torch
+
+    from pytest_gpuperf.core.figures import KERNELS, MODEL, metrics_of
+
+    a = torch.randn(32, 32, device="cuda")
+    out = torch.empty(32, 32, device="cuda")
+
+    def matmuls(n):
+        def call():
+            for _ in range(n):
+                torch.mm(a, a, out=out)
+
+        return call
+
+    one = gpu_benchmark(matmuls(200), work=200, unit="items", metric="x200", max_time=2.0)
+    two = gpu_benchmark(matmuls(400), work=400, unit="items", metric="x400", max_time=2.0)
+    for r in (one, two):
+        assert r.launch_bound is True, r.busy_fraction
+        kt = r.kernel_time
+        assert kt is not None, r.notes
+        assert kt.n >= r.config["min_samples"]
+        assert 0 < kt.median < r.time.median
+        assert _rel_width(kt) < _rel_width(r.time), (kt, r.time)
+        figure = metrics_of(r)[KERNELS]
+        assert figure["noise_class"] == MODEL and figure["direction"] == "higher"
+        assert figure["median"] > metrics_of(r)["throughput"]["median"]
+    ratio = two.kernel_time.median / one.kernel_time.median
+    assert 1.6 < ratio < 2.4, (one.kernel_time, two.kernel_time)
+
+
 def test_cuda_graph_and_l2_flush_modes(gpu_benchmark):
     import torch
 

@@ -84,57 +84,43 @@ def result_classes(results: list[Result]) -> dict[str, str]:
 
 
 PEAK = "peak_allocated"  # the gated memory figure (baseline schema 2)
+KERNELS = "throughput_kernels"  # launch-bound work: its figure in the GPU's own kernel time
 
 
 def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict[str, Any]]:
     """Baseline metrics of a result. Measured: throughput (higher is better) and, on a GPU,
     the step's own peak allocated memory (lower is better: memory growth is a regression
-    too; the allocator's reservation depends on its cache, so it is not a figure). Recorded:
-    its value, in its own unit and direction. Each carries its noise class (`noise_class`,
-    else assigned here) and whether it gates."""
+    too; the allocator's reservation depends on its cache, so it is not a figure); for
+    compute-bound work its figure per SM clock cycle, for launch-bound work its figure in
+    the GPU's kernel time. Recorded: its value, in its own unit and direction. Each carries
+    its noise class (`noise_class`, else assigned here) and whether it gates."""
 
-    out: dict[str, dict[str, Any]] = {}
     t = result.throughput
     if result.outcome != "ok" or t is None:
-        return out
+        return {}
     gate = {"gate": False} if not result.gate else {}
     if result.kind == "recorded":
-        v = t.median
-        cls = (
-            noise_class
-            or result.noise_class
-            or classify("value", t.unit, launch_bound=False, bound=None, declared=None)
-        )
-        out["value"] = {
-            "unit": t.unit,
-            "direction": "higher" if result.higher_is_better else "lower",
-            "median": v,
-            "ci_low": v,
-            "ci_high": v,
-            "n": 1,
-            "noise_class": cls,
-            **gate,
-            **({"derived_from": result.derived_from} if result.derived_from is not None else {}),
-        }
-        return out
+        return {"value": _recorded(result, noise_class, gate)}
     if result.time is None:
-        return out
+        return {}
     session: dict[str, Any] = {"flags": result.session_flags} if result.session_flags else {}
     clock = result.clock_mhz
     if clock is not None:
         session["clock_mhz"] = clock
     cls = noise_class or classify("throughput", t.unit, launch_bound=bool(result.launch_bound),
                                   bound=result.bound, declared=result.noise_class)  # fmt: skip
-    out["throughput"] = {
-        "unit": t.unit,
-        "direction": "higher" if result.higher_is_better else "lower",  # lower: a latency
-        "median": t.median,
-        "ci_low": t.ci_low,
-        "ci_high": t.ci_high,
-        "n": result.time.n,
-        "noise_class": cls,
-        **gate,
-        **session,
+    out: dict[str, dict[str, Any]] = {
+        "throughput": {
+            "unit": t.unit,
+            "direction": "higher" if result.higher_is_better else "lower",  # lower: a latency
+            "median": t.median,
+            "ci_low": t.ci_low,
+            "ci_high": t.ci_high,
+            "n": result.time.n,
+            "noise_class": cls,
+            **gate,
+            **session,
+        }
     }
     if result.bound == "compute" and clock is not None:
         # a measurement of time and clock together: its own class (the clock took the
@@ -143,19 +129,72 @@ def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict
         pc_cls = LAUNCH if cls == LAUNCH else CLOCK
         out[PER_CLOCK] = {**_per_clock(result, clock), "n": result.time.n,
                           "noise_class": pc_cls, **session}  # fmt: skip
+    if result.kernel_time is not None and result.kernel_time.n > 0:
+        out[KERNELS] = _kernels(result, gate, clock)
     if result.peak_allocated is not None:  # the step's own, the same in any test order
         v = float(result.peak_allocated)
-        out[PEAK] = {
-            "unit": "bytes",
-            "direction": "lower",
-            "median": v,
-            "ci_low": v,
-            "ci_high": v,
-            "n": 1,
-            "noise_class": MEMORY,
-            **gate,
-        }
+        out[PEAK] = {"unit": "bytes", "direction": "lower", "median": v, "ci_low": v,
+                     "ci_high": v, "n": 1, "noise_class": MEMORY, **gate}  # fmt: skip
     return out
+
+
+def _recorded(result: Result, noise_class: str | None, gate: dict[str, Any]) -> dict[str, Any]:
+    """A recorded figure: its value, its own unit and direction, an interval of itself."""
+    t = result.throughput
+    assert t is not None
+    v = t.median
+    cls = (
+        noise_class
+        or result.noise_class
+        or classify("value", t.unit, launch_bound=False, bound=None, declared=None)
+    )
+    return {
+        "unit": t.unit,
+        "direction": "higher" if result.higher_is_better else "lower",
+        "median": v,
+        "ci_low": v,
+        "ci_high": v,
+        "n": 1,
+        "noise_class": cls,
+        **gate,
+        **({"derived_from": result.derived_from} if result.derived_from is not None else {}),
+    }
+
+
+def _kernels(result: Result, gate: dict[str, Any], clock: float | None) -> dict[str, Any]:
+    """Launch-bound work's figure in the GPU's own kernel time per call, beside its wall-time
+    throughput (which says what the host costs): work per second of kernel time in the
+    throughput's unit (higher is better), or for a latency the kernel time per call in its
+    unit (lower is better). Its noise class is what the kernels are (the declared class,
+    else assigned as if the work were not launch-bound): the host's noise is not in it. A
+    measurement of its own (not derived from the wall time): its session flags leave out
+    launch-bound and noise-limited, which describe the wall-time samples."""
+    from .results import throughput_of
+
+    t, kt = result.throughput, result.kernel_time
+    assert t is not None and kt is not None and result.time is not None
+    if result.higher_is_better:
+        k = throughput_of(kt, result.work_per_call, result.unit)
+        low, mid, high, direction = k.ci_low, k.median, k.ci_high, "higher"
+    else:  # a latency: the kernel time in the latency's unit (its scale from the wall time)
+        scale = t.median / result.time.median if result.time.median > 0 else 0.0
+        low, mid, high = kt.ci_low * scale, kt.median * scale, kt.ci_high * scale
+        direction = "lower"
+    cls = classify("throughput", t.unit, launch_bound=False, bound=result.bound,
+                   declared=result.noise_class)  # fmt: skip
+    flags = [f for f in result.session_flags if f not in ("launch-bound", "noise-limited")]
+    return {
+        "unit": t.unit,
+        "direction": direction,
+        "median": mid,
+        "ci_low": low,
+        "ci_high": high,
+        "n": kt.n,
+        "noise_class": cls,
+        **gate,
+        **({"flags": flags} if flags else {}),
+        **({"clock_mhz": clock} if clock is not None else {}),
+    }
 
 
 def _per_clock(result: Result, clock: float) -> dict[str, Any]:

@@ -185,6 +185,10 @@ class Result:
     higher_is_better: bool = True  # direction of a recorded figure (measured: throughput)
     bound: str | None = None  # "compute": judged in time and per SM clock cycle; "memory"
     cycles: Summary | None = None  # giga SM cycles per call (time x clock, per sample)
+    # launch-bound work on CUDA: the GPU's own seconds per call (the kernels, copies and
+    # sets traced in a chunk of calls, their intervals' union over the chunk's calls), from
+    # a second pass of kernel_time.n chunks shaped like the samples (measure/kernels.py)
+    kernel_time: Summary | None = None
     # the test's parameters (pytest.mark.parametrize, indirect ones included) as plain JSON:
     # str, int, float and bool values as they are, others as their id; the report's charts
     # come from them (a numeric one is an axis, a categorical one a set of bars)
@@ -290,9 +294,10 @@ class Result:
             if d.get("throughput") is not None:
                 _check_fields(Throughput, d["throughput"], f"{where} throughput")
                 d["throughput"] = Throughput(**d["throughput"])
-            if d.get("cycles") is not None:
-                _check_fields(Summary, d["cycles"], f"{where} cycles")
-                d["cycles"] = Summary(**d["cycles"])
+            for name in ("cycles", "kernel_time"):
+                if d.get(name) is not None:
+                    _check_fields(Summary, d[name], f"{where} {name}")
+                    d[name] = Summary(**d[name])
             _check_fields(cls, d, where)
             r = cls(**d)
         except TypeError as exc:

@@ -364,7 +364,11 @@ def class_shift(
         v = replace(v, reason=why)
     v = replace(v, basis=basis)
     keys = {i.result.key for i in mine}
-    twins = [p for p in clocked or [] if p.result.key in keys and p.result.derived_from is None]
+    # a per-clock figure is the twin of its result's throughput, never of another figure of
+    # the result (a launch-bound result's kernel-time figure is in the class of its kernels,
+    # its per-clock figure launch-bound)
+    timed = {i.result.key for i in mine if i.name == "throughput"}
+    twins = [p for p in clocked or [] if p.result.key in timed and p.result.derived_from is None]
     if twins and 2 * len(twins) >= len(mine) and v.worse is not None:
         shift = statistics.median(p.g for p in twins)  # the per-clock figures' own shift
         cyc = _line_verdict(shift, len(twins), twins[0].cls, model, tol, confidence)

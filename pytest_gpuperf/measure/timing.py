@@ -1,10 +1,11 @@
 """The measuring loop: warm-up, batched timed samples, adaptive stopping, memory, telemetry,
-GPU busy fraction.
+GPU busy fraction and, for launch-bound work, the GPU's own kernel time per call.
 
 On CUDA each timed sample is a pair of CUDA events around `k` calls (k chosen so a sample
 lasts at least `min_sample_time`); samples are recorded in chunks and the host synchronises
 once per chunk, never once per call. On the CPU each sample is `time.perf_counter` around
-`k` calls. Torch is imported only when a CUDA measurement runs.
+`k` calls. The busy check and the kernel-time pass (kernels.py) run the profiler after
+the samples, never during them. Torch is imported only when a CUDA measurement runs.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.results import Result, check_work, resolve_unit, throughput_of
 from ..core.settings import MAX_SAMPLES, MeasureConfig
-from ..core.stats import StopRule, decide, median, summarize
-from . import memory
+from ..core.stats import Decision, StopRule, decide, median, summarize
+from . import kernels, memory
 from .clock import synchronized_perf_counter  # noqa: F401  (re-exported)
 
 
@@ -138,7 +140,7 @@ class CudaClock:
 # ----------------------------------------------------------------------------- measure
 
 
-LONG_CALL_S = 1.0  # a call this long is a multi-second step: two agreeing calls warm it
+LONG_CALL_S = kernels.LONG_CALL_S  # a multi-second step: two agreeing calls warm it
 
 
 def warm_up(
@@ -183,60 +185,6 @@ def _l2_flusher(torch: Any) -> tuple[Callable[[], Any], int]:
     l2 = int(getattr(props, "L2_cache_size", 0) or 64 * 2**20)
     buf = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
     return (lambda: buf.random_(0, 255)), 2 * l2
-
-
-def busy_fraction_profiler(
-    torch: Any, fn: Callable[[], Any], calls: int, warm_calls: int = 2
-) -> float | None:
-    """GPU kernel time (union of kernel and copy intervals) over wall time of `calls` calls,
-    from torch.profiler's CUDA activity. A first profiler step of `warm_calls` calls is
-    traced and discarded (CUPTI's start-up cost), only the second is counted. None if the
-    profiler cannot trace kernels here."""
-    try:
-        from torch.autograd import DeviceType
-        from torch.profiler import ProfilerActivity, profile, schedule
-    except ImportError:
-        return None
-    try:
-        torch.cuda.synchronize()
-        with profile(
-            activities=[ProfilerActivity.CUDA],
-            schedule=schedule(wait=0, warmup=1, active=1, repeat=1),
-        ) as prof:
-            for _ in range(warm_calls):
-                fn()
-            torch.cuda.synchronize()
-            prof.step()
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            torch.cuda.synchronize()
-            wall = time.perf_counter() - t0
-            prof.step()
-        spans = sorted(
-            (e.time_range.start, e.time_range.end)
-            for e in prof.events()
-            if e.device_type == DeviceType.CUDA
-        )
-    except Exception:
-        return None
-    return _busy(spans, wall)
-
-
-def _busy(spans: list[tuple[float, float]], wall: float) -> float | None:
-    """Length of the union of (start, end) spans in microseconds over `wall` seconds."""
-    if not spans or wall <= 0:
-        return None
-    spans = sorted(spans)
-    busy_us, cur_s, cur_e = 0.0, spans[0][0], spans[0][1]
-    for s, e in spans[1:]:
-        if s > cur_e:
-            busy_us += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    busy_us += cur_e - cur_s
-    return min(1.0, busy_us / 1e6 / wall)
 
 
 def measure(
@@ -302,6 +250,17 @@ def clocks_over(telemetry: list[Any], windows: list[tuple[float, float]]) -> lis
     return out
 
 
+@dataclass
+class _Sampling:
+    """What the sampling phase runs with: the clock (a graph's, when captured), the L2
+    flush between samples and its buffer's bytes, the memory window open around it."""
+
+    clock: CpuClock | CudaClock
+    between: Callable[[], Any] | None = None
+    flush_bytes: int = 0
+    window: Any = None
+
+
 def _measure_into(
     result: Result,
     fn: Callable[[], Any],
@@ -309,10 +268,35 @@ def _measure_into(
     torch: Any,
     telemetry: Callable[[float], Any] | None,
 ) -> None:
+    """One measurement, phase by phase; each phase's docstring says why it is where it is."""
     if torch is not None:  # the peaks an OOM message reports: this measurement's
         torch.cuda.reset_peak_memory_stats()
     clock: CpuClock | CudaClock = CudaClock(torch) if torch is not None else CpuClock()
+    per_call, k = _warm_and_batch(result, clock, fn, cfg)
+    run = _prepare_sampling(result, clock, fn, cfg, torch, k)
+    sampler = telemetry(cfg.telemetry_interval) if telemetry is not None else None
+    samples, decision = _sample(result, run, fn, cfg, per_call, k, sampler)
+    _summarize_time(result, samples, decision, cfg, k)
+    if run.window is not None:
+        step = memory.close_window(torch, run.window, exclude=run.flush_bytes)
+        result.peak_allocated, result.peak_reserved = step.peak_allocated, step.peak_reserved
+        result.resident_allocated = step.resident
+    if sampler is not None:
+        _telemetry_into(result, sampler, run.clock, samples, cfg)
+    if torch is not None and cfg.busy_check:  # the profiler's view, after the samples
+        graph = getattr(run.clock, "graph", None)
+        kernels.busy_check(result, fn, cfg, torch, graph, k)
+        if result.launch_bound:
+            kernels.kernel_time_into(result, fn, cfg, torch, graph, run.between, k)
 
+
+def _warm_and_batch(
+    result: Result, clock: CpuClock | CudaClock, fn: Callable[[], Any], cfg: MeasureConfig
+) -> tuple[float, int]:
+    """Warm up, then choose the calls per sample `k` from the warm calls' time: first, so
+    that first-call effects (compilation, allocator growth) are out of every sample and a
+    sample lasts at least `min_sample_time`; `max_time` is a hard budget, so min_samples
+    samples of k calls must fit in it. Returns the time of one warm call and k."""
     warm, warm_s = warm_up(clock, fn, cfg)
     result.warmup_calls, result.warmup_s = len(warm), warm_s
     per_call = median(warm[-3:])
@@ -320,22 +304,50 @@ def _measure_into(
     if per_call > 0:  # max_time is a hard budget: min_samples samples must fit in it
         k = max(1, min(k, math.floor(cfg.max_time / (cfg.min_samples * per_call))))
     result.calls_per_sample = k
+    return per_call, k
 
-    between, flush_bytes = None, 0
+
+def _prepare_sampling(
+    result: Result,
+    clock: CpuClock | CudaClock,
+    fn: Callable[[], Any],
+    cfg: MeasureConfig,
+    torch: Any,
+    k: int,
+) -> _Sampling:
+    """The L2 flush buffer, the memory window and the graph, after the warm-up and before
+    the first sample: the flush buffer exists before the window opens (its bytes are left
+    out of the step's peak), and the graph is captured from warm calls with the k the
+    samples use (one replay is one sample)."""
+    run = _Sampling(clock)
     if cfg.flush_l2:
         if torch is not None:
-            between, flush_bytes = _l2_flusher(torch)
+            run.between, run.flush_bytes = _l2_flusher(torch)
         else:
             result.notes.append("flush_l2 ignored: not a CUDA run")
     # the step's own memory: from here (after the warm-up, the flush buffer allocated) to
     # the end of sampling, whatever is resident (memory.py)
-    window = memory.open_window(torch) if torch is not None else None
+    run.window = memory.open_window(torch) if torch is not None else None
     if torch is not None and cfg.cuda_graph:
-        clock = CudaClock(torch, _capture_graph(torch, fn, k))
+        run.clock = CudaClock(torch, _capture_graph(torch, fn, k))
     elif cfg.cuda_graph:
         result.notes.append("cuda_graph ignored: not a CUDA run")
-    result.timer = clock.name
+    result.timer = run.clock.name
+    return run
 
+
+def _sample(
+    result: Result,
+    run: _Sampling,
+    fn: Callable[[], Any],
+    cfg: MeasureConfig,
+    per_call: float,
+    k: int,
+    sampler: Any,
+) -> tuple[list[float], Decision]:
+    """The wall-time samples, in chunks with one synchronisation each, until the stopping
+    rule is met, with the telemetry sampler running around exactly them (its clocks and
+    energy are the samples'). Never under the profiler: it adds host work to each launch."""
     rule = StopRule(
         min_samples=cfg.min_samples,
         max_samples=cfg.max_samples,
@@ -348,13 +360,12 @@ def _measure_into(
     sample_s = per_call * k
     n = max(1, min(cfg.min_samples, math.ceil(0.05 / sample_s) if sample_s > 0 else 10))
     n = min(n, cfg.max_samples)
-    sampler = telemetry(cfg.telemetry_interval) if telemetry is not None else None
     if sampler is not None:
         sampler.__enter__()
     t0 = time.perf_counter()
     try:
         while True:
-            samples.extend(clock.chunk(fn, k, n, between))
+            samples.extend(run.clock.chunk(fn, k, n, run.between))
             elapsed = time.perf_counter() - t0
             decision = decide(samples, elapsed, rule)
             if decision.stop:
@@ -372,6 +383,14 @@ def _measure_into(
         if sampler is not None:
             sampler.__exit__(None, None, None)
     result.measure_s = time.perf_counter() - t0
+    return samples, decision
+
+
+def _summarize_time(
+    result: Result, samples: list[float], decision: Decision, cfg: MeasureConfig, k: int
+) -> None:
+    """The time per call and the throughput from the samples, and the notes a reader
+    needs about them (why sampling stopped short of its target, a wide IQR)."""
     result.stop_reason = decision.reason
     result.samples = samples
     result.calls_total = len(samples) * k
@@ -394,55 +413,32 @@ def _measure_into(
             f"noisy: IQR is {result.time.rel_iqr * 100:.0f}% of the median (over 10%)"
         )
 
-    if window is not None:
-        step = memory.close_window(torch, window, exclude=flush_bytes)
-        result.peak_allocated, result.peak_reserved = step.peak_allocated, step.peak_reserved
-        result.resident_allocated = step.resident
-    if sampler is not None:
-        summ = sampler.summary()
-        result.telemetry = summ.to_dict()
-        clocks = clocks_over(sampler.samples, clock.windows)
-        if clocks is not None and len(clocks) == len(samples):
-            # giga-cycles per call: each sample's time at the SM clock it ran at, so a
-            # power-capped clock that moves within the session is divided out per sample
-            cycles = [t * c / 1e3 for t, c in zip(samples, clocks, strict=True)]
-            result.cycles = summarize(cycles, cfg.confidence)
-        result.throttled = summ.throttled
-        if summ.throttled:
-            result.notes.append(
-                f"throttled in {summ.throttled_fraction * 100:.0f}% of telemetry samples "
-                f"({', '.join(summ.reasons)}): clocks were reduced while measuring"
-            )
-        if summ.energy_j is not None and result.calls_total:
-            # telemetry spans the sampling loop only; energy per unit of work done in it
-            result.energy_per_unit_j = summ.energy_j / (result.calls_total * result.work_per_call)
-        if cfg.flush_l2 and result.energy_per_unit_j is not None:
-            result.notes.append("energy includes the L2 flushes between samples")
 
-    if torch is not None and cfg.busy_check:
-        # a window of about 50 ms of work (at least one call), from the measured time
-        per = result.time.median
-        graph = getattr(clock, "graph", None)
-        nvml_util = (result.telemetry or {}).get("utilization_mean")
-        busy: float | None = None
-        # multi-second steps: NVML's utilisation over the sampled seconds answers the same
-        # question without the profiler's two more calls (seconds each)
-        if per < LONG_CALL_S or nvml_util is None:
-            if graph is not None:
-                replays = max(1, min(1000, math.ceil(0.05 / (per * k)))) if per > 0 else 1
-                busy = busy_fraction_profiler(torch, graph.replay, replays, warm_calls=1)
-            else:
-                calls = max(1, min(5000, math.ceil(0.05 / per))) if per > 0 else 1
-                busy = busy_fraction_profiler(torch, fn, calls, warm_calls=min(calls, 2))
-        source = "profiler"
-        if busy is None and nvml_util is not None:
-            busy, source = nvml_util, "nvml-utilization"
-        if busy is not None:
-            result.busy_fraction, result.busy_source = busy, source
-            result.launch_bound = busy < cfg.launch_bound_threshold
-            if result.launch_bound:
-                result.notes.append(
-                    f"launch-bound: the GPU was busy {busy * 100:.0f}% of the wall time "
-                    f"(threshold {cfg.launch_bound_threshold * 100:.0f}%), so this number "
-                    "measures the host CPU and launch overhead as much as the GPU"
-                )
+def _telemetry_into(
+    result: Result,
+    sampler: Any,
+    clock: CpuClock | CudaClock,
+    samples: list[float],
+    cfg: MeasureConfig,
+) -> None:
+    """What NVML saw during the samples: the summary, each sample's SM clock (the cycles
+    per call of compute-bound work), throttling, energy per unit of work."""
+    summ = sampler.summary()
+    result.telemetry = summ.to_dict()
+    clocks = clocks_over(sampler.samples, clock.windows)
+    if clocks is not None and len(clocks) == len(samples):
+        # giga-cycles per call: each sample's time at the SM clock it ran at, so a
+        # power-capped clock that moves within the session is divided out per sample
+        cycles = [t * c / 1e3 for t, c in zip(samples, clocks, strict=True)]
+        result.cycles = summarize(cycles, cfg.confidence)
+    result.throttled = summ.throttled
+    if summ.throttled:
+        result.notes.append(
+            f"throttled in {summ.throttled_fraction * 100:.0f}% of telemetry samples "
+            f"({', '.join(summ.reasons)}): clocks were reduced while measuring"
+        )
+    if summ.energy_j is not None and result.calls_total:
+        # telemetry spans the sampling loop only; energy per unit of work done in it
+        result.energy_per_unit_j = summ.energy_j / (result.calls_total * result.work_per_call)
+    if cfg.flush_l2 and result.energy_per_unit_j is not None:
+        result.notes.append("energy includes the L2 flushes between samples")

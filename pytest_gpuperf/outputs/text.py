@@ -32,6 +32,9 @@ def result_rows(results: Iterable[Result]) -> list[list[str]]:
                 flags[0] = f"launch-bound ({busy})"
             else:
                 flags.insert(0, busy)
+        if r.kernel_time is not None:  # the GPU's own time beside the wall time's median/call
+            flags.insert(1 if r.launch_bound else 0,
+                         f"GPU kernels {r.kernel_time.median * 1e3:.4g} ms/call")  # fmt: skip
         if r.stop_reason != "converged":
             flags.append(r.stop_reason)
         rows.append(
