@@ -81,6 +81,8 @@ class Worker:
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if report.when == "call":
+            # the plugin's channel (fresh/workers.RESULTS_ATTR), spelled here: this file
+            # imports nothing of pytest_gpuperf, whose base build may predate the constant
             self.round.extend(getattr(report, "gpuperf", None) or [])
         if report.failed or (report.when == "call" and not report.passed):
             self.outcomes[report.nodeid] = f"{report.outcome} in {report.when}"

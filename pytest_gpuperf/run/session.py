@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..fresh.deferred import DEFERRED_KEY
+from ..fresh.workers import NODEID_ATTR, RESULTS_ATTR
 from .baseline import RunBaseline, not_passed
 from .options import AUTO, Options
 
@@ -285,14 +287,14 @@ class GpuPerfSession:
     # ------------------------------------------------------------ hooks (registered plugin)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        nodeid = getattr(report, "gpuperf_nodeid", report.nodeid)  # as baselines know it
+        nodeid = getattr(report, NODEID_ATTR, report.nodeid)  # as baselines know it
         why = not_passed(report)
         if why:  # one reason a phase: "failed, error in teardown"
             before = self.left_out.get(nodeid)
             self.left_out[nodeid] = f"{before}, {why}" if before else why
         if report.when in ("setup", "call", "teardown"):  # a model built in setup counts
             self.durations[nodeid] = self.durations.get(nodeid, 0.0) + float(report.duration)
-        if report.when != "call" or not getattr(report, "gpuperf", None):
+        if report.when != "call" or not getattr(report, RESULTS_ATTR, None):
             return
         from ..core.results import Result
 
@@ -302,13 +304,13 @@ class GpuPerfSession:
             except pytest.UsageError as exc:  # the workers stopped on it too
                 self.base.note = str(exc)
                 self.base.ready = True
-        self.results.extend(Result.from_dict(d) for d in report.gpuperf)
+        self.results.extend(Result.from_dict(d) for d in getattr(report, RESULTS_ATTR))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """A worker finished: the tests it left for after the workers (deferred.py)."""
         output = getattr(node, "workeroutput", None) or {}
-        self.deferred.update(output.get("gpuperf_deferred") or [])
+        self.deferred.update(output.get(DEFERRED_KEY) or [])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
