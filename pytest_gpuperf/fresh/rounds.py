@@ -18,6 +18,7 @@ stops saying so. Nothing is written to baselines or to the run's outputs."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -246,14 +247,26 @@ def measure_rounds(
     return got
 
 
+ROUND_MAX_TIME = 1.0  # seconds of sampling a round's measurement takes at most
+
+
 def head_build(config: Any) -> Build:
     """The head's build: the run's own start directory, sys.path (before its conftests)
     and arguments as the confirmation's fresh process gets them (confirm.command), less the
-    outputs each round process gets its own of."""
+    outputs each round process gets its own of; each round samples for at most
+    ROUND_MAX_TIME (or the run's own budget, when smaller): a round needs its median only
+    as precise as the rounds' spread, and twelve measurements a figure must fit a night."""
     from .confirm import SYS_PATH_KEY, command, entry, start_dir
 
     path = config.stash.get(SYS_PATH_KEY, None) or list(sys.path)
     args = command(config, Path("unused") / "results.json")[len(entry(config)) :]
     own = ("--gpuperf-json=", "--basetemp=", "--junitxml=")
-    return Build("head", start_dir(config), tuple(path),
-                 tuple(a for a in args if not a.startswith(own)))  # fmt: skip
+    kept = [a for a in args if not a.startswith(own)]
+    given = config.getoption("gpuperf_max_time", None)
+    try:
+        cap = min(float(given), ROUND_MAX_TIME) if given is not None else ROUND_MAX_TIME
+    except (TypeError, ValueError):
+        cap = ROUND_MAX_TIME
+    with contextlib.suppress(TypeError, ValueError):  # never under the run's minimum
+        cap = max(cap, float(config.getoption("gpuperf_min_time", None) or 0))
+    return Build("head", start_dir(config), tuple(path), (*kept, f"--gpuperf-max-time={cap:g}"))

@@ -4,6 +4,7 @@
 #   save  a git repository of tests/gpu/test_verdicts.py (+ slowdown.txt at 0) in
 #         $PAIRED_REPO, and 3 baseline sessions saved there (each records its commit)
 #   aa    3 judged runs of the unchanged code (stage 1, confirmation, the paired stage)
+#   aa1   one such run
 #   5 10  3 judged runs each with the code 5% / 10% slower (slowdown.txt edited, uncommitted:
 #         the paired stage's base build is the baseline's commit, at 0)
 # Each run's log and JSON go to OUTDIR; one summary line per run to OUTDIR/p.log.
@@ -48,6 +49,7 @@ for part in $parts; do
           git -c user.email=gpu@h200 -c user.name=gpu commit -qm "benchmarks") || exit 1
           for i in 1 2 3; do run "save-$i" save 0; done ;;
     aa) for i in 1 2 3; do run "aa-$i" compare 0; done ;;
+    aa1) run "aa-1" compare 0 ;;
     5) for i in 1 2 3; do run "slow5-$i" compare 0.05; done ;;
     10) for i in 1 2 3; do run "slow10-$i" compare 0.10; done ;;
   esac
