@@ -220,9 +220,8 @@ def _judge_items(
     rests: set[str] = set()
     for it in items:
         out[it.result.key][it.name] = v = gate.verdict(it, removed)
-        bounded = any(
-            removed.get(k, (0.0, 0, False))[2] for k in (it.key, f"{it.result.key}::{PER_CLOCK}")
-        )
+        twin = (f"{it.result.key}::{PER_CLOCK}",) if it.name == "throughput" else ()
+        bounded = any(removed.get(k, (0.0, 0, False))[2] for k in (it.key, *twin))
         if (
             bounded
             and v.status in (REGRESSED, IMPROVED)

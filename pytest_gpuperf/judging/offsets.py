@@ -95,7 +95,9 @@ def bounded_by_class_line(
     those figures (judge.py tells which)."""
     line = {(s.cls, s.gpu): s.verdict for s in shifts}
     for it in items:
-        found = removed.get(it.key) or removed.get(f"{it.result.key}::{PER_CLOCK}")
+        found = removed.get(it.key)  # a time figure's per-clock twin: only the throughput's
+        if found is None and it.name == "throughput":
+            found = removed.get(f"{it.result.key}::{PER_CLOCK}")
         v = out.get(it.result.key, {}).get(it.name)
         if found is None or v is None or v.status not in (REGRESSED, IMPROVED):
             continue
