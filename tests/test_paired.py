@@ -191,3 +191,34 @@ def test_a_baseline_commit_missing_from_the_clone_is_one_line_and_stage_one_stan
     )
     v = json.loads((repo.path / "run.json").read_text())["results"][0]["verdicts"]["throughput"]
     assert v["status"] == "inconclusive"
+
+
+def test_a_class_shift_the_paired_stage_finds_in_no_figure_is_the_environment():
+    """Both builds slower alike on this machine (torch upgraded): the class line that
+    regressed against the history names the environment, and the run does not fail."""
+    from pytest_gpuperf.core.results import Result
+    from pytest_gpuperf.judging.judge import Judgement
+    from pytest_gpuperf.judging.offsets import ClassShift
+    from pytest_gpuperf.judging.verdict import Verdict
+    from pytest_gpuperf.run.paired import environment_shifts
+
+    line = ClassShift("compute", None, Verdict("regressed", -0.08, 0.08, 0.02, 0.03, "x"), 4,
+                      ("t.py::a", "t.py::b"))  # fmt: skip
+    results = []
+    for key in ("t.py::a", "t.py::b"):
+        r = Result(key, None, "flop", 1.0)
+        r.verdicts = {"throughput": {"status": "unchanged", "stage1": {"status": "inconclusive"},
+                                     "paired": {"rounds": 6}}}  # fmt: skip
+        results.append(r)
+    entries = {k: {"environment": {"torch": "2.10.0", "driver": "580.1"}} for k in line.keys}
+    j = Judgement(0.999, 4, [line])
+    assert j.failing(results)
+    shown = environment_shifts(j.shifts, results, entries, {"torch": "2.11.0", "driver": "580.1"})
+    assert not j.failing(results)
+    (text,) = shown
+    assert "INCONCLUSIVE" in text and "a shift of the environment" in text
+    assert "torch 2.10.0 -> 2.11.0" in text and "driver" not in text
+    # one figure the paired stage found regressed: the code moved, the line stands
+    results[0].verdicts["throughput"]["status"] = "regressed"
+    j2 = Judgement(0.999, 4, [line])
+    assert environment_shifts(j2.shifts, results, entries, {}) == [] and j2.failing(results)

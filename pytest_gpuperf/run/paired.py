@@ -230,3 +230,54 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         r.verdicts = {**r.verdicts, metric: new}
         counts[str(new["status"])] = counts.get(str(new["status"]), 0) + 1
     return counts
+
+
+def environment_shifts(
+    shifts: list[Any], results: list[Result], entries: dict[str, dict[str, Any]],
+    env: dict[str, Any],
+) -> list[str]:  # fmt: skip
+    """A class line that moved (regressed or improved) while the paired stage measured its
+    figures unchanged against the baseline's commit on this machine: the code did not move
+    the class, so the environment did (a driver, torch, the machine). Its verdict becomes
+    inconclusive, naming the versions that differ from the baseline's; the lines to show.
+    `shifts` (the judgement's class lines) is updated in place."""
+    from dataclasses import replace
+
+    by_key = {r.key: r for r in results}
+    lines = []
+    for i, line in enumerate(shifts):
+        if line.verdict.status not in ("regressed", "improved"):
+            continue
+        paired = [
+            v for k in line.keys for v in (by_key[k].verdicts.values() if k in by_key else ())
+            if isinstance(v, dict) and v.get("paired") and v.get("stage1")
+        ]  # fmt: skip
+        if not paired or any(v.get("status") != "unchanged" for v in paired):
+            continue
+        changed = _versions_changed(line.keys, entries, env)
+        why = (
+            f"a shift of the environment, not of the code: the paired stage measured "
+            f"{len(paired)} of its figures unchanged against the baseline's commit on this "
+            f"machine; {changed or 'no recorded version differs (the machine itself)'}"
+        )
+        shifts[i] = replace(line, verdict=replace(line.verdict, status="inconclusive",
+                                                  reason=why))  # fmt: skip
+        lines.append(shifts[i].line())
+    return lines
+
+
+VERSIONS = ("driver", "cuda", "torch", "transformers", "peft", "bitsandbytes", "nccl")
+
+
+def _versions_changed(keys: Iterable[str], entries: dict[str, dict[str, Any]],
+                      env: dict[str, Any]) -> str:  # fmt: skip
+    """ "torch 2.10.0 -> 2.11.0, driver ... -> ..." between the entries' saved environment
+    and this run's ("" when none differ)."""
+    seen: dict[str, str] = {}
+    for k in keys:
+        saved = (entries.get(k) or {}).get("environment") or {}
+        for name in VERSIONS:
+            old, new = saved.get(name), env.get(name)
+            if old is not None and new is not None and old != new:
+                seen.setdefault(name, f"{name} {old} -> {new}")
+    return "versions changed: " + ", ".join(seen.values()) if seen else ""

@@ -263,8 +263,16 @@ class GpuPerfSession:
             self.interrupted = True
             self.finish_notes.append("gpuperf: paired stage interrupted (Ctrl-C)")
             return
-        if stage is not None:
-            self.finish_notes.append(f"gpuperf: {stage.line}")
+        if stage is None:
+            return
+        self.finish_notes.append(f"gpuperf: {stage.line}")
+        judgement = self.base.judgement
+        if judgement is not None:
+            from .paired import environment_shifts
+
+            env = self.environment(self.options.emulate)
+            for line in environment_shifts(judgement.shifts, self.results, self.base.entries, env):
+                self.finish_notes.append(f"gpuperf: {line}")
 
     def save_baseline(self, session: pytest.Session) -> str | None:
         """Merge this run's results into the profile's baseline file (save mode)."""
