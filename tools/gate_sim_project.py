@@ -5,10 +5,20 @@ Results, judged as pytest would judge them, with the fresh-process confirmation 
     python tools/gate_sim_project.py --sim-dir ../shared/gate-sim --runs 1000 [--confirm]
                                      [--ks 3,5,10] [--tol 0.05]
     python tools/gate_sim_project.py --sim-dir ../shared/gate-sim --aa-only --runs 4000 --jobs 16
+    python tools/gate_sim_project.py --sim-dir ../shared/gate-sim --aa-only --runs 20000 \
+        --confirm --paired [--pair-rounds 6] [--lb-gpu 0.011] --tol 0.03 --jobs 2
 
 Prints gate-sim's columns for the rule (run-wide false alarms, the worst metric's, detection
 of 5% and 7.5% slowdowns, inconclusive shares). About 10 minutes per 1,000 runs and k on a
 2-core machine. docs/performance.md has the figures.
+
+--paired adds stage 2 (run/paired.py) after stage 1 and its confirmation: the figures
+run.paired.candidates picks (throughput classes left inconclusive, launch-bound excluded)
+are judged by judging.stage2.judge_paired on simulated paired rounds, log(head/base) per
+round = the run's true change + sqrt(2) * the figure's within-machine spread (W_CLASS, as
+gate-sim's fast/evaluate.py `paired_stage`) * a standard normal, in PAIRS process pairs with
+no process effect. The run's budget (--false-alarm) is split as the plugin splits it:
+stage 1 at (1 - STAGE_SHARE), stage 2 at STAGE_SHARE.
 """
 
 from __future__ import annotations
@@ -23,8 +33,61 @@ import numpy as np
 from pytest_gpuperf.core.results import Result, Throughput
 from pytest_gpuperf.judging.confirmation import confirm, flagged_tests
 from pytest_gpuperf.judging.judge import judge_run
+from pytest_gpuperf.judging.stage2 import PROCESS_P, PairedFigure, judge_paired, per_process
+from pytest_gpuperf.run.paired import PAIRS, STAGE_SHARE, candidates
 
 CODES = {"unchanged": 0, "regressed": 1, "improved": 2}  # anything else: 3 (inconclusive)
+
+# stage 2's simulated rounds: gate-sim fast/evaluate.py's within-machine, process-to-process
+# sd of a session median by gate-sim class (bandwidth, compute, model); launch-bound and
+# the process-level figures (PROCESS_LEVEL) as noisy within a machine as between (sigma)
+W_CLASS = {0: 0.0013, 1: 0.0067, 2: 0.0040}
+PROCESS_LEVEL = (54, 60, 70)
+PAIR_R = 6  # run/options.py's default --gpuperf-paired-rounds
+PAIRED_STATS = {"remeasured": 0, "per_process": 0, "held": 0, "runs": 0}
+
+
+def within_sd(cls, sigma):
+    """Each figure's within-machine sd of a session median (evaluate.py paired_stage's w)."""
+    return np.array([
+        sigma[j] if (cls[j] == 3 or j in PROCESS_LEVEL)
+        else min(sigma[j], W_CLASS.get(int(cls[j]), sigma[j]))
+        for j in range(len(sigma))
+    ])  # fmt: skip
+
+
+def pair_draws(rng, n, cls, sigma, slow, rounds=PAIR_R):
+    """log(head / base) of each run's paired rounds (runs x metrics x rounds): the true
+    change `slow` (log units, runs x metrics) plus the difference of two independent
+    within-machine draws; no process effect."""
+    z = rng.standard_normal((n, len(sigma), rounds))
+    return slow[:, :, None] + math.sqrt(2) * within_sd(cls, sigma)[None, :, None] * z
+
+
+def paired(results, x, tol, false_alarm):
+    """Stage 2 on one run: the project's candidates re-measured as the rounds `x` (metrics x
+    rounds, log ratios), judged by judge_paired; a decided verdict replaces stage 1's."""
+    todo = candidates(results)
+    PAIRED_STATS["runs"] += 1
+    if not todo:
+        return
+    rounds = x.shape[1]
+    per = [rounds // PAIRS + (1 if p < rounds % PAIRS else 0) for p in range(PAIRS)]
+    pair = tuple(p for p, c in enumerate(per) for _ in range(c))  # in order, as fresh/rounds.py
+    figs = [
+        PairedFigure(r.key, metric, cls, r.higher_is_better, (1.0,) * rounds,
+                     tuple(math.exp(v) for v in x[int(r.nodeid[1:])]), pair)
+        for r, metric, cls in todo
+    ]  # fmt: skip
+    verdicts, _ = judge_paired(figs, {f.key: tol for f in figs}, false_alarm)
+    PAIRED_STATS["remeasured"] += len(figs)
+    PAIRED_STATS["per_process"] += sum(1 for f in figs if (per_process(f) or 1.0) < PROCESS_P)
+    for r, metric, _ in todo:
+        v = verdicts[(r.key, metric)]
+        if v.reason.startswith("its noise is per process"):
+            PAIRED_STATS["held"] += 1
+        if v.status != "inconclusive":
+            r.verdicts = {**r.verdicts, metric: {**r.verdicts[metric], "status": v.status}}
 
 
 def _entries(base_i, names):
@@ -52,8 +115,10 @@ def _results(cur_i, scur, names, tol, only=None):
     return out
 
 
-def rule(base, cur, scur, tol, names):
-    """Verdict codes (runs x metrics) and class-shift codes, as gate-sim's rules return."""
+def rule(base, cur, scur, tol, names, false_alarm=0.01, pair_x=None):
+    """Verdict codes (runs x metrics) and class-shift codes, as gate-sim's rules return;
+    with `pair_x` (runs x metrics x rounds), stage 2 after stage 1, the budget split."""
+    fa1 = false_alarm * (1 - STAGE_SHARE) if pair_x is not None else false_alarm
     twice = isinstance(cur, tuple)
     first = cur[0] if twice else cur
     n, m, _ = base.shape
@@ -62,13 +127,16 @@ def rule(base, cur, scur, tol, names):
     for i in range(n):
         entries = _entries(base[i], names)
         results = _results(first[i], scur, names, tol)
-        j = judge_run(results, entries, {})
+        j = judge_run(results, entries, {}, false_alarm=fa1)
         flagged = flagged_tests(results, j)
         if twice and flagged:  # the fresh process: the flagged tests only, this run's offsets
             again = _results(cur[1][i], scur, names, tol, only=set(flagged))
             confirm(
-                results, j, again, judge_run(again, entries, {}, offsets=j.metric_offsets), None
-            )
+                results, j, again,
+                judge_run(again, entries, {}, false_alarm=fa1, offsets=j.metric_offsets), None,
+            )  # fmt: skip
+        if pair_x is not None:
+            paired(results, pair_x[i], tol, false_alarm * STAGE_SHARE)
         for r in results:
             codes[i, int(r.nodeid[1:])] = CODES.get(r.verdicts["throughput"]["status"], 3)
         shifts.append([CODES.get(s.verdict.status, 3) for s in j.shifts])
@@ -79,23 +147,48 @@ def rule(base, cur, scur, tol, names):
     return codes, sh
 
 
-def _aa_chunk(job: tuple) -> tuple:
-    """One worker's share of A/A runs: per-metric 'regressed' counts, runs with any false
-    alarm (a metric's or a class-shift verdict's), inconclusive counts."""
-    sim_dir, k, n, tol, seed, confirm_ = job
+def _model(sim_dir, lb_gpu=0.0):
+    """gate-sim's fitted noise model; with `lb_gpu`, the launch-bound figures timed on the GPU
+    with that spread in the model class (fast/evaluate.py's --lb-gpu)."""
     sys.path.insert(0, sim_dir)
     import sim
 
-    _, cls, sigma, scur, tau = sim.load_model()
+    ms, cls, sigma, scur, tau = sim.load_model()
+    if lb_gpu:
+        lb = cls == 3
+        sigma, scur, cls = sigma.copy(), scur.copy(), cls.copy()
+        sigma[lb], scur[lb], cls[lb] = lb_gpu, np.minimum(scur[lb], lb_gpu / 2), 2
+    return sim, ms, cls, sigma, scur, tau
+
+
+def _aa_chunk(job: tuple) -> tuple:
+    """One worker's share of A/A runs: per-metric 'regressed' counts, runs with any false
+    alarm (a metric's or a class-shift verdict's), inconclusive and decided counts."""
+    sim_dir, k, n, tol, seed, confirm_, fa, paired_, rounds, lb_gpu = job
+    sim, _, cls, sigma, scur, tau = _model(sim_dir, lb_gpu)
     names = [sim.CLASSES[c] for c in cls]
     rng = np.random.default_rng(seed)
     m = len(sigma)
     base, cur = sim.simulate(rng, n, k, cls, sigma, tau, np.zeros(m, bool), 0.0, "normal",
                              confirm_)  # fmt: skip
-    v, sh = rule(base, cur, scur, tol, names)
+    x = pair_draws(rng, n, cls, sigma, np.zeros((n, m)), rounds) if paired_ else None
+    for key in PAIRED_STATS:
+        PAIRED_STATS[key] = 0
+    v, sh = rule(base, cur, scur, tol, names, false_alarm=fa, pair_x=x)
     run_fa = int(((v == 1).any(axis=1) | (sh == 1).any(axis=1)).sum())
-    tp = np.isin(cls, [0, 1, 2, 3])
-    return (v == 1).sum(axis=0), run_fa, int((v == 3).sum()), int((v[:, tp] == 3).sum()), tp.sum()
+    tp, tp3 = np.isin(cls, [0, 1, 2, 3]), np.isin(cls, [0, 1, 2])
+    return ((v == 1).sum(axis=0), run_fa, int((v == 3).sum()), int((v[:, tp] == 3).sum()),
+            int(tp.sum()), int((v[:, tp] <= 2).sum()), int((v[:, tp3] <= 2).sum()),
+            int(tp3.sum()), dict(PAIRED_STATS))  # fmt: skip
+
+
+def _cp(x, n):
+    """Clopper-Pearson 95% interval of x in n."""
+    from scipy.stats import beta
+
+    lo = beta.ppf(0.025, x, n - x + 1) if x > 0 else 0.0
+    hi = beta.ppf(0.975, x + 1, n - x) if x < n else 1.0
+    return f"[{lo:.3%}, {hi:.3%}]"
 
 
 def aa_only(args: argparse.Namespace) -> None:
@@ -106,19 +199,29 @@ def aa_only(args: argparse.Namespace) -> None:
     chunk = 50
     for k in (int(x) for x in args.ks.split(",")):
         jobs = [(args.sim_dir, k, min(chunk, args.runs - i), args.tol, args.seed + 7919 * k + i,
-                 args.confirm) for i in range(0, args.runs, chunk)]  # fmt: skip
+                 args.confirm, args.false_alarm, args.paired, args.pair_rounds, args.lb_gpu)
+                for i in range(0, args.runs, chunk)]  # fmt: skip
         with multiprocessing.Pool(args.jobs) as pool:
             parts = pool.map(_aa_chunk, jobs)
         per_metric = sum(p[0] for p in parts)
         run_fa = sum(p[1] for p in parts)
         inc, inc_tp, n_tp = sum(p[2] for p in parts), sum(p[3] for p in parts), parts[0][4]
+        dec, dec3, n_tp3 = sum(p[5] for p in parts), sum(p[6] for p in parts), parts[0][7]
+        st = {key: sum(p[8][key] for p in parts) for key in PAIRED_STATS}
         n, m = args.runs, len(per_metric)
         worst = int(per_metric.max())
-        print(f"k={k} A/A runs={n} confirm={args.confirm}: run-wide false alarms {run_fa} "
-              f"({run_fa / n:.3%}); worst metric {worst} ({worst / n:.3%}, metric m{int(per_metric.argmax())}); "
-              f"metrics with any: {int((per_metric > 0).sum())} of {m}; all metrics' false "
-              f"alarms {int(per_metric.sum())} of {n * m}; inconclusive {inc / (n * m):.1%} "
-              f"(throughput {inc_tp / (n * n_tp):.1%})", flush=True)  # fmt: skip
+        stage2 = (f"; stage 2: {st['remeasured'] / n:.1f} figures re-measured per run, "
+                  f"process pairs disagree (p < {PROCESS_P}) {st['per_process']} "
+                  f"(held at stage 1: {st['held']}) of {st['remeasured']}"
+                  if args.paired else "")  # fmt: skip
+        print(f"k={k} tol={args.tol} A/A runs={n} confirm={args.confirm} paired={args.paired} "
+              f"budget={args.false_alarm} lb_gpu={args.lb_gpu}: run-wide false alarms {run_fa} "
+              f"({run_fa / n:.3%} {_cp(run_fa, n)}); worst metric {worst} ({worst / n:.3%} "
+              f"{_cp(worst, n)}, metric m{int(per_metric.argmax())}); metrics with any: "
+              f"{int((per_metric > 0).sum())} of {m}; all metrics' false alarms "
+              f"{int(per_metric.sum())} of {n * m}; inconclusive {inc / (n * m):.1%} "
+              f"(throughput {inc_tp / (n * n_tp):.1%}); throughput decided {dec / (n * n_tp):.1%} "
+              f"(launch-bound excluded {dec3 / (n * n_tp3):.1%}){stage2}", flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -135,10 +238,25 @@ def main() -> None:
         help="A/A runs only, in parallel (--jobs): false alarms per metric",
     )
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--false-alarm", type=float, default=0.01, help="the run's budget")
+    ap.add_argument(
+        "--paired",
+        action="store_true",
+        help="stage 2 (judge_paired) after stage 1, the budget split (--aa-only)",
+    )
+    ap.add_argument("--pair-rounds", type=int, default=PAIR_R)
+    ap.add_argument(
+        "--lb-gpu",
+        type=float,
+        default=0.0,
+        help="launch-bound figures timed on the GPU with this spread (--aa-only)",
+    )
     args = ap.parse_args()
     if args.aa_only:
         aa_only(args)
         return
+    if args.paired or args.lb_gpu:
+        ap.error("--paired and --lb-gpu are for --aa-only runs")
     sys.path.insert(0, args.sim_dir)
     import sim  # gate-sim's harness and fitted noise model
 
@@ -153,7 +271,7 @@ def main() -> None:
     for k in (int(x) for x in args.ks.split(",")):
 
         def judged(b, c):
-            return rule(b, c, scur, args.tol, names)
+            return rule(b, c, scur, args.tol, names, false_alarm=args.false_alarm)
 
         rng = np.random.default_rng(args.seed + k)
         r = sim.evaluate(judged, opts, ms, cls, sigma, scur, tau, k, rng)
