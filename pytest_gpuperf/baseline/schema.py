@@ -187,7 +187,8 @@ def validate(path: Path, data: Any) -> BaselineFile:
                 if why:
                     raise file_error(path, f"{mw} history[{i}]: {why}")
     extra = {k: v for k, v in data.items() if k not in KNOWN_TOP}
-    return BaselineFile(path, profile, entries, data.get("updated"), extra, VERSION if read_version == VERSION else 1)
+    read = VERSION if read_version == VERSION else 1
+    return BaselineFile(path, profile, entries, data.get("updated"), extra, read)
 
 
 RESTART_TEXTS = ("date", "reason")  # required, non-empty
