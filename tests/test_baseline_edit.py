@@ -140,3 +140,23 @@ def test_the_shipped_baseline_still_loads_and_judges_its_whole_history():
     for e in shipped.entries.values():
         for m in e["metrics"].values():
             assert len(window(m)) == len(m["history"]) and restart_note(m) is None
+
+
+def test_accepting_a_run_that_saved_itself_marks_its_session_not_a_second_copy():
+    from pytest_gpuperf.baseline.edit import restart
+
+    f = file_of({"t::a": [item(0, False), item(1, False)]})
+    m = {"unit": "tokens/s", "direction": "higher", "median": 101.0, "n": 1, "session": "s1",
+         "host": "h"}  # fmt: skip
+    accepted = {"t::a": {"environment": {"gpu": "cpu: x"}, "date": "2026-12-09", "commit": None,
+                         "flags": {}, "metrics": {"throughput": m}}}  # fmt: skip
+    out = restart(f, P, "cpu", accepted, RESTART, "2026-12-09")
+    hist = out.entries["t::a"]["metrics"]["throughput"]["history"]
+    assert [h["session"] for h in hist] == ["s0", "s1"] and hist[1]["restart"] == RESTART
+    assert values_of(out.entries["t::a"]["metrics"]["throughput"]) == [101.0]
+    # a new session is appended as the restarted history's first
+    out = restart(f, P, "cpu", {"t::a": {**accepted["t::a"], "metrics": {"throughput": {**m, "session": "s9", "median": 90.0}}}}, RESTART, "2026-12-09")
+    assert values_of(out.entries["t::a"]["metrics"]["throughput"]) == [90.0]
+    assert len(out.entries["t::a"]["metrics"]["throughput"]["history"]) == 3
+    with pytest.raises(BaselineError, match="another device"):
+        restart(f, P, "cpu", {"t::a": {**accepted["t::a"], "environment": {"gpu": "NVIDIA H200"}}}, RESTART, "now")
