@@ -37,7 +37,9 @@ def accept(*args):
 
 def test_an_intended_slowdown_accepted_restarts_the_history(project, monkeypatch, capsys):
     saved(project, times=3)
-    monkeypatch.setenv("USER", "alice")
+    monkeypatch.setenv("USER", "alice")  # who accepts where git has no user.name:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(project.path / "no-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     r = slow_run(project, monkeypatch, "0.5", "slow.json")
     r.stdout.fnmatch_lines(["REGRESSED *test_b.py::test_spin *throughput*"])
     before = spin_history(project)
