@@ -104,11 +104,35 @@ def series_of(
     return out
 
 
-def window(base_m: dict[str, Any], exclude_session: str | None = None) -> list[dict[str, Any]]:
-    """The history items a metric is judged against: the newest HISTORY of them, less the
-    run's own session. The file keeps HISTORY per metric; a longer list (edited by hand,
-    merged) is judged on its newest items, never in time that grows with its length."""
+def since_restart(base_m: dict[str, Any]) -> list[Any]:
+    """A metric's history from its last restart on (`gpuperf baseline accept` marks the
+    item it restarted from with a `restart` record), the whole history where none: the
+    sessions before an accepted change are kept in the file, never judged against."""
     hist = base_m.get("history") or []
+    for i in range(len(hist) - 1, max(-1, len(hist) - HISTORY - 2), -1):  # a judged one
+        if isinstance(hist[i], dict) and isinstance(hist[i].get("restart"), dict):
+            return list(hist[i:])
+    return list(hist)
+
+
+def restart_note(base_m: dict[str, Any]) -> str | None:
+    """'history restarted on <date>: <reason>' while the restart is among the sessions a
+    metric is judged against (the newest HISTORY), else None."""
+    hist = since_restart(base_m)
+    if len(hist) > HISTORY or not hist or not isinstance(hist[0], dict):
+        return None
+    rec = hist[0].get("restart")
+    if not isinstance(rec, dict):
+        return None
+    return f"history restarted on {str(rec.get('date'))[:10]}: {rec.get('reason')}"
+
+
+def window(base_m: dict[str, Any], exclude_session: str | None = None) -> list[dict[str, Any]]:
+    """The history items a metric is judged against: the newest HISTORY of them since its
+    last restart, less the run's own session. The file keeps HISTORY per metric; a longer
+    list (edited by hand, merged) is judged on its newest items, never in time that grows
+    with its length."""
+    hist = since_restart(base_m)
     kept = [
         h for h in hist[-(HISTORY + 1):]
         if not (exclude_session and isinstance(h, dict) and h.get("session") == exclude_session)

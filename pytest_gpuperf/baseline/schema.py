@@ -76,6 +76,7 @@ class BaselineFile:
     entries: dict[str, dict[str, Any]]
     updated: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # top-level keys kept as they were
+    read_version: int = VERSION  # the version the file was read as (1 is migrated to 2)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,6 +121,7 @@ def validate(path: Path, data: Any) -> BaselineFile:
         raise file_error(path, f"expected a JSON object, got {type(data).__name__}")
     if data.get("schema") != SCHEMA:
         raise file_error(path, f"not a pytest-gpuperf baseline (schema {data.get('schema')!r})")
+    read_version = data.get("version")
     if type(data.get("version")) is int and data.get("version") == 1:
         data = migrate_v1(data)
     if type(data.get("version")) is not int or data.get("version") != VERSION:  # not 1.0, true
@@ -181,11 +183,38 @@ def validate(path: Path, data: Any) -> BaselineFile:
                     raise file_error(path, f"{mw} history[{i}] median {why}")
                 if not (text_or_none(h.get("date")) and text_or_none(h.get("commit"))):
                     raise file_error(path, f"{mw} history[{i}]: date and commit must be strings")
-                why = session_problem(h)
+                why = session_problem(h) or restart_problem(h)
                 if why:
                     raise file_error(path, f"{mw} history[{i}]: {why}")
     extra = {k: v for k, v in data.items() if k not in KNOWN_TOP}
-    return BaselineFile(path, profile, entries, data.get("updated"), extra)
+    read = VERSION if read_version == VERSION else 1
+    return BaselineFile(path, profile, entries, data.get("updated"), extra, read)
+
+
+RESTART_TEXTS = ("date", "reason")  # required, non-empty
+RESTART_OPTIONAL = ("commit", "who")  # a string or null
+
+
+def restart_problem(item: dict[str, Any]) -> str | None:
+    """What is wrong with a history item's `restart` record (`gpuperf baseline accept`:
+    the metric's history is judged from this item on), or None. It must be an object with
+    a non-empty `date` and `reason`, `commit` and `who` strings or null, `forced` a list of
+    the refusals it overrode; other keys are kept."""
+    if "restart" not in item:
+        return None
+    rec = item["restart"]
+    if not isinstance(rec, dict):
+        return f"'restart' must be an object (date, reason, commit, who), got {rec!r}"
+    for name in RESTART_TEXTS:
+        if not isinstance(rec.get(name), str) or not rec[name].strip():
+            return f"restart {name!r} must be a non-empty string, got {rec.get(name)!r}"
+    for name in RESTART_OPTIONAL:
+        if not text_or_none(rec.get(name)):
+            return f"restart {name!r} must be a string or null, got {rec.get(name)!r}"
+    forced = rec.get("forced", [])
+    if not isinstance(forced, list) or not all(isinstance(f, str) for f in forced):
+        return f"restart 'forced' must be a list of strings, got {forced!r}"
+    return None
 
 
 DEVICE_KEYS = ("gpu", "mig_profile", "emulated")
@@ -198,6 +227,26 @@ def device_conflict(old_env: dict[str, Any], new_env: dict[str, Any]) -> str | N
         if old_env.get(key) != new_env.get(key):
             return f"{key} {old_env.get(key)!r} in the file, {new_env.get(key)!r} now"
     return None
+
+
+SESSION_IDS = ("session", "gpu_uuid", "host")
+
+
+def session_item(new: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:
+    """The history item a new entry's metric `m` (from entries_to_save) adds: its median,
+    the entry's date and commit, why the session is suspect, its SM clock, its interval
+    (the report draws it), which run, GPU and host it was (the noise model's sessions)."""
+    session = {"median": m["median"], "date": new.get("date"), "commit": new.get("commit")}
+    for extra in ("flags", "clock_mhz", "ci_low", "ci_high", *SESSION_IDS):
+        if m.get(extra) is not None and m.get(extra) != []:
+            session[extra] = m[extra]
+    return session
+
+
+def metric_summary(m: dict[str, Any]) -> dict[str, Any]:
+    """A new metric as its file entry keeps it, less its history: the session's ids go
+    into the history item only."""
+    return {k: v for k, v in m.items() if k not in SESSION_IDS}
 
 
 def merge(
@@ -233,15 +282,8 @@ def merge(
             prev = old_metrics.get(mname, {})
             same_kind = prev.get("unit") == m["unit"] and prev.get("direction") == m["direction"]
             history = list(prev.get("history", [])) if same_kind else []
-            session = {"median": m["median"], "date": new.get("date"), "commit": new.get("commit")}
-            # why the session is suspect, its SM clock, its interval (the report draws it),
-            # which run, GPU and host it was (the noise model's sessions)
-            for extra in ("flags", "clock_mhz", "ci_low", "ci_high", "session", "gpu_uuid", "host"):
-                if m.get(extra) is not None and m.get(extra) != []:
-                    session[extra] = m[extra]
-            history.append(session)
-            kept = {k: v for k, v in m.items() if k not in ("session", "gpu_uuid", "host")}
-            merged_metrics[mname] = {**kept, "history": history[-HISTORY:]}
+            history.append(session_item(new, m))
+            merged_metrics[mname] = {**metric_summary(m), "history": history[-HISTORY:]}
         entries[key] = {
             **old,
             **{k: v for k, v in new.items() if k != "metrics"},

@@ -11,6 +11,7 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,17 @@ def save(path: Path, profile: str, updates: dict[str, dict[str, Any]], now: str)
 
     A symbolic link is followed: its target is replaced, the link kept. The new file keeps
     the old one's permission bits (a new file gets 0644 less the umask)."""
+    return rewrite(path, lambda current: merge(current, Path(path), profile, updates, now))
+
+
+def rewrite(
+    path: Path, change: Callable[[BaselineFile | None], BaselineFile]
+) -> BaselineFile:
+    """Replace the baseline at `path` with `change(the file as it is now, or None)`, read and
+    written under the file's lock, through a temporary file and an atomic rename: the one
+    way every writer (a run's save, `gpuperf baseline accept` and `merge`) changes a file.
+    `change` raises BaselineError to leave the file as it was; a corrupt file is never
+    overwritten (loading it raises)."""
     from filelock import FileLock
 
     given = Path(path)
@@ -181,24 +193,36 @@ def save(path: Path, profile: str, updates: dict[str, dict[str, Any]], now: str)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(lock_path(path)), timeout=LOCK_TIMEOUT_S):
         _clean_stale_temps(path)
-        current = load(path)  # raises on a corrupt file: it is never overwritten
-        merged = merge(current, path, profile, updates, now)
-        text = json.dumps(merged.to_json(), indent=2, allow_nan=False) + "\n"
-        try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o644 & ~umask
-        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fchmod(fh.fileno(), mode)
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        merged = change(load(path))  # load raises on a corrupt file: it is never overwritten
+        write_unlocked(path, merged)
     return merged
+
+
+def write_unlocked(path: Path, content: BaselineFile) -> None:
+    """Write `content` to `path` atomically, checked by the loader's rules first, without
+    the lock: for a file no other writer can know (git's temporary files of a merge,
+    which a merge driver writes; `rewrite` holds the lock for every other write)."""
+    validate(path, json.loads(json.dumps(content.to_json())))  # what we write, we can read
+    _write_atomic(path, json.dumps(content.to_json(), indent=2, allow_nan=False) + "\n")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """`text` into `path` through a fsynced temporary file renamed over it, keeping the
+    file's permission bits (a new file gets 0644 less the umask)."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o644 & ~umask
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

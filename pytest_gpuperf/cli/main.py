@@ -4,6 +4,8 @@ baseline outside pytest and set the exit code, for gating in other CI steps.
 GPU, interleaved (`gpuperf ab --help`).
 `gpuperf report RESULTS.json... -o report.html`: one HTML report of several runs (GPUs,
 emulated caps, dates), with charts.
+`gpuperf baseline {accept,show,merge,merge-driver}`: accept an intended change, show what
+the gate judges against, merge two branches' baselines (`gpuperf baseline --help`).
 
 RESULTS.json is the file written by `pytest --gpuperf-json=PATH` or the `gpuperf` section
 of `pytest --benchmark-json=PATH`. The verdicts come from the same gate that pytest uses,
@@ -27,6 +29,7 @@ from ..judging.judge import judge_run
 from ..outputs.terminal import verdict_count_line
 from ..outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from ..plugin.options import add_cli_arguments
+from .baseline import add_arguments as add_baseline_arguments
 
 EXIT_CODES = """exit codes:
   0  no regression (also with --warn-only when there is one)
@@ -134,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "report":
         return report_command(args)
+    if args.command == "baseline":
+        from .baseline import main as baseline_main
+
+        return baseline_main(args)
     if args.command == "ab":
         from .ab import main as ab_main
 
@@ -156,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     _compare_arguments(sub)
     _ab_arguments(sub)
     _report_arguments(sub)
+    add_baseline_arguments(sub)
     return parser
 
 

@@ -11,10 +11,17 @@ pytest and no I/O here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..baseline.history import PER_CLOCK, env_for, incomparable_reason, series_of
+from ..baseline.history import (
+    PER_CLOCK,
+    env_for,
+    incomparable_reason,
+    restart_note,
+    series_of,
+    since_restart,
+)
 from ..core.figures import PEAK, metrics_of, result_classes
 from ..core.results import Result
 from ..core.settings import BY_NAME, FALSE_ALARM
@@ -35,6 +42,8 @@ from .offsets import (
 from .verdict import (
     FAILED,
     IMPROVED,
+    INCOMPARABLE,
+    NEW,
     REGRESSED,
     Verdict,
     combine_clocked,
@@ -237,13 +246,16 @@ def _set_verdicts(
     """The verdicts as each result carries them (dicts, with the advice that the length of
     the figure's baseline history makes due)."""
     for r in results:
-        base = entries.get(r.key)
-        r.verdicts = {
-            name: verdict_dict(
-                v, len((base or {}).get("metrics", {}).get(name, {}).get("history", []))
-            )
-            for name, v in out.get(r.key, {}).items()
-        }
+        metrics = (entries.get(r.key) or {}).get("metrics") or {}
+        r.verdicts = {}
+        for name, v in out.get(r.key, {}).items():
+            base_m = metrics.get(name) or {}
+            note = restart_note(base_m) if v.status not in (NEW, INCOMPARABLE) else None
+            if note:  # the history was restarted from an accepted run: the verdict says so
+                v = replace(v, basis="; ".join(x for x in (v.basis, note) if x))
+            r.verdicts[name] = verdict_dict(v, len(since_restart(base_m)))
+            if note:
+                r.verdicts[name]["restarted"] = note
 
 
 def _items(

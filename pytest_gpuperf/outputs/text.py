@@ -120,6 +120,8 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
             notes = flags
             if v["status"] in (INCONCLUSIVE_POWER, FAILED) or v.get("confirmed") is not None:
                 notes = ", ".join(x for x in (flags, v.get("reason") or "") if x)
+            if v.get("restarted"):  # the history was restarted from an accepted run
+                notes = ", ".join(x for x in (notes, str(v["restarted"])) if x)
             rows.append(
                 (
                     SEVERITY.get(v["status"], 99),

@@ -1,0 +1,232 @@
+"""Living with the gate (docs/gating.md): an intended change accepted (`gpuperf baseline
+accept`), what a baseline holds (`show`), and two branches' saves merged (`merge` and git's
+merge driver, in a real git repository). CPU only: the benchmarks run on the virtual clock
+(tests/gateproject.py), so every verdict here is the same on any machine."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pytest_gpuperf.baseline.store import load
+from pytest_gpuperf.cli.main import main as gpuperf_main
+
+from .gateproject import FAST, saved
+
+SPIN = "test_b.py::test_spin"
+
+
+def baseline(project):
+    return json.loads((project.path / "baselines" / "cpu.json").read_text())
+
+
+def spin_history(project):
+    return baseline(project)["entries"][SPIN]["metrics"]["throughput"]["history"]
+
+
+def slow_run(project, monkeypatch, slow, name, *extra):
+    monkeypatch.setenv("SLOW", slow)
+    return project.runpytest(*FAST, f"--gpuperf-json={name}", *extra)
+
+
+def accept(*args):
+    return gpuperf_main(["baseline", "accept", *map(str, args)])
+
+
+def test_an_intended_slowdown_accepted_restarts_the_history(project, monkeypatch, capsys):
+    saved(project, times=3)
+    monkeypatch.setenv("USER", "alice")  # who accepts where git has no user.name:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(project.path / "no-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    r = slow_run(project, monkeypatch, "0.5", "slow.json")
+    r.stdout.fnmatch_lines(["REGRESSED *test_b.py::test_spin *throughput*"])
+    before = spin_history(project)
+    assert accept("--from", "slow.json", "--all-regressed", "--reason", "bigger default batch") == 0
+    out = capsys.readouterr().out
+    assert "accepted 1 figure(s) of 1 test(s)" in out and "bigger default batch" in out
+    hist = spin_history(project)
+    assert hist[:-1] == before  # the old sessions are kept, never judged again
+    rec = hist[-1]["restart"]
+    assert rec["reason"] == "bigger default batch" and rec["who"] == "alice" and rec["date"]
+    assert "commit" in rec and "forced" not in rec
+    # the accepted run's figure is the restarted history's first session
+    run = json.loads((project.path / "slow.json").read_text())
+    figure = next(x for x in run["results"] if x["nodeid"] == SPIN)["throughput"]["median"]
+    assert hist[-1]["median"] == pytest.approx(figure) and hist[-1]["session"] == run["session_id"]
+    # test_other was not regressed: its history is untouched
+    assert all("restart" not in h for h in baseline(project)["entries"]["test_b.py::test_other"]["metrics"]["throughput"]["history"])
+
+    # the next runs at the new level are judged against it alone, and say so
+    save = slow_run(project, monkeypatch, "0.5", "s2.json", "--gpuperf-baseline=save")
+    save.assert_outcomes(passed=2)
+    same = slow_run(project, monkeypatch, "0.5", "same.json")
+    same.assert_outcomes(passed=2)
+    day = rec["date"][:10]
+    same.stdout.fnmatch_lines([f"UNCHANGED *test_b.py::test_spin *throughput*history restarted on {day}: bigger default batch*"])
+    verdict = next(x for x in json.loads((project.path / "same.json").read_text())["results"] if x["nodeid"] == SPIN)["verdicts"]["throughput"]
+    assert verdict["restarted"] == f"history restarted on {day}: bigger default batch"
+    assert verdict["basis"].endswith(verdict["restarted"])
+    # a slowdown from the new level regresses, and the failure line names the restart
+    worse = slow_run(project, monkeypatch, "1.0", "worse.json", "--gpuperf-no-confirm")
+    worse.stdout.fnmatch_lines([f"PERFORMANCE REGRESSION test_b.py::test_spin throughput: *from its own 2 sessions*history restarted on {day}: bigger default batch*"])
+
+
+def test_accept_refuses_an_inconclusive_or_busy_result_unless_forced(project, monkeypatch, capsys):
+    saved(project, times=3)
+    slow_run(project, monkeypatch, "0.5", "slow.json").stdout.fnmatch_lines(["REGRESSED *test_spin*"])
+    data = json.loads((project.path / "slow.json").read_text())
+    spin = next(x for x in data["results"] if x["nodeid"] == SPIN)
+    spin["verdicts"]["throughput"]["status"] = "inconclusive"
+    (project.path / "inc.json").write_text(json.dumps(data))
+    before = (project.path / "baselines" / "cpu.json").read_bytes()
+    assert accept(SPIN, "--from", "inc.json", "--reason", "x") == 1
+    assert "refused: test_b.py::test_spin throughput: inconclusive in that run" in capsys.readouterr().err
+    spin["verdicts"]["throughput"]["status"] = "regressed"
+    spin["host"] = {"load1": 9.0, "cores": 2, "steal": 0.0, "busy": True}
+    (project.path / "busy.json").write_text(json.dumps(data))
+    assert accept(SPIN, "--from", "busy.json", "--reason", "x") == 1
+    assert "measured on a busy host" in capsys.readouterr().err
+    assert (project.path / "baselines" / "cpu.json").read_bytes() == before  # nothing written
+    assert accept(SPIN, "--from", "busy.json", "--reason", "known busy runner", "--force") == 0
+    rec = spin_history(project)[-1]["restart"]
+    assert rec["forced"] == ["test_b.py::test_spin throughput: measured on a busy host"]
+
+
+def test_accept_bad_input_is_exit_2_naming_it(project, monkeypatch, capsys):
+    saved(project, times=1)
+    slow_run(project, monkeypatch, "0", "run.json")
+    assert accept("test_b.py::test_nope", "--from", "run.json", "--reason", "x") == 2
+    assert "not in the results of run.json: test_b.py::test_nope" in capsys.readouterr().err
+    assert accept("--from", "run.json", "--reason", "x") == 2
+    assert "name the tests to accept" in capsys.readouterr().err
+    assert accept(SPIN, "--from", "run.json", "--reason", "  ") == 2
+    assert "--reason must say why" in capsys.readouterr().err
+    assert accept(SPIN, "--from", "run.json", "--reason", "x", "--class", "compute") == 2
+    assert "no figure of run.json matches" in capsys.readouterr().err
+    data = json.loads((project.path / "run.json").read_text())
+    data["results"][0]["outcome"] = "oom"
+    (project.path / "oom.json").write_text(json.dumps(data))
+    key = data["results"][0]["nodeid"]
+    assert accept(key, "--from", "oom.json", "--reason", "x", "--force") == 2
+    assert "not ok (oom): no figure to accept" in capsys.readouterr().err
+
+
+def test_show_lists_sessions_restart_and_flags(project, monkeypatch, capsys):
+    saved(project, times=2)
+    slow_run(project, monkeypatch, "0.5", "slow.json")
+    assert accept(SPIN, "--from", "slow.json", "--reason", "more accurate attention") == 0
+    capsys.readouterr()
+    assert gpuperf_main(["baseline", "show"]) == 0
+    out = capsys.readouterr().out
+    assert "baseline baselines/cpu.json: profile cpu" in out
+    host = os.uname().nodename
+    lines = out.splitlines()
+    spin = next(i for i, x in enumerate(lines) if x.startswith(f"{SPIN} throughput "))
+    assert "1 session(s) judged of 3 kept" in lines[spin] and f"hosts {host}" in lines[spin]
+    assert lines[spin + 1].startswith("  history restarted on ") and "more accurate attention" in lines[spin + 1]
+    assert "2 earlier session(s) kept, not judged" in lines[spin + 1]
+    other = next(x for x in lines if x.startswith("test_b.py::test_other throughput "))
+    assert "2 session(s) judged," in other
+
+
+# ------------------------------------------------------------------ two branches in git
+
+
+def git(where, *args, check=True):
+    r = subprocess.run(["git", *args], cwd=where, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)}: {r.stdout}{r.stderr}")
+    return r
+
+
+def branches_that_each_saved(project):
+    """A repository whose main holds one saved session, and branches a and b that each
+    saved one more on top of it."""
+    where = project.path
+    git(where, "init", "-q", "-b", "main")
+    git(where, "config", "user.name", "CI")
+    git(where, "config", "user.email", "ci@example.com")
+    (where / ".gitignore").write_text(".vclock-sessions\nbaselines/.*.lock\nbaselines/.*.tmp\n*.json.out\n")
+    saved(project, times=1)
+    git(where, "add", "-A")
+    git(where, "commit", "-qm", "first session")
+    for branch in ("a", "b"):
+        git(where, "checkout", "-q", "-b", branch, "main")
+        saved(project, times=1)
+        git(where, "commit", "-qam", f"session on {branch}")
+    return where
+
+
+def sessions(path):
+    hist = json.loads(path.read_text())["entries"][SPIN]["metrics"]["throughput"]["history"]
+    return [h["session"] for h in hist]
+
+
+def test_two_branches_saves_conflict_without_the_driver_and_merge_with_it(project):
+    where = branches_that_each_saved(project)
+    base_file = where / "baselines" / "cpu.json"
+    on_b = sessions(base_file)
+    on_a = json.loads(git(where, "show", "a:baselines/cpu.json").stdout)["entries"][SPIN]["metrics"]["throughput"]["history"]
+    assert len(on_b) == 2 and on_a[0]["session"] == on_b[0] and on_a[1]["session"] != on_b[1]
+
+    plain = git(where, "merge", "-q", "--no-edit", "a", check=False)
+    assert plain.returncode != 0 and "CONFLICT" in plain.stdout + plain.stderr
+    assert "<<<<<<<" in base_file.read_text()
+    git(where, "merge", "--abort")
+
+    (where / ".gitattributes").write_text("baselines/*.json merge=gpuperf\n")
+    driver = f"{sys.executable} -m pytest_gpuperf baseline merge-driver %O %A %B"
+    git(where, "config", "merge.gpuperf.driver", driver)
+    git(where, "add", ".gitattributes")
+    git(where, "commit", "-qm", "the gpuperf merge driver")
+    merged = git(where, "merge", "-q", "--no-edit", "a", check=False)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert git(where, "status", "--porcelain").stdout == ""
+    got = sessions(base_file)
+    assert sorted(got) == sorted({*on_b, on_a[1]["session"]}) and len(got) == 3
+    assert load(base_file) is not None  # the merged file loads
+    hist = json.loads(base_file.read_text())["entries"][SPIN]["metrics"]["throughput"]["history"]
+    assert [h["date"] for h in hist] == sorted(h["date"] for h in hist)
+    # and the gate judges against all three sessions
+    r = project.runpytest(*FAST)
+    r.assert_outcomes(passed=2)
+    r.stdout.fnmatch_lines(["UNCHANGED *test_b.py::test_spin *throughput*"])
+
+
+def test_the_driver_leaves_a_conflict_it_cannot_resolve(project, capsys):
+    where = branches_that_each_saved(project)
+    ours = where / "ours.json"
+    ours.write_text((where / "baselines" / "cpu.json").read_text())
+    theirs = where / "theirs.json"
+    data = json.loads(git(where, "show", "a:baselines/cpu.json").stdout)
+    data["entries"][SPIN]["metrics"]["throughput"]["unit"] = "tokens/ms"
+    theirs.write_text(json.dumps(data))
+    before = ours.read_bytes()
+    base = where / "base.json"
+    base.write_text("")
+    assert gpuperf_main(["baseline", "merge-driver", str(base), str(ours), str(theirs)]) == 1
+    assert "metric 'throughput': tokens/s (higher is better) on one side, tokens/ms" in capsys.readouterr().err
+    assert ours.read_bytes() == before
+
+
+def test_merge_command_writes_both_sides_and_never_overwrites_another_file(project, capsys):
+    where = branches_that_each_saved(project)
+    a = where / "a.json"
+    a.write_text(git(where, "show", "a:baselines/cpu.json").stdout)
+    b = where / "baselines" / "cpu.json"
+    other = where / "other.json"
+    other.write_text("keep me")
+    assert gpuperf_main(["baseline", "merge", str(a), str(b), "-o", str(other)]) == 2
+    assert "exists and is neither input" in capsys.readouterr().err and other.read_text() == "keep me"
+    out = where / "merged.json"
+    assert gpuperf_main(["baseline", "merge", str(a), str(b), "-o", str(out)]) == 0
+    assert len(sessions(out)) == 3
+    assert gpuperf_main(["baseline", "merge", str(a), str(b), "-o", str(b)]) == 0
+    assert sessions(b) == sessions(out)
+    data = json.loads(a.read_text())
+    data["profile"] = "h200"
+    a.write_text(json.dumps(data))
+    assert gpuperf_main(["baseline", "merge", str(a), str(b), "-o", str(where / "x.json")]) == 2
+    assert "cannot merge profile 'h200' with profile 'cpu'" in capsys.readouterr().err
