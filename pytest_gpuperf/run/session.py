@@ -363,10 +363,11 @@ class GpuPerfSession:
                 tr.write_sep("-", line[4:])
             else:
                 tr.write_line(line)
-        from ..measure.hostload import xdist_cpu_warning
+        from ..measure.hostload import busy_line, xdist_cpu_warning
 
         warning = xdist_cpu_warning(getattr(tr.config.option, "numprocesses", None), self.results)
-        for line in [*self.finish_notes, *([warning] if warning else [])]:
+        busy = busy_line(self.results)  # once per run, never once per test
+        for line in [*self.finish_notes, *(x for x in (warning, busy) if x)]:
             tr.write_line(line)
         if self.options.warn_only and self.base.judgement is not None:
             # otherwise they are the failure text of the failed test GATE_NODEID
