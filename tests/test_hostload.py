@@ -10,7 +10,13 @@ import pytest
 
 from pytest_gpuperf.core.results import Result
 from pytest_gpuperf.judging.busy import busy_verdicts
-from pytest_gpuperf.measure.hostload import HostSample, assess, read_host, undisturbed, xdist_cpu_warning
+from pytest_gpuperf.measure.hostload import (
+    HostSample,
+    assess,
+    read_host,
+    undisturbed,
+    xdist_cpu_warning,
+)
 
 from . import vclock
 from .gateproject import BENCH, FAST, saved
@@ -194,3 +200,23 @@ def test_undisturbed_keeps_the_samples_that_had_the_cpu_when_enough_remain():
     # work that waits on something else (a sleep, a device): nothing to judge by
     assert undisturbed([1.0, 2.0], [0.1, 0.05], need=1) == ([1.0, 2.0], None)
     assert undisturbed([1.0], [], need=1) == ([1.0], None)
+
+
+def test_a_process_that_never_had_one_core_to_itself_has_no_undisturbed_sample():
+    # every sample preempted, the best at 0.6 of a core: none of them is the work's cost
+    kept, found = undisturbed([1.0, 1.0, 1.0], [0.6, 0.55, 0.2], need=1)
+    assert kept == [1.0, 1.0, 1.0] and found == {"samples": 3, "preempted": 3, "enough": False}
+
+
+def test_a_busy_host_cpu_result_never_enters_a_baseline_a_gpu_one_does():
+    from pytest_gpuperf.measure.hostload import too_disturbed
+
+    loaded = {"load1": 9.0, "cores": 2, "steal": 0.0, "busy": True}
+    unchecked = Result("t.py::a", None, "calls", 1, backend="cpu", host=loaded)
+    checked = Result("t.py::b", None, "calls", 1, backend="cpu", host={**loaded, "samples": 30, "preempted": 29})
+    rescued = Result("t.py::c", None, "calls", 1, backend="cpu",
+                     host={**loaded, "busy": False, "samples": 30, "preempted": 20})  # fmt: skip
+    gpu = Result("t.py::d", None, "calls", 1, backend="cuda", host=loaded)
+    assert "measured on a busy host (load average 9 on 2 cores" in too_disturbed(unchecked)
+    assert "29 of 30 samples preempted, 1 undisturbed" in too_disturbed(checked)
+    assert too_disturbed(rescued) is None and too_disturbed(gpu) is None

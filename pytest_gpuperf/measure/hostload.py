@@ -47,8 +47,9 @@ def describe(host: dict[str, Any]) -> str:
 STEAL_LIMIT = 0.05  # a fraction of the CPU time over the measurement
 # A sample's CPU time over its wall time (the process's: all its threads): CPU-bound work
 # reaches CPU_BOUND in its best sample; a sample of it is undisturbed at UNDISTURBED of the
-# best one's share or more, and was preempted below (three busy loops beside a 2-core
-# matmul: 124 of 400 samples at 1.0, the rest at 0.1-0.3, docs/performance.md)
+# best one's share or more, and never below UNDISTURBED of one core (a process that did
+# not have one core to itself was preempted, whatever its best sample had: three busy
+# loops beside a 2-core matmul: 124 of 400 samples at 1.0, the rest at 0.1-0.3)
 CPU_BOUND = 0.5
 UNDISTURBED = 0.9
 
@@ -67,7 +68,8 @@ def undisturbed(
     best = max((s for s in shares if s < math.inf), default=0.0)
     if best < CPU_BOUND:
         return walls, None
-    kept = [w for w, s in zip(walls, shares, strict=True) if s >= UNDISTURBED * best]
+    floor = UNDISTURBED * max(best, 1.0)
+    kept = [w for w, s in zip(walls, shares, strict=True) if s >= floor]
     enough = len(kept) >= max(1, need)
     found = {"samples": len(walls), "preempted": len(walls) - len(kept), "enough": enough}
     return (kept if enough else walls), found
@@ -156,11 +158,14 @@ def busy_line(results: Iterable[Any]) -> str | None:
 
 
 def too_disturbed(result: Any) -> str | None:
-    """Why this result must not enter a baseline (None: it may): CPU-bound work on a busy
-    host whose samples were mostly preempted measured the other work, not its own."""
+    """Why this result must not enter a baseline (None: it may): a busy-host CPU result
+    (too few undisturbed samples, or none that could be told) measured the other work as
+    much as its own."""
     host = getattr(result, "host", None)
-    if result.backend != "cpu" or not host or not host.get("busy") or not host.get("samples"):
+    if result.backend != "cpu" or not host or not host.get("busy"):
         return None
+    if not host.get("samples"):
+        return f"too disturbed to be a baseline: measured on a busy host ({describe(host)})"
     kept = host["samples"] - host["preempted"]
     return (
         f"too disturbed to be a baseline: {host['preempted']} of {host['samples']} samples "

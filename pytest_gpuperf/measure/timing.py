@@ -6,7 +6,8 @@ lasts at least `min_sample_time`); samples are recorded in chunks and the host s
 once per chunk, never once per call. On the CPU each sample is `time.perf_counter` around
 `k` calls, with the process's CPU time (`time.process_time`) beside it: a CPU-bound sample
 whose CPU time falls well short of its wall time was preempted by other work, and is left out
-when enough undisturbed ones remain (hostload.undisturbed). The busy check and the kernel-time pass (kernels.py) run the profiler after
+when enough undisturbed ones remain (hostload.undisturbed). The busy check and the
+kernel-time pass (kernels.py) run the profiler after
 the samples, never during them. Torch is imported only when a CUDA measurement runs.
 """
 
@@ -288,7 +289,6 @@ def _measure_into(
     run = _prepare_sampling(result, clock, fn, cfg, torch, k)
     sampler = telemetry(cfg.telemetry_interval) if telemetry is not None else None
     samples, decision = _sample(result, run, fn, cfg, per_call, k, sampler)
-    result.calls_total = len(samples) * k
     kept, result.preemption = run.clock.kept(samples, cfg.min_samples)
     _summarize_time(result, kept, decision, cfg)
     if run.window is not None:
@@ -371,6 +371,7 @@ def _sample(
         confidence=cfg.confidence,
     )
     samples: list[float] = []
+    result.calls_total = 0
     sample_s = per_call * k
     n = max(1, min(cfg.min_samples, math.ceil(0.05 / sample_s) if sample_s > 0 else 10))
     n = min(n, cfg.max_samples)
@@ -380,9 +381,13 @@ def _sample(
     try:
         while True:
             samples.extend(run.clock.chunk(fn, k, n, run.between))
+            result.calls_total += n * k
             elapsed = time.perf_counter() - t0
             # judged on the undisturbed samples where enough are (the ones summarised)
-            decision = decide(run.clock.kept(samples, cfg.min_samples)[0], elapsed, rule)
+            kept, found = run.clock.kept(samples, cfg.min_samples)
+            decision = decide(kept, elapsed, rule)
+            if found and not found["enough"] and 2 * found["preempted"] > found["samples"]:
+                k = max(1, k // 2)  # most were preempted: shorter samples, more run whole
             if not decision.stop and len(samples) >= rule.max_samples:
                 decision = Decision(True, "max-samples", decision.rel_ci)
             if decision.stop:
@@ -400,6 +405,7 @@ def _sample(
         if sampler is not None:
             sampler.__exit__(None, None, None)
     result.measure_s = time.perf_counter() - t0
+    result.calls_per_sample = k  # the last chunk's (halved while most samples were preempted)
     return samples, decision
 
 
