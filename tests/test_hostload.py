@@ -10,7 +10,13 @@ import pytest
 
 from pytest_gpuperf.core.results import Result
 from pytest_gpuperf.judging.busy import busy_verdicts
-from pytest_gpuperf.measure.hostload import HostSample, assess, read_host, xdist_cpu_warning
+from pytest_gpuperf.measure.hostload import (
+    HostSample,
+    assess,
+    read_host,
+    undisturbed,
+    xdist_cpu_warning,
+)
 
 from . import vclock
 from .gateproject import BENCH, FAST, saved
@@ -71,6 +77,7 @@ def test_on_the_cpu_a_busy_host_makes_a_change_inconclusive():
 
 BUSY_CONFTEST = vclock.CONFTEST + textwrap.dedent(
     """
+    import itertools
     import os
 
     import pytest_gpuperf.measure.hostload as hostload
@@ -81,30 +88,61 @@ BUSY_CONFTEST = vclock.CONFTEST + textwrap.dedent(
         if os.environ.get("BUSY"):  # 6 runnable on 2 cores, 3% steal
             samples = iter([hostload.HostSample(6.0, 0, 0, 2), hostload.HostSample(6.0, 30, 1000, 2)] * 99)
             monkeypatch.setattr(hostload, "read_host", lambda: next(samples))
+        every = int(os.environ.get("PREEMPT", "0"))  # of each `every` calls, all but one wait
+        if every:
+            calls = itertools.count()
+            work = virtual_clock.spin
+
+            def preempted(seconds):
+                work(seconds)
+                if next(calls) % every:
+                    virtual_clock.preempt(0.02)  # another process held the CPU for 20 ms
+
+            monkeypatch.setattr(virtual_clock, "spin", preempted)
     """
 )
 
 
-def test_a_busy_host_is_flagged_and_decides_no_verdict_on_the_cpu(project, monkeypatch):
+def _busy_run(project, monkeypatch, preempt, *args):
     saved(project)  # an idle host
     project.makeconftest(BUSY_CONFTEST)
     monkeypatch.setenv("BUSY", "1")
+    monkeypatch.setenv("PREEMPT", str(preempt))
     monkeypatch.setenv("SLOW", "0.5")  # 50% slower, on a busy host
-    result = project.runpytest(*FAST, "--gpuperf-json=run.json", "-v")
+    return project.runpytest(*FAST, "--gpuperf-json=run.json", "-v", *args)
+
+
+def test_on_a_loaded_host_the_undisturbed_samples_decide_and_the_verdict_stands(project, monkeypatch):
+    # every other call waits 20 ms for the CPU: half the samples are preempted, and the
+    # other half, enough of them, are what the work costs when it has the CPU
+    result = _busy_run(project, monkeypatch, 2)
+    result.assert_outcomes(passed=2, failed=1)  # the gate: regressed, load or not
+    result.stdout.fnmatch_lines(["REGRESSED  test_b.py::test_spin *throughput *-33.33%*"])
+    assert "busy-host" not in result.stdout.str()
+    run = json.loads((project.path / "run.json").read_text())
+    spin = run["results"][0]
+    assert spin["preemption"]["enough"] and spin["preemption"]["preempted"] > 0
+    assert spin["host"]["busy"] is False and spin["host"]["load1"] == 6.0
+    # said once for the run: how many samples the load cost
+    lines = [line for line in result.outlines if "undisturbed samples" in line]
+    assert len(lines) == 1 and lines[0].startswith("gpuperf: load average up to 6 on 2 cores: ")
+
+
+def test_a_busy_host_that_preempted_most_samples_is_flagged_and_decides_no_verdict(project, monkeypatch):
+    result = _busy_run(project, monkeypatch, 8)  # 7 of 8 calls wait: too few undisturbed
     result.assert_outcomes(passed=2)  # no gate failure: the load may explain it
-    result.stdout.fnmatch_lines(
-        [
-            "test_b.py::test_spin * busy-host",
-            "  test_b.py::test_spin: measured on a busy host: load average 6 on 2 cores, 3.0% CPU steal",
-            "INCONCLUSIVE  test_b.py::test_spin *throughput *-33.33%* busy-host",
-        ]
-    )
+    result.stdout.fnmatch_lines(["INCONCLUSIVE  test_b.py::test_spin *throughput *busy-host"])
     assert "PERFORMANCE REGRESSION" not in result.stdout.str()
     run = json.loads((project.path / "run.json").read_text())
-    hosts = [r["host"] for r in run["results"]]
-    assert hosts == [{"load1": 6.0, "cores": 2, "steal": 0.03, "busy": True}] * 2
+    host = run["results"][0]["host"]
+    assert host["busy"] is True and host["samples"] - host["preempted"] < 5
     verdict = run["results"][0]["verdicts"]["throughput"]
-    assert verdict["status"] == "inconclusive" and "busy host" in verdict["reason"]
+    assert verdict["status"] == "inconclusive" and "samples preempted" in verdict["reason"]
+    # the busy host is said once per run, never once per test (both tests were busy)
+    said = [line for line in result.outlines if "busy host" in line and "busy-host" in line]
+    assert len(said) == 1 and "2 CPU benchmark(s) measured on a busy host" in said[0]
+    assert not any(line.endswith(": measured on a busy host: load average 6 on 2 cores, 3.0% CPU steal")
+                   for line in result.outlines)  # the note each test once had  # fmt: skip
     # `gpuperf compare` judges the saved run as pytest did: no regression
     cli = subprocess.run(
         [sys.executable, "-m", "pytest_gpuperf", "compare", "run.json"],
@@ -112,6 +150,16 @@ def test_a_busy_host_is_flagged_and_decides_no_verdict_on_the_cpu(project, monke
     )  # fmt: skip
     assert cli.returncode == 0, cli.stdout + cli.stderr
     assert "INCONCLUSIVE" in cli.stdout and "REGRESSED" not in cli.stdout
+
+
+def test_a_save_too_disturbed_to_be_a_baseline_is_refused_and_said(project, monkeypatch):
+    result = _busy_run(project, monkeypatch, 8, "--gpuperf-baseline=save")
+    result.assert_outcomes(passed=2)
+    line = next(x for x in result.outlines if x.startswith("baseline: "))
+    assert "NOT SAVED: 2 test(s) test_b.py::test_other: too disturbed to be a baseline: " in line
+    saved_file = json.loads((project.path / "baselines" / "cpu.json").read_text())
+    for entry in saved_file["entries"].values():  # the idle sessions only: 2 of them
+        assert all(len(m["history"]) == 2 for m in entry["metrics"].values())
 
 
 def test_cpu_benchmarks_under_xdist_are_warned_about_once(pytester):
@@ -137,3 +185,38 @@ def test_the_xdist_warning_is_for_cpu_measurements_only():
     assert xdist_cpu_warning(None, [cpu]) is None and xdist_cpu_warning(1, [cpu]) is None
     assert "1 CPU benchmark(s) ran under pytest-xdist with 4 workers" in xdist_cpu_warning(4, [cpu, gpu])
 
+
+
+def test_undisturbed_keeps_the_samples_that_had_the_cpu_when_enough_remain():
+    walls = [1.0, 1.0, 5.0, 1.0, 6.0, 1.0]
+    cpus = [1.0, 0.98, 1.0, 0.99, 1.0, 1.0]  # samples 2 and 4 waited 4-5 s for the CPU
+    kept, found = undisturbed(walls, cpus, need=4)
+    assert kept == [1.0] * 4 and found == {"samples": 6, "preempted": 2, "enough": True}
+    kept, found = undisturbed(walls, cpus, need=5)  # too few: all of them, and said so
+    assert kept == walls and found == {"samples": 6, "preempted": 2, "enough": False}
+    # two threads busy at their best: a sample at 1.2 CPU seconds per second lost a thread
+    kept, found = undisturbed([1.0, 1.0, 1.0], [2.0, 1.95, 1.2], need=1)
+    assert kept == [1.0, 1.0] and found["preempted"] == 1
+    # work that waits on something else (a sleep, a device): nothing to judge by
+    assert undisturbed([1.0, 2.0], [0.1, 0.05], need=1) == ([1.0, 2.0], None)
+    assert undisturbed([1.0], [], need=1) == ([1.0], None)
+
+
+def test_a_process_that_never_had_one_core_to_itself_has_no_undisturbed_sample():
+    # every sample preempted, the best at 0.6 of a core: none of them is the work's cost
+    kept, found = undisturbed([1.0, 1.0, 1.0], [0.6, 0.55, 0.2], need=1)
+    assert kept == [1.0, 1.0, 1.0] and found == {"samples": 3, "preempted": 3, "enough": False}
+
+
+def test_a_busy_host_cpu_result_never_enters_a_baseline_a_gpu_one_does():
+    from pytest_gpuperf.measure.hostload import too_disturbed
+
+    loaded = {"load1": 9.0, "cores": 2, "steal": 0.0, "busy": True}
+    unchecked = Result("t.py::a", None, "calls", 1, backend="cpu", host=loaded)
+    checked = Result("t.py::b", None, "calls", 1, backend="cpu", host={**loaded, "samples": 30, "preempted": 29})
+    rescued = Result("t.py::c", None, "calls", 1, backend="cpu",
+                     host={**loaded, "busy": False, "samples": 30, "preempted": 20})  # fmt: skip
+    gpu = Result("t.py::d", None, "calls", 1, backend="cuda", host=loaded)
+    assert "measured on a busy host (load average 9 on 2 cores" in too_disturbed(unchecked)
+    assert "29 of 30 samples preempted, 1 undisturbed" in too_disturbed(checked)
+    assert too_disturbed(rescued) is None and too_disturbed(gpu) is None

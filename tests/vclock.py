@@ -5,6 +5,8 @@ timings can fail on a busy runner. Here the engine's clock (`pytest_gpuperf.meas
 is replaced by a clock that only moves when the benchmark "works": `spin(s)` advances it
 by `s` plus a small seeded jitter. Every sample, stop decision, session median and verdict
 is then the same on every run and every machine, and no test spends real time spinning.
+The process's CPU time (`process_time`) moves with `spin` too (the work is CPU-bound);
+`preempt(s)` moves the wall clock alone: other work held the CPU for `s` seconds.
 
 The jitter seed changes from one pytest session to the next in a fixed sequence (a counter
 file in the current directory), so saved baseline sessions differ a little, as real ones do.
@@ -24,13 +26,22 @@ COUNTER = ".vclock-sessions"
 class Clock:
     def __init__(self, seed: int) -> None:
         self.now = 1000.0
+        self.cpu = 10.0
         self.rng = random.Random(seed)
 
     def perf_counter(self) -> float:
         return self.now
 
+    def process_time(self) -> float:
+        return self.cpu
+
     def spin(self, seconds: float) -> None:
-        self.now += seconds * (1 + self.rng.gauss(0.0, JITTER))
+        step = seconds * (1 + self.rng.gauss(0.0, JITTER))
+        self.now += step
+        self.cpu += step
+
+    def preempt(self, seconds: float) -> None:
+        self.now += seconds
 
 
 CLOCK = Clock(0)
@@ -52,7 +63,8 @@ def install(monkeypatch, seed: int) -> Clock:
 
     global CLOCK
     CLOCK = Clock(seed)
-    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=CLOCK.perf_counter))
+    clock = types.SimpleNamespace(perf_counter=CLOCK.perf_counter, process_time=CLOCK.process_time)
+    monkeypatch.setattr(timing, "time", clock)
     idle = hostload.HostSample(load1=0.0, steal=0, total=0, cores=64)
     monkeypatch.setattr(hostload, "read_host", lambda: idle)
     return CLOCK
@@ -60,6 +72,10 @@ def install(monkeypatch, seed: int) -> Clock:
 
 def spin(seconds: float) -> None:
     CLOCK.spin(seconds)
+
+
+def preempt(seconds: float) -> None:
+    CLOCK.preempt(seconds)
 
 
 CONFTEST = """

@@ -193,8 +193,13 @@ class Result:
     # str, int, float and bool values as they are, others as their id; the report's charts
     # come from them (a numeric one is an axis, a categorical one a set of bars)
     params: dict[str, Any] = field(default_factory=dict)
-    # the host's load while measuring (hostload.py): load1, cores, steal, busy
+    # the host's load while measuring (hostload.py): load1, cores, steal, busy (and, for
+    # CPU-bound work on the CPU, how many samples were preempted: preempted, samples)
     host: dict[str, Any] | None = None
+    # CPU-bound work on the CPU (hostload.undisturbed): {"samples": all timed samples,
+    # "preempted": those whose CPU time fell short of their wall time, "enough": whether
+    # min_samples undisturbed ones remained, and so are the ones summarised}; None: unchecked
+    preemption: dict[str, Any] | None = None
 
     @property
     def clock_mhz(self) -> float | None:

@@ -7,6 +7,14 @@ and a result measured while the 1-minute load average exceeded the number of cor
 while more than STEAL_LIMIT of the CPU time was stolen by the hypervisor, carries the flag
 `busy-host` (shown beside it; `host` in the results JSON).
 
+Load alone does not say whether a sample was disturbed, so on the CPU each sample is timed
+twice: wall time and the process's CPU time. A CPU-bound sample whose CPU time falls well
+short of its wall time waited while other work ran (`undisturbed`); the undisturbed samples
+are the ones summarised when at least min_samples of them remain, and such a result is not
+busy, however high the load (its figure is what the work costs when it has the CPU). Only a
+result with too few undisturbed samples, or of work that is not CPU-bound (it waits on
+something else: nothing to tell a preemption by), is flagged when the host is loaded.
+
 On the CPU a busy-host result's verdict against the baseline is inconclusive rather than
 regressed or improved (`busy_verdicts`): the load, not the code, may explain the change. On
 a GPU the flag is shown but the verdict stands: GPU-bound work does not wait for the host,
@@ -18,6 +26,7 @@ after each measurement); tests replace it with monkeypatch (no real load is need
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -26,13 +35,44 @@ from typing import Any
 
 
 def describe(host: dict[str, Any]) -> str:
-    return (
+    text = (
         f"load average {host['load1']:g} on {host['cores']} cores, "
         f"{host['steal'] * 100:.1f}% CPU steal"
     )
+    if host.get("samples"):
+        text += f", {host['preempted']} of {host['samples']} samples preempted"
+    return text
 
 
 STEAL_LIMIT = 0.05  # a fraction of the CPU time over the measurement
+# A sample's CPU time over its wall time (the process's: all its threads): CPU-bound work
+# reaches CPU_BOUND in its best sample; a sample of it is undisturbed at UNDISTURBED of the
+# best one's share or more, and never below UNDISTURBED of one core (a process that did
+# not have one core to itself was preempted, whatever its best sample had: three busy
+# loops beside a 2-core matmul: 124 of 400 samples at 1.0, the rest at 0.1-0.3)
+CPU_BOUND = 0.5
+UNDISTURBED = 0.9
+
+
+def undisturbed(
+    walls: list[float], cpus: list[float], need: int
+) -> tuple[list[float], dict[str, Any] | None]:
+    """The samples (wall seconds) that ran undisturbed, judged by their CPU time (`cpus`,
+    the same samples' CPU seconds), when at least `need` of them did; else all of them.
+    With what was found ({"samples", "preempted", "enough"}), or None where the work is
+    not CPU-bound (no sample kept the CPU busy: a preemption cannot be told apart)."""
+    if len(cpus) != len(walls) or not walls:
+        return walls, None
+    # a sample no wall time passed in (a coarse clock) was not preempted either
+    shares = [c / w if w > 0 else math.inf for w, c in zip(walls, cpus, strict=True)]
+    best = max((s for s in shares if s < math.inf), default=0.0)
+    if best < CPU_BOUND:
+        return walls, None
+    floor = UNDISTURBED * max(best, 1.0)
+    kept = [w for w, s in zip(walls, shares, strict=True) if s >= floor]
+    enough = len(kept) >= max(1, need)
+    found = {"samples": len(walls), "preempted": len(walls) - len(kept), "enough": enough}
+    return (kept if enough else walls), found
 
 
 @dataclass(frozen=True)
@@ -76,12 +116,61 @@ def assess(before: HostSample | None, after: HostSample | None) -> dict[str, Any
 
 
 def stamp(result: Any, before: HostSample | None, after: HostSample | None) -> None:
+    """The host's load over the measurement, on the result; a loaded host does not make
+    the result busy where enough of its samples ran undisturbed (`result.preemption`).
+    No note per test: the run says it once (`busy_line`)."""
     host = assess(before, after)
     if host is None:
         return
+    found = getattr(result, "preemption", None)
+    if found is not None:
+        host["preempted"], host["samples"] = found["preempted"], found["samples"]
+        host["busy"] = host["busy"] and not found["enough"]
     result.host = host
-    if host["busy"]:
-        result.notes.append(f"measured on a busy host: {describe(host)}")
+
+
+def busy_line(results: Iterable[Any]) -> str | None:
+    """Once per run: what the load did to its CPU results (None: the host was idle or the
+    load cost nothing). A result is busy (its verdict inconclusive) only where too few of
+    its samples ran undisturbed; the others kept their undisturbed samples."""
+    loaded = [r for r in results if r.backend == "cpu" and r.host and "load1" in r.host]
+    busy = [r for r in loaded if r.host.get("busy")]
+    dropped = [r for r in loaded if r.host.get("preempted") and not r.host.get("busy")]
+    if not busy and not dropped:
+        return None
+    worst = max(busy or dropped, key=lambda r: r.host["load1"]).host
+    where = f"load average up to {worst['load1']:g} on {worst['cores']} cores"
+    parts = []
+    if dropped:
+        left = sum(r.host["preempted"] for r in dropped)
+        total = sum(r.host["samples"] for r in dropped)
+        parts.append(
+            f"{len(dropped)} CPU benchmark(s) kept only their undisturbed samples "
+            f"({left} of {total} preempted samples left out; their verdicts stand)"
+        )
+    if busy:
+        parts.append(
+            f"{len(busy)} CPU benchmark(s) measured on a busy host (flagged busy-host: too "
+            "few undisturbed samples, or work that is not CPU-bound; their verdicts are "
+            "inconclusive)"
+        )
+    return f"gpuperf: {where}: " + "; ".join(parts)
+
+
+def too_disturbed(result: Any) -> str | None:
+    """Why this result must not enter a baseline (None: it may): a busy-host CPU result
+    (too few undisturbed samples, or none that could be told) measured the other work as
+    much as its own."""
+    host = getattr(result, "host", None)
+    if result.backend != "cpu" or not host or not host.get("busy"):
+        return None
+    if not host.get("samples"):
+        return f"too disturbed to be a baseline: measured on a busy host ({describe(host)})"
+    kept = host["samples"] - host["preempted"]
+    return (
+        f"too disturbed to be a baseline: {host['preempted']} of {host['samples']} samples "
+        f"preempted, {kept} undisturbed ({describe(host)})"
+    )
 
 
 def xdist_cpu_warning(workers: object, results: Iterable[Any]) -> str | None:

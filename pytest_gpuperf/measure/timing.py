@@ -4,7 +4,10 @@ GPU busy fraction and, for launch-bound work, the GPU's own kernel time per call
 On CUDA each timed sample is a pair of CUDA events around `k` calls (k chosen so a sample
 lasts at least `min_sample_time`); samples are recorded in chunks and the host synchronises
 once per chunk, never once per call. On the CPU each sample is `time.perf_counter` around
-`k` calls. The busy check and the kernel-time pass (kernels.py) run the profiler after
+`k` calls, with the process's CPU time (`time.process_time`) beside it: a CPU-bound sample
+whose CPU time falls well short of its wall time was preempted by other work, and is left out
+when enough undisturbed ones remain (hostload.undisturbed). The busy check and the
+kernel-time pass (kernels.py) run the profiler after
 the samples, never during them. Torch is imported only when a CUDA measurement runs.
 """
 
@@ -22,7 +25,7 @@ from typing import Any
 from ..core.results import Result, check_work, resolve_unit, throughput_of
 from ..core.settings import MAX_SAMPLES, MeasureConfig
 from ..core.stats import Decision, StopRule, decide, median, summarize
-from . import kernels, memory
+from . import hostload, kernels, memory
 from .clock import synchronized_perf_counter  # noqa: F401  (re-exported)
 
 
@@ -73,6 +76,7 @@ class CpuClock:
 
     def __init__(self) -> None:
         self.windows: list[tuple[float, float]] = []  # host time span of each sample
+        self.cpu: list[float] = []  # the process's CPU seconds per call, each sample
 
     def chunk(
         self, fn: Callable[[], Any], k: int, n: int, between: Callable[[], Any] | None
@@ -81,13 +85,18 @@ class CpuClock:
         for _ in range(n):
             if between is not None:
                 between()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(k):
                 fn()
-            t1 = time.perf_counter()
+            c1, t1 = time.process_time(), time.perf_counter()
             self.windows.append((t0, t1))
+            self.cpu.append((c1 - c0) / k)
             out.append((t1 - t0) / k)
         return out
+
+    def kept(self, samples: list[float], need: int) -> tuple[list[float], dict[str, Any] | None]:
+        """The samples no other work preempted, when at least `need` remain (hostload)."""
+        return hostload.undisturbed(samples, self.cpu, need)
 
 
 class CudaClock:
@@ -98,6 +107,10 @@ class CudaClock:
         self.graph = graph
         self.name = "cuda-graph" if graph is not None else "cuda-event"
         self.windows: list[tuple[float, float]] = []  # host time span of each sample
+
+    def kept(self, samples: list[float], need: int) -> tuple[list[float], dict[str, Any] | None]:
+        """All of them: GPU work does not wait for the host's CPU."""
+        return samples, None
 
     def _event(self) -> Any:
         return self.torch.cuda.Event(enable_timing=True)
@@ -276,7 +289,8 @@ def _measure_into(
     run = _prepare_sampling(result, clock, fn, cfg, torch, k)
     sampler = telemetry(cfg.telemetry_interval) if telemetry is not None else None
     samples, decision = _sample(result, run, fn, cfg, per_call, k, sampler)
-    _summarize_time(result, samples, decision, cfg, k)
+    kept, result.preemption = run.clock.kept(samples, cfg.min_samples)
+    _summarize_time(result, kept, decision, cfg)
     if run.window is not None:
         step = memory.close_window(torch, run.window, exclude=run.flush_bytes)
         result.peak_allocated, result.peak_reserved = step.peak_allocated, step.peak_reserved
@@ -357,6 +371,7 @@ def _sample(
         confidence=cfg.confidence,
     )
     samples: list[float] = []
+    result.calls_total = 0
     sample_s = per_call * k
     n = max(1, min(cfg.min_samples, math.ceil(0.05 / sample_s) if sample_s > 0 else 10))
     n = min(n, cfg.max_samples)
@@ -366,8 +381,15 @@ def _sample(
     try:
         while True:
             samples.extend(run.clock.chunk(fn, k, n, run.between))
+            result.calls_total += n * k
             elapsed = time.perf_counter() - t0
-            decision = decide(samples, elapsed, rule)
+            # judged on the undisturbed samples where enough are (the ones summarised)
+            kept, found = run.clock.kept(samples, cfg.min_samples)
+            decision = decide(kept, elapsed, rule)
+            if found and not found["enough"] and 2 * found["preempted"] > found["samples"]:
+                k = max(1, k // 2)  # most were preempted: shorter samples, more run whole
+            if not decision.stop and len(samples) >= rule.max_samples:
+                decision = Decision(True, "max-samples", decision.rel_ci)
             if decision.stop:
                 break
             if elapsed <= 0:  # a coarse clock that has not moved yet: grow the chunk
@@ -383,17 +405,18 @@ def _sample(
         if sampler is not None:
             sampler.__exit__(None, None, None)
     result.measure_s = time.perf_counter() - t0
+    result.calls_per_sample = k  # the last chunk's (halved while most samples were preempted)
     return samples, decision
 
 
 def _summarize_time(
-    result: Result, samples: list[float], decision: Decision, cfg: MeasureConfig, k: int
+    result: Result, samples: list[float], decision: Decision, cfg: MeasureConfig
 ) -> None:
-    """The time per call and the throughput from the samples, and the notes a reader
-    needs about them (why sampling stopped short of its target, a wide IQR)."""
+    """The time per call and the throughput from the samples kept (the undisturbed ones,
+    where enough were), and the notes a reader needs about them (why sampling stopped
+    short of its target, a wide IQR)."""
     result.stop_reason = decision.reason
     result.samples = samples
-    result.calls_total = len(samples) * k
     result.time = summarize(samples, cfg.confidence)
     result.throughput = throughput_of(result.time, result.work_per_call, result.unit)
     asked_for = decision.reason == "max-samples" and cfg.max_samples < MAX_SAMPLES

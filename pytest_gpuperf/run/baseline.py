@@ -187,10 +187,17 @@ class RunBaseline:
         )
         if why:
             return f"NOT SAVED to {self.path}: {why}", True
-        return save_run(
-            self.path, self.profile or "?", results, left_out, environment, durations,
-            self.session_id,
+        from ..measure.hostload import too_disturbed
+
+        disturbed = {r.nodeid: w for r in results if (w := too_disturbed(r))}
+        line, failed = save_run(
+            self.path, self.profile or "?", [r for r in results if r.nodeid not in disturbed],
+            left_out, environment, durations, self.session_id,
         )  # fmt: skip
+        if disturbed:  # refused, not flagged: its figure is the other work's (baselines.md)
+            named = "; ".join(f"{n}: {w}" for n, w in sorted(disturbed.items()))
+            line += f"; NOT SAVED: {len(disturbed)} test(s) {named}"
+        return line, failed
 
 
 def key_collisions(results: Iterable[Result]) -> list[str]:

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..fresh.deferred import DEFERRED_KEY
-from ..fresh.workers import NODEID_ATTR, RESULTS_ATTR
 from .baseline import RunBaseline, not_passed
 from .options import AUTO, Options
 
@@ -156,6 +154,8 @@ class GpuPerfSession:
         return cap_bytes(self.emulated_profile())
 
     def check_emulation(self) -> None:
+        if not self.options.emulate:  # every pytest run asks: no device detection for it
+            return
         from ..hardware.emulation import EmulationError, check
 
         try:
@@ -295,6 +295,8 @@ class GpuPerfSession:
     # ------------------------------------------------------------ hooks (registered plugin)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from ..fresh.workers import NODEID_ATTR, RESULTS_ATTR
+
         nodeid = getattr(report, NODEID_ATTR, report.nodeid)  # as baselines know it
         why = not_passed(report)
         if why:  # one reason a phase: "failed, error in teardown"
@@ -317,6 +319,8 @@ class GpuPerfSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """A worker finished: the tests it left for after the workers (deferred.py)."""
+        from ..fresh.deferred import DEFERRED_KEY
+
         output = getattr(node, "workeroutput", None) or {}
         self.deferred.update(output.get(DEFERRED_KEY) or [])
 
@@ -371,10 +375,11 @@ class GpuPerfSession:
                 tr.write_sep("-", line[4:])
             else:
                 tr.write_line(line)
-        from ..measure.hostload import xdist_cpu_warning
+        from ..measure.hostload import busy_line, xdist_cpu_warning
 
         warning = xdist_cpu_warning(getattr(tr.config.option, "numprocesses", None), self.results)
-        for line in [*self.finish_notes, *([warning] if warning else [])]:
+        busy = busy_line(self.results)  # once per run, never once per test
+        for line in [*self.finish_notes, *(x for x in (warning, busy) if x)]:
             tr.write_line(line)
         if self.options.warn_only and self.base.judgement is not None:
             # otherwise they are the failure text of the failed test GATE_NODEID
