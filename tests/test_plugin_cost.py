@@ -9,6 +9,7 @@ import json
 HEAVY = (
     "torch",
     "pynvml",
+    "pytest_gpuperf.hardware.device",
     "pytest_gpuperf.hardware.emulation",
     "pytest_gpuperf.hardware.profiles",
     "pytest_gpuperf.hardware.marks",

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..hardware.device import DeviceSnapshot, GPUInfo
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: is_worker is asked at every session start
     import pytest
+
+    from ..hardware.device import DeviceSnapshot, GPUInfo
 
 # TestReport attributes (plain data, so pytest-xdist serialises them to the controller)
 RESULTS_ATTR = "gpuperf"  # the call report's results: a list of Result.to_dict()
