@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..core.results import Result
+    from ..judging.explain import Rerun
     from ..judging.judge import Judgement
 
 
@@ -152,7 +153,18 @@ class RunBaseline:
     def failure_lines(self, results: list[Result]) -> list[str]:
         from ..judging.explain import failure_lines
 
-        return failure_lines(results, self.entries, self.profile or "?", self.judgement)
+        return failure_lines(
+            results, self.entries, self.profile or "?", self.judgement, self.rerun()
+        )
+
+    def rerun(self) -> Rerun | None:
+        """What the command re-running a verdict of this run names: its profile, the
+        baseline file's directory (relative to the rootdir when inside it), its emulation."""
+        if self.path is None or self.profile is None:
+            return None
+        from ..judging.explain import Rerun
+
+        return Rerun.of(self.profile, self.path.parent, self.options.rootdir)
 
     def missing(self, keys: Iterable[str], collected: set[str]) -> list[str]:
         """Baseline entries of collected tests that produced no result in this run."""
