@@ -195,6 +195,9 @@ class Result:
     params: dict[str, Any] = field(default_factory=dict)
     # the host's load while measuring (hostload.py): load1, cores, steal, busy
     host: dict[str, Any] | None = None
+    # other processes on the GPU while measuring (gpushare.py): {"processes": [{"pid",
+    # "used_memory"}]}; None: none seen, or NVML could not tell
+    gpu_shared: dict[str, Any] | None = None
 
     @property
     def clock_mhz(self) -> float | None:
@@ -215,6 +218,8 @@ class Result:
             out.append("launch-bound")
         if self.throttled and self.bound != "compute":  # clock-normalised when compute-bound
             out.append("throttled")
+        if self.gpu_shared:  # saved only with --gpuperf-save-gpu-shared
+            out.append("gpu-shared")
         return out
 
     @property
@@ -232,6 +237,8 @@ class Result:
             out.append(f"emulated {self.emulated}")
         if self.host and self.host.get("busy"):
             out.append("busy-host")
+        if self.gpu_shared:
+            out.append("gpu-shared")
         if self.foreign_resident:
             out.append(f"foreign memory {format_size(self.foreign_allocated)}")
         return out

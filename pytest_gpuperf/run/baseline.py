@@ -201,7 +201,7 @@ class RunBaseline:
             return f"NOT SAVED to {self.path}: {why}", True
         return save_run(
             self.path, self.profile or "?", results, left_out, environment, durations,
-            self.session_id,
+            self.session_id, save_shared=self.options.save_shared,
         )  # fmt: skip
 
 
@@ -254,18 +254,34 @@ def save_run(
     environment: dict[str, Any],
     durations: dict[str, float],
     session_id: str | None = None,
+    save_shared: bool = False,
 ) -> tuple[str, bool]:
     """Merge the results of the tests that passed into the baseline file: a test in
     `left_out` (nodeid: why, e.g. "skipped", "xfailed", "error in teardown") did not pass
-    every phase, and its results are named in the line, never saved. Returns the line to
-    show and whether a save that was asked for did not happen."""
+    every phase, and its results are named in the line, never saved. A test with a result
+    measured while another process used the GPU (gpu-shared) is left out too, and the save
+    fails, unless `save_shared` (--gpuperf-save-gpu-shared). Returns the line to show and
+    whether a save that was asked for did not happen."""
     from ..baseline.history import host
     from ..baseline.schema import BaselineError, entries_to_save
     from ..baseline.store import save
 
+    shared = sorted({r.nodeid for r in results if r.gpu_shared and r.nodeid not in left_out})
+    refused = bool(shared) and not save_shared
+    named = ", ".join(shared)
+    tail = (
+        f"; NOT SAVED: {len(shared)} test(s) measured while another process used the GPU "
+        f"(gpu-shared): {named}; measure them on a GPU of their own, or save them anyway "
+        "with --gpuperf-save-gpu-shared"
+        if refused
+        else f"; saved though measured on a shared GPU (--gpuperf-save-gpu-shared): {named}"
+        if shared
+        else ""
+    )
+    kept = set(left_out) | (set(shared) if refused else set())
     now = datetime.now(UTC).isoformat(timespec="seconds")
     updates = entries_to_save(
-        [r for r in results if r.nodeid not in left_out],
+        [r for r in results if r.nodeid not in kept],
         environment,  # one run, one device, one emulation
         date=now,
         commit=git_commit(path.parent),
@@ -273,16 +289,16 @@ def save_run(
         host=host(),
         durations=durations,
     )
-    note = not_saved_note(results, left_out)
+    note = not_saved_note(results, left_out) + tail
     if not updates:
-        return f"nothing saved to {path}{note}", False
+        return f"nothing saved to {path}{note}", refused
     try:
         save(path, profile, updates, now)
     except BaselineError as exc:
         return f"NOT SAVED: {exc}", True
     except (OSError, ValueError) as exc:  # no directory, no permission, lock timeout
         return f"NOT SAVED: baseline file {path}: {type(exc).__name__}: {exc}", True
-    return f"saved {len(updates)} benchmark(s) to {path}{note}", False
+    return f"saved {len(updates)} benchmark(s) to {path}{note}", refused
 
 
 def not_saved_note(results: Iterable[Result], left_out: Mapping[str, str]) -> str:
