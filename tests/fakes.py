@@ -275,3 +275,77 @@ def fake_torch(cuda: FakeCudaMemory) -> SimpleNamespace:
     """A stand-in for the torch module whose `cuda` is `cuda` (sys.modules["torch"] in a
     test, so the engine's lazy `import torch` finds it)."""
     return SimpleNamespace(cuda=cuda)
+
+
+class FakeProcessNvml:
+    """Just enough of pynvml for the list of compute processes on a device (gpushare.py):
+    `procs` is {pid: used bytes or None}; `refuse` raises that error for every list (a
+    MIG slice without permission, NotSupported); names in `missing` are absent, as in an
+    older binding without the _v3 call."""
+
+    def __init__(self, procs: dict[int, int | None], refuse: Exception | None = None,
+                 missing: tuple[str, ...] = ()) -> None:  # fmt: skip
+        self.procs, self.refuse, self.missing = procs, refuse, missing
+        self.calls: list[str] = []
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def _list(self, name: str) -> list[SimpleNamespace]:
+        self.calls.append(name)
+        if self.refuse is not None:
+            raise self.refuse
+        if "MPS" in name:
+            return []
+        return [SimpleNamespace(pid=p, usedGpuMemory=m) for p, m in self.procs.items()]
+
+    def __getattr__(self, name: str) -> Any:
+        if "RunningProcesses" in name and name not in self.missing:
+            return lambda handle: self._list(name)
+        raise AttributeError(name)
+
+
+# A conftest for pytester sessions: one H200 whose NVML lists this process and, with
+# FOREIGN=<pid> in the environment, that one too; the engine times on the CPU (vclock)
+# and stamps the results as CUDA ones, so the run judges and saves as on a GPU.
+SHARED_GPU_HOST = """
+import os
+
+import pytest
+
+import vclock
+from pytest_gpuperf.hardware.nvml import NVML
+from pytest_gpuperf.measure import bench, timing
+from pytest_gpuperf.measure.gpushare import ProcessWatch
+from pytest_gpuperf.plugin import get_session
+from pytest_gpuperf.plugin.fixtures import PROCESS_WATCH_KEY
+from tests.fakes import FakeProcessNvml, gpu, snapshot
+
+SEED = vclock.next_seed(__import__("pathlib").Path.cwd())
+MP = pytest.MonkeyPatch()
+
+
+@pytest.fixture(autouse=True)
+def virtual_clock(monkeypatch):
+    return vclock.install(monkeypatch, SEED)
+
+
+def measure_as_cuda(fn, **kw):
+    r = timing.measure(fn, **{**kw, "backend": "cpu", "telemetry": None})
+    r.backend = "cuda"
+    return r
+
+
+def pytest_configure(config):
+    get_session(config).set_snapshot(snapshot(gpu()))
+    MP.setattr(bench, "measure", measure_as_cuda)
+    procs = {os.getpid(): 1 << 30}
+    if os.environ.get("FOREIGN"):
+        procs[int(os.environ["FOREIGN"])] = 3 << 30
+    lib = NVML(loader=lambda: FakeProcessNvml(procs))
+    config.stash[PROCESS_WATCH_KEY] = ProcessWatch(lib, "handle", parent=lambda pid: None)
+
+
+def pytest_unconfigure(config):
+    MP.undo()
+"""

@@ -40,7 +40,7 @@ def test_save_then_compare_then_fail_on_a_slowdown(project, monkeypatch):
     assert slow.ret == pytest.ExitCode.TESTS_FAILED
     slow.stdout.fnmatch_lines(
         [
-            "PERFORMANCE REGRESSION test_b.py::test_spin throughput: * tokens/s -> * tokens/s: regressed -3?.*% (tolerance 3.0%; ±*% from its own 2 sessions (1 df); at 99.50%); baseline cpu of 20??-??-??, 2 session(s); confirmed in a fresh process",
+            "PERFORMANCE REGRESSION test_b.py::test_spin throughput: * tokens/s -> * tokens/s: regressed -3?.*% (tolerance 3.0%; ±*% from its own 2 sessions (1 df); at 99.50%); baseline cpu of 20??-??-??, 2 session(s); confirmed in a fresh process; reproduce: pytest test_b.py::test_spin --gpu-profile=cpu --gpuperf-baseline=compare --gpuperf-baseline-dir=baselines",
             "REGRESSED *test_b.py::test_spin *throughput*confirmed in a fresh process*",
             "gpuperf: re-measured 1 test(s) with a suspected regression in a fresh process",
             "FAILED gpuperf::performance-gate - PERFORMANCE REGRESSION*",
@@ -59,8 +59,35 @@ def test_save_then_compare_then_fail_on_a_slowdown(project, monkeypatch):
     # no re-measurement when asked not to: the suspected regression fails as measured
     fast_fail = project.runpytest(*FAST, "--gpuperf-no-confirm")
     fast_fail.assert_outcomes(passed=2, failed=1)
-    fast_fail.stdout.fnmatch_lines(["PERFORMANCE REGRESSION *; NOT re-measured in a fresh process"])
+    fast_fail.stdout.fnmatch_lines(["PERFORMANCE REGRESSION *; NOT re-measured in a fresh process; reproduce: pytest *"])
     assert "re-measured 1 test" not in fast_fail.stdout.str()
+
+
+def test_the_reproduce_command_re_runs_just_that_test_and_shows_everywhere(project, monkeypatch):
+    """Issue #33, 4: a REGRESSED line ends with the command that re-runs just that test
+    against the same baseline file and profile; the gate's JUnit failure and the step
+    summary carry it, and run as given it reproduces the verdict."""
+    import shlex
+
+    project.mkdir("perf")
+    (project.path / "perf" / "b").mkdir()
+    for _ in range(2):
+        project.runpytest(*FAST, "--gpuperf-baseline=save", "--gpuperf-baseline-dir=perf/b")
+    monkeypatch.setenv("SLOW", "0.5")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(project.path / "step.md"))
+    slow = project.runpytest(*FAST, "--gpuperf-baseline-dir=perf/b", "--junitxml=j.xml")
+    slow.assert_outcomes(passed=2, failed=1)
+    command = ("pytest test_b.py::test_spin --gpu-profile=cpu --gpuperf-baseline=compare "
+               "--gpuperf-baseline-dir=perf/b")  # fmt: skip
+    lines = [x for x in slow.stdout.lines if x.startswith("PERFORMANCE REGRESSION")]
+    assert lines and all(x.endswith(f"; reproduce: {command}") for x in lines), lines
+    assert f"reproduce: {command}" in (project.path / "j.xml").read_text()
+    step = (project.path / "step.md").read_text()
+    assert f"```sh\n{command}\n```" in step
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
+    again = project.runpytest(*FAST, *shlex.split(command)[1:])
+    again.assert_outcomes(passed=1, failed=1)  # test_spin alone, and the gate
+    again.stdout.fnmatch_lines([f"PERFORMANCE REGRESSION test_b.py::test_spin *; reproduce: {command}"])
 
 
 def test_ctrl_c_during_the_confirmation_ends_the_run_as_interrupted(project, monkeypatch):

@@ -200,6 +200,9 @@ class Result:
     # "preempted": those whose CPU time fell short of their wall time, "enough": whether
     # min_samples undisturbed ones remained, and so are the ones summarised}; None: unchecked
     preemption: dict[str, Any] | None = None
+    # other processes on the GPU while measuring (gpushare.py): {"processes": [{"pid",
+    # "used_memory"}]}; None: none seen, or NVML could not tell
+    gpu_shared: dict[str, Any] | None = None
 
     @property
     def clock_mhz(self) -> float | None:
@@ -220,6 +223,8 @@ class Result:
             out.append("launch-bound")
         if self.throttled and self.bound != "compute":  # clock-normalised when compute-bound
             out.append("throttled")
+        if self.gpu_shared:  # saved only with --gpuperf-save-gpu-shared
+            out.append("gpu-shared")
         return out
 
     @property
@@ -237,6 +242,8 @@ class Result:
             out.append(f"emulated {self.emulated}")
         if self.host and self.host.get("busy"):
             out.append("busy-host")
+        if self.gpu_shared:
+            out.append("gpu-shared")
         if self.foreign_resident:
             out.append(f"foreign memory {format_size(self.foreign_allocated)}")
         return out

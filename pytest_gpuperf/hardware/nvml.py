@@ -47,19 +47,26 @@ class NVML:
 
     def query(self, name: str, *args: Any, default: T | None = None) -> Any:
         """Call `pynvml.<name>(*args)`; return `default` if NVML cannot answer."""
+        value, why = self.attempt(name, *args)
+        return default if why is not None else value
+
+    def attempt(self, name: str, *args: Any) -> tuple[Any, str | None]:
+        """`query` that says why NVML did not answer: (value, None), or (None, why): the
+        error's name and text ("NVMLError_NotSupported: Not Supported"), "no NVML: ...",
+        or "no pynvml.<name>". Never raises."""
         lib = self._ensure()
         if lib is None:
-            return default
+            return None, f"no NVML: {self.error}"
         fn = getattr(lib, name, None)
         if fn is None:
-            return default
+            return None, f"no pynvml.{name}"
         try:
             value = fn(*args)
-        except Exception:  # NVMLError_NotSupported, NoPermission, GpuIsLost, ...
-            return default
+        except Exception as exc:  # NVMLError_NotSupported, NoPermission, GpuIsLost, ...
+            return None, f"{type(exc).__name__}: {exc}".rstrip(": ")
         if isinstance(value, bytes):
             value = value.decode(errors="replace")
-        return value
+        return value, None
 
     def constant(self, name: str, default: int = 0) -> int:
         lib = self._ensure()

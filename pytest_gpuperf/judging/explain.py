@@ -1,12 +1,16 @@
 """What the gate says about a judged run, in words: one failure line per failing metric
-(`failure_lines`, with the baseline it was judged against), and which baseline entries the
-run should have measured (`selected`, `missing`). No pytest and no I/O here."""
+(`failure_lines`, with the baseline it was judged against and the command that re-runs it:
+`Rerun`, `rerun_command`), and which baseline entries the run should have measured
+(`selected`, `missing`). No pytest and no I/O here."""
 
 from __future__ import annotations
 
 import math
+import shlex
 import statistics
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from ..baseline.history import values_of
@@ -16,17 +20,89 @@ from .judge import Judgement, as_verdict
 from .verdict import FAILED, REGRESSED
 
 
+@dataclass(frozen=True)
+class Rerun:
+    """What a command re-running a verdict needs of the run that gave it: the GPU profile,
+    the baseline directory as the command names it, and the emulated card (None: none)."""
+
+    profile: str
+    baseline_dir: str
+    emulate: str | None = None
+
+    @classmethod
+    def of(cls, file_profile: str, directory: PurePath, rootdir: PurePath | None) -> Rerun:
+        """From the baseline file's profile ("h200", or "h200@a100-40gb" when emulating)
+        and directory; the directory relative to the rootdir when inside it (a relative
+        --gpuperf-baseline-dir is resolved against the rootdir), else as it is."""
+        profile, _, emulate = file_profile.partition("@")
+        shown = str(directory)
+        if rootdir is not None and directory.is_relative_to(rootdir):
+            shown = str(directory.relative_to(rootdir))
+        return cls(profile, shown, emulate or None)
+
+
+def rerun_command(nodeids: Iterable[str], rerun: Rerun) -> str:
+    """The one-line POSIX shell command that re-runs just these tests against the same
+    baseline file and profile (from the rootdir)."""
+    return (
+        f"pytest {_quoted(nodeids)} --gpu-profile={shlex.quote(rerun.profile)} "
+        f"--gpuperf-baseline=compare --gpuperf-baseline-dir={shlex.quote(rerun.baseline_dir)}"
+        + _emulate(rerun)
+    )
+
+
+def ab_command(nodeids: Iterable[str], commit: str, rerun: Rerun) -> str:
+    """The `gpuperf ab` line that measures these tests against the commit a paired
+    verdict was judged against, interleaved on this GPU (no baseline)."""
+    return f"gpuperf ab --base {shlex.quote(commit[:12])} -- {_quoted(nodeids)}{_emulate(rerun)}"
+
+
+def _quoted(nodeids: Iterable[str]) -> str:
+    return " ".join(shlex.quote(n) for n in dict.fromkeys(nodeids))
+
+
+def _emulate(rerun: Rerun) -> str:
+    return f" --gpuperf-emulate={shlex.quote(rerun.emulate)}" if rerun.emulate else ""
+
+
+def paired_commit(verdict: dict[str, Any]) -> str | None:
+    """The base commit of a verdict the paired stage decided (None: the first stage's)."""
+    paired = verdict.get("paired")
+    commit = paired.get("commit") if isinstance(paired, dict) else None
+    return commit if isinstance(commit, str) and commit else None
+
+
+def rerun_commands(results: Iterable[Result], rerun: Rerun) -> list[str]:
+    """The commands re-running each test with a regressed or failed verdict, in the
+    results' order: the pytest one, and the `gpuperf ab` one where the paired stage
+    decided one of its verdicts."""
+    failing: dict[str, str | None] = {}
+    for r in results:
+        for vd in r.verdicts.values():
+            if vd.get("status") in (REGRESSED, FAILED):
+                failing[r.nodeid] = failing.get(r.nodeid) or paired_commit(vd)
+    out = []
+    for nodeid, commit in failing.items():
+        out.append(rerun_command([nodeid], rerun))
+        if commit:
+            out.append(ab_command([nodeid], commit, rerun))
+    return out
+
+
 def failure_lines(
     results: Iterable[Result],
     entries: dict[str, dict[str, Any]],
     profile: str,
     judgement: Judgement | None = None,
+    rerun: Rerun | None = None,
 ) -> list[str]:
     """One readable line per failing metric: what, baseline -> now, change, its
     uncertainty and where that comes from, the tolerance, which baseline (profile, date,
-    commit, sessions), and whether a fresh process confirmed it."""
+    commit, sessions), whether a fresh process confirmed it and, given `rerun`, the
+    command that re-runs it (rerun_command)."""
     lines = []
     conf = f"{judgement.confidence:.2%}" if judgement else "99%"
+    results = list(results)
     for r in results:
         metrics = metrics_of(r)
         base_entry = entries.get(r.key) or {}
@@ -36,6 +112,7 @@ def failure_lines(
                 lines.append(
                     f"PERFORMANCE REGRESSION {r.key} {name}: no result now ({vd.get('reason')}) "
                     f"where baseline {profile} has one: " + _base_text(base_entry, name, profile)
+                    + _rerun_tail([r.nodeid], rerun)
                 )
                 continue
             if status != REGRESSED or name not in metrics:
@@ -58,15 +135,29 @@ def failure_lines(
                     if v.confirmed is None
                     else ""
                 )
+                + _rerun_tail([r.nodeid], rerun, paired_commit(vd))
             )
     if judgement is not None:
+        nodeids = {r.key: r.nodeid for r in results}
         for s in judgement.shifts:
             if s.verdict.status == REGRESSED:
                 lines.append(
                     f"PERFORMANCE REGRESSION {s.line()}; {s.verdict.basis}"
                     + ("; confirmed in a fresh process" if s.verdict.confirmed else "")
+                    + _rerun_tail([nodeids[k] for k in s.keys if k in nodeids], rerun)
                 )
     return lines
+
+
+def _rerun_tail(nodeids: list[str], rerun: Rerun | None, commit: str | None = None) -> str:
+    """A failure line's end: the command that re-runs its tests (and, for a paired
+    verdict, the one that measures them against its base commit again)."""
+    if rerun is None or not nodeids:
+        return ""
+    tail = f"; reproduce: {rerun_command(nodeids, rerun)}"
+    if commit:
+        tail += f"; the paired verdict: {ab_command(nodeids, commit, rerun)}"
+    return tail
 
 
 def _base_text(base_entry: dict[str, Any], metric: str, profile: str) -> str:

@@ -14,6 +14,7 @@ from .timing import OutOfMemory, measure
 
 if TYPE_CHECKING:
     from ..hardware.device import DeviceSnapshot
+    from .gpushare import ProcessWatch
 
 
 class GpuBenchmark:
@@ -37,8 +38,11 @@ class GpuBenchmark:
         params: dict[str, Any] | None = None,
         disabled: bool = False,
         foreign: Callable[[], int | None] | None = None,
+        processes: ProcessWatch | None = None,
     ) -> None:
         self.nodeid = nodeid
+        # the other processes on the GPU, read around each measurement (gpushare.py)
+        self._processes = processes
         # bytes of another test's memory resident now (memory.foreign_now), None without CUDA
         self._foreign = foreign
         # pytest-benchmark's --benchmark-disable: each call runs its work once, unmeasured,
@@ -145,9 +149,13 @@ class GpuBenchmark:
 
         from . import hostload
 
+        watch = self._processes if self.backend == "cuda" else None
         before = hostload.read_host()
+        procs = watch.read() if watch is not None else None
         result = run()
         hostload.stamp(result, before, hostload.read_host())
+        if watch is not None:
+            watch.stamp(result, procs, watch.read())
         if latency_unit is not None:
             from .latency import as_latency
 

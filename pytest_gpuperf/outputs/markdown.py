@@ -8,6 +8,7 @@ from .text import (
     VERDICT_HEADER,
     markdown_table,
     md_cell,
+    plain,
     result_rows,
     run_verdict_rows,
 )
@@ -27,4 +28,18 @@ def markdown(summary: RunSummary) -> str:
         text.append(markdown_table(VERDICT_HEADER, rows))
     else:
         text.append(markdown_table(RESULT_HEADER, result_rows(summary.results)))
-    return "\n".join(text)
+    return "\n".join(text + _reproduce(summary))
+
+
+def _reproduce(summary: RunSummary) -> list[str]:
+    """The commands that re-run each failing test against the same baseline, from the
+    rootdir, in a shell block (nothing when none failed or the run named no baseline)."""
+    from ..judging.explain import rerun_commands
+
+    if summary.rerun is None:
+        return []
+    commands = rerun_commands(summary.results, summary.rerun)
+    if not commands:
+        return []
+    return ["", "To reproduce a failing verdict, from the rootdir:", "", "```sh",
+            *(plain(c) for c in commands), "```"]  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.results import Result
+from ..judging.explain import Rerun
 
 SCHEMA = "pytest-gpuperf/results-1"
 
@@ -38,6 +39,7 @@ class RunSummary:
         session_id: str | None = None,
         saved: bool = False,
         selected: list[str] | None = None,
+        rerun: Rerun | None = None,
     ) -> None:
         self.device = device
         self.describe = describe
@@ -59,6 +61,7 @@ class RunSummary:
         # the test ids the run selected (None: not recorded): a baseline entry of a test
         # outside them was not run, not missing
         self.selected = selected
+        self.rerun = rerun  # what a command re-running a failing verdict names (None: unknown)
 
     def payload(self) -> dict[str, Any]:
         return {

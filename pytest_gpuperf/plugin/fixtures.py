@@ -152,6 +152,27 @@ def _telemetry_factory(sess: GpuPerfSession) -> Any:
     return lambda interval: Sampler(lib, handle, interval=interval)
 
 
+# the run's gpushare.ProcessWatch (None: no GPU NVML can name), made on first use
+PROCESS_WATCH_KEY = pytest.StashKey[Any]()
+
+
+def _process_watch(config: pytest.Config, sess: GpuPerfSession) -> Any:
+    """The run's watch of the other processes on the benchmark's device: its MIG
+    instance's own handle on a MIG slice (a neighbour slice has SMs of its own)."""
+    if PROCESS_WATCH_KEY in config.stash:
+        return config.stash[PROCESS_WATCH_KEY]
+    gpu, watch = sess.snapshot().primary, None
+    if gpu is not None and gpu.uuid is not None:
+        from ..hardware.nvml import nvml
+        from ..measure.gpushare import ProcessWatch
+
+        lib = nvml()
+        handle = lib.query("nvmlDeviceGetHandleByUUID", gpu.uuid)
+        watch = ProcessWatch(lib, handle) if handle is not None else None
+    config.stash[PROCESS_WATCH_KEY] = watch
+    return watch
+
+
 def _gpus_used(item: Any) -> int:
     """The GPUs a test uses, from its gpu_requires_gpus marker (one without it)."""
     marker = item.get_closest_marker("gpu_requires_gpus") if isinstance(item, pytest.Item) else None
@@ -203,6 +224,7 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
         params=_params(item),
         disabled=benchmarks_disabled(request.config),
         foreign=_foreign_reader(item) if isinstance(item, pytest.Item) else None,
+        processes=_process_watch(request.config, sess) if snap.kind == "cuda" else None,
     )
     item.stash[BENCH_KEY] = bench
     return bench

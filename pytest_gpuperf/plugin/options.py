@@ -155,6 +155,13 @@ OPTIONS: tuple[Option, ...] = (
         metavar="DIR",
     ),
     Option(
+        "--gpuperf-save-gpu-shared",
+        "save results flagged gpu-shared (another process ran on the GPU while they were "
+        "measured) into the baseline; without it they are left out and the save fails",
+        switch=True,
+        default=False,
+    ),
+    Option(
         "--gpuperf-warn-only",
         "report regressions without failing",
         switch=True,
@@ -381,6 +388,7 @@ def _make_session(config: pytest.Config) -> GpuPerfSession:
     )
     opts.profile_source = profile_src
     opts.explicit_dir = bool(explicit_dir) or directory != Path("baselines")
+    opts.rootdir, opts.save_shared = config.rootpath, config.getoption("gpuperf_save_gpu_shared")
     pyproject = Path(config.rootpath, "pyproject.toml")
     sess = GpuPerfSession(opts, pyproject if pyproject.is_file() else None)
     sess.config = config

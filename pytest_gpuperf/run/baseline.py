@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..core.results import Result
+    from ..judging.explain import Rerun
     from ..judging.judge import Judgement
 
 
@@ -152,7 +153,18 @@ class RunBaseline:
     def failure_lines(self, results: list[Result]) -> list[str]:
         from ..judging.explain import failure_lines
 
-        return failure_lines(results, self.entries, self.profile or "?", self.judgement)
+        return failure_lines(
+            results, self.entries, self.profile or "?", self.judgement, self.rerun()
+        )
+
+    def rerun(self) -> Rerun | None:
+        """What the command re-running a verdict of this run names: its profile, the
+        baseline file's directory (relative to the rootdir when inside it), its emulation."""
+        if self.path is None or self.profile is None:
+            return None
+        from ..judging.explain import Rerun
+
+        return Rerun.of(self.profile, self.path.parent, self.options.rootdir)
 
     def missing(self, keys: Iterable[str], collected: set[str]) -> list[str]:
         """Baseline entries of collected tests that produced no result in this run."""
@@ -193,6 +205,7 @@ class RunBaseline:
         line, failed = save_run(
             self.path, self.profile or "?", [r for r in results if r.nodeid not in disturbed],
             left_out, environment, durations, self.session_id,
+            save_shared=self.options.save_shared,
         )  # fmt: skip
         if disturbed:  # refused, not flagged: its figure is the other work's (baselines.md)
             named = "; ".join(f"{n}: {w}" for n, w in sorted(disturbed.items()))
@@ -249,18 +262,34 @@ def save_run(
     environment: dict[str, Any],
     durations: dict[str, float],
     session_id: str | None = None,
+    save_shared: bool = False,
 ) -> tuple[str, bool]:
     """Merge the results of the tests that passed into the baseline file: a test in
     `left_out` (nodeid: why, e.g. "skipped", "xfailed", "error in teardown") did not pass
-    every phase, and its results are named in the line, never saved. Returns the line to
-    show and whether a save that was asked for did not happen."""
+    every phase, and its results are named in the line, never saved. A test with a result
+    measured while another process used the GPU (gpu-shared) is left out too, and the save
+    fails, unless `save_shared` (--gpuperf-save-gpu-shared). Returns the line to show and
+    whether a save that was asked for did not happen."""
     from ..baseline.history import host
     from ..baseline.schema import BaselineError, entries_to_save
     from ..baseline.store import save
 
+    shared = sorted({r.nodeid for r in results if r.gpu_shared and r.nodeid not in left_out})
+    refused = bool(shared) and not save_shared
+    named = ", ".join(shared)
+    tail = (
+        f"; NOT SAVED: {len(shared)} test(s) measured while another process used the GPU "
+        f"(gpu-shared): {named}; measure them on a GPU of their own, or save them anyway "
+        "with --gpuperf-save-gpu-shared"
+        if refused
+        else f"; saved though measured on a shared GPU (--gpuperf-save-gpu-shared): {named}"
+        if shared
+        else ""
+    )
+    kept = set(left_out) | (set(shared) if refused else set())
     now = datetime.now(UTC).isoformat(timespec="seconds")
     updates = entries_to_save(
-        [r for r in results if r.nodeid not in left_out],
+        [r for r in results if r.nodeid not in kept],
         environment,  # one run, one device, one emulation
         date=now,
         commit=git_commit(path.parent),
@@ -268,16 +297,16 @@ def save_run(
         host=host(),
         durations=durations,
     )
-    note = not_saved_note(results, left_out)
+    note = not_saved_note(results, left_out) + tail
     if not updates:
-        return f"nothing saved to {path}{note}", False
+        return f"nothing saved to {path}{note}", refused
     try:
         save(path, profile, updates, now)
     except BaselineError as exc:
         return f"NOT SAVED: {exc}", True
     except (OSError, ValueError) as exc:  # no directory, no permission, lock timeout
         return f"NOT SAVED: baseline file {path}: {type(exc).__name__}: {exc}", True
-    return f"saved {len(updates)} benchmark(s) to {path}{note}", False
+    return f"saved {len(updates)} benchmark(s) to {path}{note}", refused
 
 
 def not_saved_note(results: Iterable[Result], left_out: Mapping[str, str]) -> str:

@@ -46,5 +46,7 @@ class Options:
         self.paired = "auto"  # the paired stage against the baseline's commit (run/paired.py)
         self.paired_rounds = 6
         self.explicit_dir = False  # the baseline directory was named, not the default
+        self.rootdir: Path | None = None  # the run's rootdir (a re-run command names paths by it)
+        self.save_shared = False  # save results measured on a GPU another process used
         # why a baseline entry is not comparable (the users' hook); None: the built-in rule
         self.incomparable: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None

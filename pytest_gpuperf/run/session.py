@@ -358,6 +358,7 @@ class GpuPerfSession:
             session_id=self.session_id,
             saved=self.saved,
             selected=sorted(self.collected),
+            rerun=self.base.rerun(),
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -1,0 +1,74 @@
+"""The gate's failure lines (judging/explain.py): each failing verdict ends with the one-line
+command that re-runs just that test against the same baseline and profile, quoted for a
+POSIX shell; a verdict of the paired stage names the `gpuperf ab` line with its base commit."""
+
+import shlex
+from pathlib import PurePosixPath
+
+from pytest_gpuperf.judging.explain import (
+    Rerun,
+    failure_lines,
+    rerun_command,
+    rerun_commands,
+)
+
+from .reportdata import measured
+
+NODE = "tests/x.py::test_y[b8 it's]"  # a parameter id a shell would split and unquote
+
+
+def _regressed(nodeid=NODE, paired=None):
+    r = measured(nodeid, 900.0, {})
+    vd = {"status": "regressed", "change": -0.1, "uncertainty": 0.01, "tolerance": 0.03,
+          "basis": "±1.00% from its own 3 sessions", "confirmed": True, "reason": "slower"}  # fmt: skip
+    if paired:
+        vd["paired"] = {"commit": paired, "rounds": 6}
+    r.verdicts = {"throughput": vd}
+    return r
+
+
+def _entries(nodeid=NODE):
+    history = [{"median": 1000.0}, {"median": 1001.0}, {"median": 999.0}]
+    return {nodeid: {"date": "2026-12-01", "metrics": {"throughput": {"history": history}}}}
+
+
+def test_the_directory_is_named_relative_to_the_rootdir_when_inside_it():
+    root = PurePosixPath("/repo")
+    inside = Rerun.of("h200", root / "perf" / "baselines", root)
+    assert (inside.profile, inside.baseline_dir, inside.emulate) == ("h200", "perf/baselines", None)
+    outside = Rerun.of("h200@a100-40gb", PurePosixPath("/data/baselines"), root)
+    assert (outside.profile, outside.baseline_dir, outside.emulate) == (
+        "h200", "/data/baselines", "a100-40gb")  # fmt: skip
+
+
+def test_the_command_is_quoted_for_a_posix_shell():
+    cmd = rerun_command([NODE], Rerun("h200", "my baselines", "a100-40gb"))
+    assert shlex.split(cmd) == [
+        "pytest", NODE, "--gpu-profile=h200", "--gpuperf-baseline=compare",
+        "--gpuperf-baseline-dir=my baselines", "--gpuperf-emulate=a100-40gb",
+    ]  # fmt: skip
+
+
+def test_a_regressed_line_ends_with_its_reproduce_command():
+    rerun = Rerun("h200", "baselines")
+    (line,) = failure_lines([_regressed()], _entries(), "h200", None, rerun)
+    head, _, cmd = line.partition("; reproduce: ")
+    assert head.startswith(f"PERFORMANCE REGRESSION {NODE} throughput:")
+    assert head.endswith("; confirmed in a fresh process")
+    assert shlex.split(cmd) == ["pytest", NODE, "--gpu-profile=h200",
+                                "--gpuperf-baseline=compare", "--gpuperf-baseline-dir=baselines"]  # fmt: skip
+    # without a baseline file (no rerun), the line is as it was
+    (plain,) = failure_lines([_regressed()], _entries(), "h200")
+    assert "reproduce" not in plain and plain == head
+
+
+def test_a_paired_verdict_names_the_ab_line_with_its_base_commit():
+    commit = "0123456789abcdef0123"
+    rerun = Rerun("h200", "baselines")
+    (line,) = failure_lines([_regressed(paired=commit)], _entries(), "h200", None, rerun)
+    ab = line.split("; the paired verdict: ")[1]
+    assert shlex.split(ab) == ["gpuperf", "ab", "--base", commit[:12], "--", NODE]
+    # the step summary's and `gpuperf compare`'s list: one test's two commands, nothing
+    # for a test without a failing verdict
+    commands = rerun_commands([_regressed(paired=commit), measured("t.py::ok", 1.0, {})], rerun)
+    assert [shlex.split(c)[:2] for c in commands] == [["pytest", NODE], ["gpuperf", "ab"]]
