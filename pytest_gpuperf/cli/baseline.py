@@ -26,6 +26,8 @@ from ..baseline.schema import BaselineError, BaselineFile
 from ..baseline.store import baseline_path, load, rewrite, write_unlocked
 from ..core.results import Result
 from ..outputs.text import plain
+from .inputs import InputError as UsageError  # exit 2, naming the bad input
+from .inputs import read_results
 
 REFUSED = 1  # a figure that must not restart a history (without --force)
 BAD_INPUT = 2
@@ -37,10 +39,6 @@ EXIT_CODES = """exit codes:
   2  bad input: a missing, unreadable or malformed results or baseline file, files of
      different profiles or schema versions, a test the results do not hold
 """
-
-
-class UsageError(Exception):
-    """Bad input: exit 2 with this message."""
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,15 +109,7 @@ def _who(where: Path) -> str | None:
 
 
 def _read(path: Path) -> tuple[dict[str, Any], list[Result]]:
-    from ..outputs.runfile import ResultsFileError, read_run
-
-    try:
-        data, summary = read_run(path)
-    except ResultsFileError as exc:
-        raise UsageError(str(exc)) from None
-    if not summary.results:
-        raise UsageError(f"results file {path}: the run has no results")
-    return data, summary.results
+    return read_results(path)
 
 
 def _profile_of(data: dict[str, Any], results: list[Result], source: Path) -> str:

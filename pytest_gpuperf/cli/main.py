@@ -30,6 +30,7 @@ from ..outputs.terminal import verdict_count_line
 from ..outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from ..plugin.options import add_cli_arguments
 from .baseline import add_arguments as add_baseline_arguments
+from .inputs import InputError, read_results
 
 EXIT_CODES = """exit codes:
   0  no regression (also with --warn-only when there is one)
@@ -42,21 +43,9 @@ EXIT_CODES = """exit codes:
 """
 
 
-class InputError(Exception):
-    """Bad input to the command: exit 2 with this message."""
-
-
 def _read_run(path: Path) -> tuple[dict[str, Any], list[Result]]:
     """The results file's JSON object and its results, read and checked by runfile."""
-    from ..outputs.runfile import ResultsFileError, read_run
-
-    try:
-        data, summary = read_run(path)
-    except ResultsFileError as exc:
-        raise InputError(str(exc)) from None
-    if not summary.results:
-        raise InputError(f"results file {path}: the run has no results to compare")
-    return data, summary.results
+    return read_results(path, " to compare")
 
 
 def _baseline_for(data: dict[str, Any], results: list[Result], given: Path | None) -> Path:
