@@ -102,12 +102,15 @@ def test_swapping_the_sides_mirrors_and_scaling_changes_nothing(ratios, shift, s
 
 WORK = "FACTOR = {factor}\n"
 BENCH = """
+import os
+
 from vclock import spin
 
 import work
 
 def test_step(gpu_benchmark):
-    gpu_benchmark(lambda: spin(0.002 * work.FACTOR), work=64, unit="tokens")
+    machine = float(os.environ.get("MACHINE", "1"))  # the machine a session ran on
+    gpu_benchmark(lambda: spin(0.002 * work.FACTOR * machine), work=64, unit="tokens")
 """
 
 
@@ -146,10 +149,10 @@ def repo(pytester, monkeypatch):
     git(pytester.path, "init", "-q")
     git(pytester.path, "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
     git(pytester.path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
-    for factor in (1.0, 1.2, 0.85):  # the machines the sessions ran on
-        (pytester.path / "work.py").write_text(WORK.format(factor=factor))
+    for machine in ("1.0", "1.2", "0.85"):  # the code as committed, on machines 20% apart
+        monkeypatch.setenv("MACHINE", machine)
         pytester.runpytest(*FAST, "--gpuperf-baseline=save").assert_outcomes(passed=1)
-    (pytester.path / "work.py").write_text(WORK.format(factor=1.0))
+    monkeypatch.delenv("MACHINE")
     return pytester
 
 
@@ -196,7 +199,9 @@ def test_a_baseline_commit_missing_from_the_clone_is_one_line_and_stage_one_stan
 def test_a_class_shift_the_paired_stage_finds_in_no_figure_is_the_environment():
     """Both builds slower alike on this machine (torch upgraded): the class line that
     regressed against the history names the environment, and the run does not fail."""
-    from pytest_gpuperf.core.results import Result
+    import types
+
+    from pytest_gpuperf.core.results import Result, Throughput
     from pytest_gpuperf.judging.judge import Judgement
     from pytest_gpuperf.judging.offsets import ClassShift
     from pytest_gpuperf.judging.verdict import Verdict
@@ -206,7 +211,9 @@ def test_a_class_shift_the_paired_stage_finds_in_no_figure_is_the_environment():
                       ("t.py::a", "t.py::b"))  # fmt: skip
     results = []
     for key in ("t.py::a", "t.py::b"):
-        r = Result(key, None, "flop", 1.0)
+        r = Result(key, None, "flop", 1.0, noise_class="compute")
+        r.time = types.SimpleNamespace(n=10)  # type: ignore[assignment]
+        r.throughput = Throughput("TFLOP/s", 1.0, 0.99, 1.01)
         r.verdicts = {"throughput": {"status": "unchanged", "stage1": {"status": "inconclusive"},
                                      "paired": {"rounds": 6}}}  # fmt: skip
         results.append(r)
@@ -218,7 +225,85 @@ def test_a_class_shift_the_paired_stage_finds_in_no_figure_is_the_environment():
     (text,) = shown
     assert "INCONCLUSIVE" in text and "a shift of the environment" in text
     assert "torch 2.10.0 -> 2.11.0" in text and "driver" not in text
+    # one of the two re-measured: too little of the class to clear it
+    results[1].verdicts["throughput"].pop("paired")
+    j1 = Judgement(0.999, 4, [line])
+    assert environment_shifts(j1.shifts, results, entries, {}) == [] and j1.failing(results)
+    results[1].verdicts["throughput"]["paired"] = {"rounds": 6}
     # one figure the paired stage found regressed: the code moved, the line stands
     results[0].verdicts["throughput"]["status"] = "regressed"
     j2 = Judgement(0.999, 4, [line])
     assert environment_shifts(j2.shifts, results, entries, {}) == [] and j2.failing(results)
+
+
+def test_a_session_saved_from_uncommitted_code_records_no_commit(repo):
+    """HEAD is not the code such a session measured: the paired stage would build the
+    wrong one, so the save records none and says why; the stage then says it is off."""
+    (repo.path / "work.py").write_text(WORK.format(factor=0.8))  # an edit not committed
+    r = repo.runpytest(*FAST, "--gpuperf-baseline=save")
+    r.stdout.fnmatch_lines(["*no commit recorded: the checkout has uncommitted changes*"])
+    data = json.loads((repo.path / "baselines" / "cpu.json").read_text())
+    assert [e["commit"] for e in data["entries"].values()] == [None]
+    r = repo.runpytest(*FAST)
+    r.stdout.fnmatch_lines(["*paired stage off*recorded no commit*"])
+
+
+def test_a_shallow_clone_without_the_commit_keeps_stage_one_at_the_whole_budget(repo):
+    path = repo.path / "baselines" / "cpu.json"
+    data = json.loads(path.read_text())
+    for e in data["entries"].values():
+        e["commit"] = "0" * 40
+    path.write_text(json.dumps(data))
+    r = repo.runpytest(*FAST)
+    r.stdout.fnmatch_lines(["*each metric judged at 99.000% confidence*",
+                            "*paired stage off*is not in this clone*"])  # fmt: skip
+
+
+def test_figures_saved_at_another_commit_are_left_to_the_first_stage(repo, monkeypatch):
+    """test_a's sessions are at the first commit; test_b is saved again at a second, which
+    made test_a 10% slower: building the second for test_a would measure the slowdown on
+    both sides and call it unchanged."""
+    repo.makepyfile(test_q=BENCH.replace("def test_step", "def test_other"))
+    git(repo.path, "add", "test_q.py")
+    git(repo.path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "q")
+    for machine in ("1.0", "1.2", "0.85"):
+        monkeypatch.setenv("MACHINE", machine)
+        repo.runpytest(*FAST, "test_q.py", "--gpuperf-baseline=save").assert_outcomes(passed=1)
+    monkeypatch.delenv("MACHINE")
+    r = repo.runpytest(*FAST, "--gpuperf-json=run.json")
+    out = r.stdout.str()
+    assert "1 figure(s) saved at another commit or none left to the first stage" in out, out
+    got = {d["nodeid"]: d["verdicts"]["throughput"]
+           for d in json.loads((repo.path / "run.json").read_text())["results"]}  # fmt: skip
+    assert "paired" not in got["test_p.py::test_step"]
+    assert got["test_q.py::test_other"]["paired"]["rounds"] == 6
+
+
+def test_a_base_that_imports_an_installed_copy_of_the_head_is_refused(
+    pytester, monkeypatch, tmp_path
+):
+    """`pip install .` (not editable) puts the head's code in site-packages: the base's
+    rounds would import it too, and read 10% slower code as unchanged."""
+    import shutil
+
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    vclock.add_to(pytester)
+    pytester.makeconftest(ROUND_CLOCK)
+    pytester.makepyfile(test_p=BENCH.replace("import work", "from mypkg import work"))
+    (pytester.path / "src" / "mypkg").mkdir(parents=True)
+    (pytester.path / "src" / "mypkg" / "__init__.py").write_text("")
+    (pytester.path / "src" / "mypkg" / "work.py").write_text(WORK.format(factor=1.0))
+    site = tmp_path / "site"
+    shutil.copytree(pytester.path / "src", site)
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    git(pytester.path, "init", "-q")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
+    for machine in ("1.0", "1.2", "0.85"):
+        monkeypatch.setenv("MACHINE", machine)
+        pytester.runpytest_subprocess(*FAST, "--gpuperf-baseline=save").assert_outcomes(passed=1)
+    monkeypatch.delenv("MACHINE")
+    (site / "mypkg" / "work.py").write_text(WORK.format(factor=1.1))  # the head, installed
+    r = pytester.runpytest_subprocess(*FAST)
+    r.stdout.fnmatch_lines(["*not measured: the base process imported mypkg from*not from the "
+                            "baseline commit's worktree*"])  # fmt: skip

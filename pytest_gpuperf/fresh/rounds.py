@@ -50,6 +50,7 @@ class Build:
     cwd: Path
     sys_path: tuple[str, ...]
     args: tuple[str, ...]  # pytest's arguments (the run's, mapped for the base)
+    pythonpath: str = ""  # what a process the test starts imports from (PYTHONPATH)
 
 
 @dataclass
@@ -80,6 +81,8 @@ def mapped(value: str, root: Path, tree: Path) -> str:
     head, sep, tail = value.partition("=") if value.startswith("-") else ("", "", value)
     if value.startswith("-") and not sep:
         return value  # a flag, or an option whose value is the next word
+    if not sep and "=" in value and not os.path.isabs(value):  # `-o key=/path`'s value
+        head, sep, tail = value.partition("=")
     real = os.path.realpath(tail) if os.path.isabs(tail) else None
     if real is not None and (real == r or real.startswith(r + os.sep)):
         tail = str(tree) + real[len(r) :]
@@ -97,11 +100,14 @@ def base_build(head: Build, root: Path, tree: Path, extra_path: list[str]) -> Bu
             continue
         if m not in path:
             path.append(m)
+    given = os.pathsep.join(mapped(p, root, tree) for p in head.pythonpath.split(os.pathsep) if p)
     return Build(
         "base",
         Path(mapped(str(head.cwd), root, tree)),
         tuple(path),
         tuple(mapped(a, root, tree) for a in head.args),
+        # a process the base's tests start (a launcher, torchrun) imports the base's code too
+        os.pathsep.join([*extra_path, *([given] if given else [])]),
     )
 
 
@@ -127,13 +133,18 @@ def _start(build: Build, work: Path, name: str, env: dict[str, str], probe: Path
         f"import sys; sys.path[:] = {[*build.sys_path, str(probe)]!r}; import pytest; "
         "raise SystemExit(pytest.console_main())"
     )
-    cmd = [sys.executable, "-c", boot, "-p", PROBE, "-p", roundworker.NAME, *build.args,
+    flags: list[str] = getattr(subprocess, "_args_from_interpreter_flags", list)()
+    cmd = [sys.executable, *flags, "-c", boot, "-p", PROBE, "-p", roundworker.NAME, *build.args,
            f"--gpuperf-json={out / 'results.json'}", f"--basetemp={out / 'basetemp'}"]  # fmt: skip
     full = dict(env)
     full.update({
         roundworker.FDS: f"{c_r},{c_w}", roundworker.OUT: str(out),
         PROBE_OUT: str(imports),
     })  # fmt: skip
+    if build.pythonpath:
+        full["PYTHONPATH"] = build.pythonpath
+    else:
+        full.pop("PYTHONPATH", None)
     log = work / f"{name}.log"
     with open(log, "wb") as fh:
         popen = subprocess.Popen(
@@ -156,12 +167,18 @@ def _tail(proc: _Proc) -> str:
 
 
 def _answer(proc: _Proc, deadline: float) -> list[str]:
-    """The process's next line, split; RoundsError when it exits or the deadline passes."""
-    left = deadline - time.monotonic()
-    ready, _, _ = select.select([proc.from_child], [], [], max(0.0, left))
-    line = proc.from_child.readline().split() if ready else None
-    if line is None:
-        raise RoundsError(f"the {proc.side} process did not answer in time (budget spent)")
+    """The process's next line, split; RoundsError when it exits (checked every second: a
+    process it started may hold the pipe open) or the deadline passes."""
+    line = None
+    while line is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RoundsError(f"the {proc.side} process did not answer in time (budget spent)")
+        ready, _, _ = select.select([proc.from_child], [], [], min(1.0, left))
+        if ready:
+            line = proc.from_child.readline().split()
+        elif proc.popen.poll() is not None:
+            line = []
     if not line:
         code = proc.popen.wait()
         raise RoundsError(f"the {proc.side} process exited ({code}): {_tail(proc)}")
@@ -170,27 +187,43 @@ def _answer(proc: _Proc, deadline: float) -> list[str]:
     return line
 
 
-def _stop(proc: _Proc) -> None:
-    import contextlib
+def _stop(procs: list[_Proc], *, kill: bool) -> None:
+    """End the processes: asked to stop (their sessions end as pytest's do), else (an error,
+    Ctrl-C) their whole process groups at once, SIGTERM then SIGKILL."""
     import signal
 
-    with contextlib.suppress(OSError, ValueError):
-        proc.to_child.write("stop\n")
-        proc.to_child.flush()
-    try:
-        proc.popen.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.popen.pid, signal.SIGKILL)
-        proc.popen.wait()
-    for fh in (proc.to_child, proc.from_child):
-        with contextlib.suppress(OSError):
-            fh.close()
+    for proc in procs:
+        with contextlib.suppress(OSError, ValueError):
+            proc.to_child.write("stop\n")
+            proc.to_child.flush()
+    for sig, wait in (
+        (None, 0.0 if kill else 30.0),
+        (signal.SIGTERM, 10.0),
+        (signal.SIGKILL, None),
+    ):
+        alive = [p for p in procs if p.popen.poll() is None]
+        if not alive:
+            break
+        for proc in alive:
+            if sig is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.popen.pid, sig)
+        for proc in alive:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.popen.wait(timeout=wait)
+    for proc in procs:
+        for fh in (proc.to_child, proc.from_child):
+            with contextlib.suppress(OSError):
+                fh.close()
 
 
 def _one_round(proc: _Proc, i: int, last: bool, deadline: float) -> dict[str, Any]:
-    proc.to_child.write(f"go {i} {'last' if last else 'more'}\n")
-    proc.to_child.flush()
+    try:
+        proc.to_child.write(f"go {i} {'last' if last else 'more'}\n")
+        proc.to_child.flush()
+    except (OSError, ValueError):  # it exited since its last round (-x, an abort, OOM)
+        code = proc.popen.wait()
+        raise RoundsError(f"the {proc.side} process exited ({code}): {_tail(proc)}") from None
     line = _answer(proc, deadline)
     if line[:2] != ["done", str(i)]:
         raise RoundsError(f"the {proc.side} process answered {' '.join(line)!r} to round {i}")
@@ -209,38 +242,83 @@ def _check_imports(proc: _Proc, root: Path, tree: Path) -> None:
                           "measured the other build's code")  # fmt: skip
 
 
+def own_modules(tree: Path) -> list[str]:
+    """The top-level modules the base's worktree provides (its own .py files and packages,
+    at its root and under src/): a base process must import each from the worktree, and a
+    head process none from it (an installed copy of the head, outside both, is caught so)."""
+    names = set()
+    for d in (tree, tree / "src"):
+        if not d.is_dir():
+            continue
+        for entry in d.iterdir():
+            if entry.suffix == ".py" and entry.stem not in ("conftest", "setup", "noxfile"):
+                names.add(entry.stem)
+            elif entry.is_dir() and (entry / "__init__.py").is_file():
+                names.add(entry.name)
+    return sorted(names)
+
+
+def _check_modules(proc: _Proc, modules: dict[str, Any], tree: Path) -> None:
+    """RoundsError when a process imported one of the worktree's modules from the wrong
+    build: the base from anywhere but the worktree (an installed copy of the head, a path
+    the bootstrap did not map), the head from the worktree."""
+    t = os.path.realpath(tree)
+    for name, file in sorted(modules.items()):
+        if not isinstance(file, str):
+            continue  # a namespace package or a built-in: no file to place
+        inside = os.path.realpath(file).startswith(t + os.sep)
+        if proc.side == "base" and not inside:
+            raise RoundsError(
+                f"the base process imported {name} from {file}, not from the baseline "
+                f"commit's worktree: an installed copy of the code under test (install it "
+                "editable, or put its directory on PYTHONPATH) would measure the head twice"
+            )
+        if proc.side == "head" and inside:
+            raise RoundsError(f"the head process imported {name} from the base worktree ({file})")
+
+
+def _pair(procs: dict[str, _Proc], got: Measured, first: int, count: int, p: int,
+          deadline: float, tree: Path) -> None:  # fmt: skip
+    """Rounds first .. first + count - 1 in one process pair, alternating the order."""
+    ready = {s: _answer(procs[s], deadline) for s in SIDES}  # "ready <tests>"
+    if any(r[:2] == ["ready", "0"] for r in ready.values()):
+        side = next(s for s in SIDES if ready[s][:2] == ["ready", "0"])
+        raise RoundsError(f"the {side} build has none of the tests to re-measure")
+    for j in range(count):
+        i = first + j
+        for s in SIDES if i % 2 == 0 else SIDES[::-1]:
+            data = _one_round(procs[s], i, j == count - 1, deadline)
+            _check_modules(procs[s], data.get("modules") or {}, tree)
+            got.rounds[s].append(list(data.get("results") or []))
+            for nodeid, why in (data.get("outcomes") or {}).items():
+                got.outcomes.setdefault(f"{nodeid} ({s})", why)
+        got.pair.append(p)
+
+
 def measure_rounds(
     builds: dict[str, Build], env: dict[str, str], work: Path, root: Path, tree: Path,
     *, rounds: int, pairs: int, budget_s: float,
 ) -> Measured:  # fmt: skip
     """`rounds` paired rounds in `pairs` process pairs (rounds split between them in order),
-    within `budget_s` seconds; RoundsError when they cannot all be measured."""
+    within `budget_s` seconds; RoundsError when they cannot all be measured. On an error or
+    Ctrl-C the processes' groups are ended at once."""
     probe = work / "probe"
     if not probe.is_dir():
         install_worker(work)
-    env = {**env, WATCH: os.pathsep.join(str(p.resolve()) for p in (root, tree))}
+    env = {**env, WATCH: os.pathsep.join(str(p.resolve()) for p in (root, tree)),
+           roundworker.OWN: ",".join(own_modules(tree))}  # fmt: skip
     t0 = time.monotonic()
     deadline = t0 + budget_s
     got = Measured()
     per = [rounds // pairs + (1 if p < rounds % pairs else 0) for p in range(pairs)]
-    i = 0
     for p, count in enumerate(per):
         procs = {s: _start(builds[s], work, f"{s}-{p}", env, probe) for s in SIDES}
+        ok = False
         try:
-            for proc in procs.values():
-                _answer(proc, deadline)  # "ready n"
-            for j in range(count):
-                order = SIDES if i % 2 == 0 else SIDES[::-1]
-                for s in order:
-                    data = _one_round(procs[s], i, j == count - 1, deadline)
-                    got.rounds[s].append(list(data.get("results") or []))
-                    for nodeid, why in (data.get("outcomes") or {}).items():
-                        got.outcomes.setdefault(f"{nodeid} ({s})", why)
-                got.pair.append(p)
-                i += 1
+            _pair(procs, got, sum(per[:p]), count, p, deadline, tree)
+            ok = True
         finally:
-            for proc in procs.values():
-                _stop(proc)
+            _stop(list(procs.values()), kill=not ok)
         for proc in procs.values():
             _check_imports(proc, root, tree)
     got.wall_s = time.monotonic() - t0
@@ -269,4 +347,5 @@ def head_build(config: Any) -> Build:
         cap = ROUND_MAX_TIME
     with contextlib.suppress(TypeError, ValueError):  # never under the run's minimum
         cap = max(cap, float(config.getoption("gpuperf_min_time", None) or 0))
-    return Build("head", start_dir(config), tuple(path), (*kept, f"--gpuperf-max-time={cap:g}"))
+    return Build("head", start_dir(config), tuple(path), (*kept, f"--gpuperf-max-time={cap:g}"),
+                 os.environ.get("PYTHONPATH", ""))  # fmt: skip

@@ -23,6 +23,7 @@ import pytest
 FDS = "GPUPERF_ROUNDS_FDS"
 OUT = "GPUPERF_ROUNDS_OUT"
 SELECT = "GPUPERF_ROUNDS_SELECT"
+OWN = "GPUPERF_ROUNDS_OWN"  # the base worktree's top-level modules: where each came from
 NAME = "gpuperf_rounds_worker"  # the name it is given with -p
 
 
@@ -75,7 +76,7 @@ class Worker:
         for n, item in enumerate(items):
             nextitem = items[n + 1] if n + 1 < len(items) else (None if last else items[0])
             item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-        payload = {"results": self.round, "outcomes": self.outcomes}
+        payload = {"results": self.round, "outcomes": self.outcomes, "modules": _origins()}
         (self.out / f"round-{i}.json").write_text(json.dumps(payload), encoding="utf-8")
         self.say(f"done {i}")
 
@@ -88,12 +89,22 @@ class Worker:
             self.outcomes[report.nodeid] = f"{report.outcome} in {report.when}"
 
 
+def _origins() -> dict[str, str | None]:
+    """The file each of OWN's modules was imported from (None: not imported, or no file)."""
+    import sys
+
+    names = [n for n in os.environ.get(OWN, "").split(",") if n]
+    return {n: getattr(sys.modules[n], "__file__", None) for n in names if n in sys.modules}
+
+
 def pytest_configure(config: Any) -> None:
     fds = os.environ.get(FDS)
     out = os.environ.get(OUT)
     if not fds or not out:
         return
     rfd, wfd = (int(x) for x in fds.split(","))
+    for fd in (rfd, wfd):  # a process a test starts must not hold the pipe open
+        os.set_inheritable(fd, False)
     select_file = os.environ.get(SELECT)
     select = set(json.loads(Path(select_file).read_text())) if select_file else None
     config.pluginmanager.register(Worker(rfd, wfd, Path(out), select), "gpuperf-rounds-loop")

@@ -131,6 +131,8 @@ def failure_lines(
                 + (
                     "; confirmed in a fresh process"
                     if v.confirmed
+                    else "; decided by the paired stage, in fresh processes of both builds"
+                    if paired_commit(vd)
                     else "; NOT re-measured in a fresh process"
                     if v.confirmed is None
                     else ""

@@ -30,6 +30,7 @@ class RunBaseline:
         self.note: str | None = None
         self.ready = False
         self.judgement: Judgement | None = None
+        self._paired: bool | None = None  # paired_possible's answer, once asked
 
     @property
     def mode(self) -> str:
@@ -125,14 +126,30 @@ class RunBaseline:
     def paired_possible(self) -> bool:
         """Whether the paired stage may run after this judgement (its share of the budget is
         then kept from the first stage): comparing, the stage not off, not in a fresh
-        process of the gate's own, and a baseline entry that recorded its commit."""
+        process of the gate's own, and a commit an entry recorded present in this clone
+        (a shallow CI clone has none: stage 1 keeps the whole budget). Asked once a run."""
+        if self._paired is None:
+            self._paired = self._paired_check()
+        return self._paired
+
+    def paired_wanted(self) -> bool:
+        """Whether the paired stage is asked for: comparing, not off, and not in a fresh
+        process of the gate's own (it then runs, or says in one line why it cannot)."""
         import os
 
         from ..fresh.confirm import ENV_FLAG
 
-        if not self.comparing or self.options.paired == "off" or os.environ.get(ENV_FLAG):
+        return self.comparing and self.options.paired != "off" and not os.environ.get(ENV_FLAG)
+
+    def _paired_check(self) -> bool:
+        if not self.paired_wanted():
             return False
-        return any(isinstance(e.get("commit"), str) and e["commit"] for e in self.entries.values())
+        commits = sorted({e["commit"] for e in self.entries.values()
+                          if isinstance(e.get("commit"), str) and e["commit"]})  # fmt: skip
+        if not commits or self.path is None:
+            return False
+        where = self.path.parent if self.path.parent.is_dir() else Path.cwd()
+        return any(_git_ok(where, "cat-file", "-e", f"{c}^{{commit}}") for c in commits[:20])
 
     def confirm(self, results: list[Result], again: list[Result] | None, env: dict[str, Any],
                 allow_cross_gpu: bool, failure: str | None) -> None:  # fmt: skip
@@ -288,16 +305,25 @@ def save_run(
     )
     kept = set(left_out) | (set(shared) if refused else set())
     now = datetime.now(UTC).isoformat(timespec="seconds")
+    commit = git_commit(path.parent)
+    unheld = commit is not None and code_changed(path.parent)
+    if unheld:  # the paired stage would build HEAD, which is not the code measured
+        commit = None
     updates = entries_to_save(
         [r for r in results if r.nodeid not in kept],
         environment,  # one run, one device, one emulation
         date=now,
-        commit=git_commit(path.parent),
+        commit=commit,
         session=session_id,
         host=host(),
         durations=durations,
     )
-    note = not_saved_note(results, left_out) + tail
+    note = not_saved_note(results, left_out) + (
+        "; no commit recorded: the checkout has uncommitted changes outside the baseline "
+        "directory (commit them, then save, for the paired stage to build this code)"
+        if unheld
+        else ""
+    ) + tail
     if not updates:
         return f"nothing saved to {path}{note}", refused
     try:
@@ -330,6 +356,28 @@ def not_passed(report: Any) -> str | None:
     if report.when != "call":
         return f"error in {report.when}"
     return "xpassed (strict)" if "[XPASS(strict)]" in str(report.longrepr) else "failed"
+
+
+def _git_ok(where: Path, *args: str) -> bool:
+    try:
+        out = subprocess.run(["git", *args], cwd=where, capture_output=True, timeout=10,
+                             check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0
+
+
+def code_changed(where: Path) -> bool:
+    """Whether tracked files outside `where` (the baseline directory) differ from HEAD: a
+    session saved so measured code that no commit holds."""
+    if not where.is_dir():
+        return False
+    try:
+        out = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", ":/", ":!."], cwd=where,
+                             capture_output=True, timeout=10, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 1
 
 
 def git_commit(where: Path) -> str | None:

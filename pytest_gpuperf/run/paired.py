@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,31 +33,34 @@ LEFT_TO_STAGE1 = "launch-bound"  # wall time whose noise is per process: stage 2
 
 @dataclass
 class Stage:
-    """What the paired stage did, for the run's lines."""
+    """What the paired stage did, for the run's line."""
 
     line: str
-    regressed: list[str] = field(default_factory=list)
 
 
-def baseline_commit(
-    entries: dict[str, dict[str, Any]], keys: Iterable[str]
+def newest_commit(
+    root: Path, entries: dict[str, dict[str, Any]], keys: Iterable[str]
 ) -> tuple[str | None, str]:
     """The commit of the newest baseline session among `keys`' entries, and a note when
-    their newest sessions were saved at more than one commit ("" when one)."""
-    newest: dict[str, tuple[str, str]] = {}  # key -> (date, commit)
+    their sessions were saved at more than one commit ("" when one). Newest: a commit no
+    other of them descends from (dates have a second's resolution; a save and the next
+    commit's can share one), then the latest date."""
+    newest: dict[str, str] = {}  # commit -> its latest entry date
     for key in keys:
         e = entries.get(key) or {}
         commit, date = e.get("commit"), str(e.get("date") or "")
         if isinstance(commit, str) and commit:
-            newest[key] = (date, commit)
+            newest[commit] = max(date, newest.get(commit, ""))
     if not newest:
         return None, ""
-    commits = {c for _, c in newest.values()}
-    date, commit = max(newest.values())
+    tips = [c for c in newest if not any(
+        o != c and _git(root, "merge-base", "--is-ancestor", c, o).returncode == 0
+        for o in newest)] or list(newest)  # fmt: skip
+    commit = max(tips, key=lambda c: (newest[c], c))
     note = (
-        f"; the baseline's newest sessions of these tests were saved at {len(commits)} commits: "
-        f"paired against the newest, {commit[:12]} ({date or 'undated'})"
-        if len(commits) > 1
+        f"; the baseline's newest sessions of these tests were saved at {len(newest)} "
+        f"commits: paired against the newest, {commit[:12]} ({newest[commit] or 'undated'})"
+        if len(newest) > 1
         else ""
     )
     return commit, note
@@ -118,18 +121,24 @@ def run_stage(
     todo = candidates(results)
     if not todo:
         return None
-    tests = sorted({r.nodeid for r, _, _ in todo})
-    what = f"{len(todo)} figure(s) of {len(tests)} test(s) the first stage left inconclusive"
-    commit, mixed = baseline_commit(entries, {r.key for r, _, _ in todo})
-    if commit is None:
-        return Stage(
-            f"paired stage off: the baseline's sessions of the {what} recorded no "
-            "commit (saved outside a git checkout); the first stage's verdicts stand"
-        )
+    what = f"{len(todo)} figure(s) the first stage left inconclusive"
     root = _repo(config)
     if root is None:
         return Stage(f"paired stage off: {config.rootpath} is not in a git repository; the "
                      "first stage's verdicts stand")  # fmt: skip
+    commit, mixed = newest_commit(root, entries, {r.key for r, _, _ in todo})
+    if commit is None:
+        return Stage(
+            f"paired stage off: the baseline's sessions of the {what} recorded no "
+            "commit (saved outside a git checkout, or from uncommitted changes); the first "
+            "stage's verdicts stand"
+        )
+    others = [t for t in todo if (entries.get(t[0].key) or {}).get("commit") != commit]
+    todo = [t for t in todo if t not in others]  # another commit's, or none: not this build's
+    tests = sorted({r.nodeid for r, _, _ in todo})
+    mixed += (f"; {len(others)} figure(s) saved at another commit or none left to the first "
+              "stage" if others else "")  # fmt: skip
+    what = f"{len(todo)} figure(s) of {len(tests)} test(s) the first stage left inconclusive"
     if _git(root, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
         return Stage(f"paired stage off: the baseline's commit {commit[:12]} is not in this "
                      "clone (a shallow clone? git fetch --unshallow, or fetch that commit); "
@@ -142,13 +151,15 @@ def run_stage(
     except RoundsError as exc:
         return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
                      f"{exc}; the first stage's verdicts stand")  # fmt: skip
+    except Exception as exc:  # a bug here must not cost the run its stage-1 verdicts
+        return Stage(f"paired stage against {commit[:12]}: {what}, not measured: "
+                     f"{type(exc).__name__}: {exc}; the first stage's verdicts stand")  # fmt: skip
     decided = _apply(todo, measured, false_alarm, commit)
     took = time.monotonic() - t0
     counts = ", ".join(f"{n} {s}" for s, n in sorted(decided.items()))
     return Stage(
         f"paired stage against the baseline's commit {commit[:12]}{mixed}: {what} "
-        f"re-measured in {rounds} rounds ({PAIRS} processes a side) in {took:.0f} s: {counts}",
-        [f"{r.key} {m}" for r, m, _ in todo if r.verdicts[m].get("status") == "regressed"],
+        f"re-measured in {rounds} rounds ({PAIRS} processes a side) in {took:.0f} s: {counts}"
     )
 
 
@@ -248,11 +259,15 @@ def environment_shifts(
     for i, line in enumerate(shifts):
         if line.verdict.status not in ("regressed", "improved"):
             continue
-        paired = [
-            v for k in line.keys for v in (by_key[k].verdicts.values() if k in by_key else ())
-            if isinstance(v, dict) and v.get("paired") and v.get("stage1")
-        ]  # fmt: skip
-        if not paired or any(v.get("status") != "unchanged" for v in paired):
+        figs = [v for k in line.keys if k in by_key for v in _of_class(by_key[k], line.cls)]
+        paired = [v for v in figs if v.get("paired") and v.get("stage1")]
+        # the code did not move the class: most of its figures re-measured, every one of
+        # them unchanged, and none of the class's figures regressed
+        if (
+            len(paired) < max(2, (line.metrics + 1) // 2)
+            or any(v.get("status") != "unchanged" for v in paired)
+            or any(v.get("status") == "regressed" for v in figs)
+        ):
             continue
         changed = _versions_changed(line.keys, entries, env)
         why = (
@@ -264,6 +279,15 @@ def environment_shifts(
                                                   reason=why))  # fmt: skip
         lines.append(shifts[i].line())
     return lines
+
+
+def _of_class(r: Result, cls: str) -> list[dict[str, Any]]:
+    """The verdicts of `r`'s figures of noise class `cls`."""
+    from ..core.figures import metrics_of
+
+    figs = metrics_of(r)
+    return [v for m, v in r.verdicts.items()
+            if isinstance(v, dict) and (figs.get(m) or {}).get("noise_class") == cls]  # fmt: skip
 
 
 VERSIONS = ("driver", "cuda", "torch", "transformers", "peft", "bitsandbytes", "nccl")

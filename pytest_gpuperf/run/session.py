@@ -248,7 +248,7 @@ class GpuPerfSession:
         """Stage 2 (run/paired.py): what the first stage left inconclusive, re-measured in
         paired rounds against a build of the baseline's commit; within a budget of the
         run's own test time (at least 2 minutes)."""
-        if not self.base.paired_possible():
+        if not self.base.paired_wanted():
             return
         from .paired import STAGE_SHARE, run_stage
 
