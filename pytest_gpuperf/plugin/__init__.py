@@ -212,6 +212,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     sess = get_session(session.config)
     ids = [node_id(item) for item in session.items]
     sess.collected = set(ids)
+    sess.locations = {node_id(i): (str(i.location[0]), i.location[1]) for i in session.items}
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if session.config.getoption("gpuperf_plan"):
         sess.prepare_baseline()

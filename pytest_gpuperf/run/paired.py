@@ -305,3 +305,27 @@ def _versions_changed(keys: Iterable[str], entries: dict[str, dict[str, Any]],
             if old is not None and new is not None and old != new:
                 seen.setdefault(name, f"{name} {old} -> {new}")
     return "versions changed: " + ", ".join(seen.values()) if seen else ""
+
+
+def after_judgement(
+    config: Any, base: Any, results: list[Result], options: Any, test_s: float,
+    env: dict[str, Any],
+) -> tuple[list[str], bool]:  # fmt: skip
+    """The paired stage at the end of a run (run/session.py): its line, and the class
+    lines it found to be the environment's; whether Ctrl-C stopped it. `base` is the run's
+    RunBaseline (its entries and judgement), `options` its Options; the budget is the run's
+    own test time, at least 2 minutes."""
+    try:
+        stage = run_stage(
+            config, results, base.entries, rounds=options.paired_rounds,
+            false_alarm=options.false_alarm * STAGE_SHARE, budget_s=max(120.0, test_s),
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        return ["gpuperf: paired stage interrupted (Ctrl-C)"], True
+    if stage is None:
+        return [], False
+    notes = [f"gpuperf: {stage.line}"]
+    if base.judgement is not None:
+        shifts = environment_shifts(base.judgement.shifts, results, base.entries, env)
+        notes += [f"gpuperf: {line}" for line in shifts]
+    return notes, False

@@ -50,6 +50,7 @@ class GpuPerfSession:
         self.session_id = new_session_id()  # saved with each history item
         self.base = RunBaseline(options, self.session_id)  # the baseline file, verdicts, save
         self.collected: set[str] = set()
+        self.locations: dict[str, tuple[str, int | None]] = {}  # test id -> file, line
         self.emulation_applied = False
         self.finish_notes: list[str] = []
         self._registry: Registry | None = None
@@ -245,34 +246,16 @@ class GpuPerfSession:
         self.base.confirm(self.results, again, env, self.options.allow_mismatch, failure)
 
     def paired_stage(self, config: pytest.Config) -> None:
-        """Stage 2 (run/paired.py): what the first stage left inconclusive, re-measured in
-        paired rounds against a build of the baseline's commit; within a budget of the
-        run's own test time (at least 2 minutes)."""
-        if not self.base.paired_wanted():
-            return
-        from .paired import STAGE_SHARE, run_stage
-
-        try:
-            stage = run_stage(
-                config, self.results, self.base.entries,
-                rounds=self.options.paired_rounds,
-                false_alarm=self.options.false_alarm * STAGE_SHARE,
-                budget_s=max(120.0, sum(self.durations.values())),
-            )  # fmt: skip
-        except KeyboardInterrupt:
-            self.interrupted = True
-            self.finish_notes.append("gpuperf: paired stage interrupted (Ctrl-C)")
-            return
-        if stage is None:
-            return
-        self.finish_notes.append(f"gpuperf: {stage.line}")
-        judgement = self.base.judgement
-        if judgement is not None:
-            from .paired import environment_shifts
+        """Stage 2 (run/paired.py: after_judgement): what the first stage left inconclusive,
+        re-measured against a build of the baseline's commit."""
+        if self.base.paired_wanted():
+            from .paired import after_judgement
 
             env = self.environment(self.options.emulate)
-            for line in environment_shifts(judgement.shifts, self.results, self.base.entries, env):
-                self.finish_notes.append(f"gpuperf: {line}")
+            notes, stopped = after_judgement(config, self.base, self.results, self.options,
+                                             sum(self.durations.values()), env)  # fmt: skip
+            self.finish_notes += notes
+            self.interrupted = self.interrupted or stopped
 
     def save_baseline(self, session: pytest.Session) -> str | None:
         """Merge this run's results into the profile's baseline file (save mode)."""
@@ -425,6 +408,11 @@ class GpuPerfSession:
         )
         session.testscollected += 1  # the gate is reported as one more test
         session.config.hook.pytest_runtest_logreport(report=report)
+        if os.environ.get("GITHUB_ACTIONS") == "true":  # on the pull request's diff too
+            from ..outputs.github import error_annotations
+
+            self.finish_notes += error_annotations(str(report.longrepr).splitlines(),
+                                                   self.locations)  # fmt: skip
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a performance regression
 
