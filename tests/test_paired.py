@@ -307,3 +307,33 @@ def test_a_base_that_imports_an_installed_copy_of_the_head_is_refused(
     r = pytester.runpytest_subprocess(*FAST)
     r.stdout.fnmatch_lines(["*not measured: the base process imported mypkg from*not from the "
                             "baseline commit's worktree*"])  # fmt: skip
+
+
+def test_a_compute_bound_head_slower_only_at_a_lower_clock_is_not_a_regression():
+    """Stage 1's rule, kept by stage 2: compute-bound work regresses only in time AND per
+    SM clock cycle. The head's rounds ran 10% slower at a 10% lower clock: the same
+    cycles, a power state, never a regression."""
+    import types
+
+    from pytest_gpuperf.core.results import Result, Throughput
+    from pytest_gpuperf.core.stats import summarize
+    from pytest_gpuperf.run.paired import _apply
+
+    def measured_at(seconds, mhz, i):
+        r = Result("t.py::mlp", None, "flop", 1e12, bound="compute")
+        r.outcome = "ok"
+        r.time = summarize([seconds * (1 + 1e-4 * i)] * 9, 0.95)
+        r.throughput = Throughput("TFLOP/s", 1 / r.time.median, 0.999 / r.time.median,
+                                  1.001 / r.time.median)  # fmt: skip
+        r.telemetry = {"sm_clock_median_mhz": mhz}
+        return r.to_dict()
+
+    rounds = {"base": [[measured_at(1.0, 1980, i)] for i in range(6)],
+              "head": [[measured_at(1.1, 1800, i)] for i in range(6)]}  # fmt: skip
+    measured = types.SimpleNamespace(rounds=rounds, pair=[0, 0, 0, 1, 1, 1])
+    run = Result("t.py::mlp", None, "flop", 1e12, bound="compute")
+    run.verdicts = {"throughput": {"status": "inconclusive", "reason": "wide"}}
+    _apply([(run, "throughput", "compute")], measured, 0.005, "c" * 40)
+    v = run.verdicts["throughput"]
+    assert v["status"] != "regressed", v
+    assert v["per_cycle"] == "unchanged" and v["stage1"]["status"] == "inconclusive"

@@ -194,14 +194,10 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
         remove_worktree(root, tree)
 
 
-def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: float,
-           commit: str) -> dict[str, int]:  # fmt: skip
-    """Judge the rounds and write the stage-2 verdicts of the figures it decides (the
-    first stage's kept in `stage1`); the count of each status."""
+def _round_figures(measured: Any) -> dict[str, list[dict[tuple[str, str], float]]]:
+    """Each side's figures per round: (result key, metric) -> median."""
     from ..core.figures import metrics_of
     from ..core.results import Result as R
-    from ..judging.judge import tolerances, verdict_dict
-    from ..judging.stage2 import PairedFigure, judge_paired
 
     def figures(side: str, i: int) -> dict[tuple[str, str], float]:
         out = {}
@@ -211,24 +207,50 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
                 out[(r.key, name)] = float(m["median"])
         return out
 
-    n = len(measured.pair)
-    per = {s: [figures(s, i) for i in range(n)] for s in ("base", "head")}
-    figs, tol = [], {}
+    return {s: [figures(s, i) for i in range(len(measured.pair))] for s in ("base", "head")}
+
+
+def _paired_figures(todo: list[tuple[Result, str, str]], measured: Any) -> list[Any]:
+    """The stage's figures: each re-measured one, and beside a compute-bound throughput its
+    per-clock twin where every round has it (judged together, as stage 1 judges them)."""
+    from ..core.figures import CLOCK, PER_CLOCK
+    from ..judging.stage2 import PairedFigure
+
+    per, n = _round_figures(measured), len(measured.pair)
+    out = []
     for r, metric, cls in todo:
-        k = (r.key, metric)
-        if not all(k in per[s][i] for s in ("base", "head") for i in range(n)):
-            figs.append(PairedFigure(r.key, metric, cls, r.higher_is_better, (), (), ()))
-        else:
-            figs.append(PairedFigure(
-                r.key, metric, cls, r.higher_is_better,
-                tuple(per["base"][i][k] for i in range(n)),
-                tuple(per["head"][i][k] for i in range(n)), tuple(measured.pair),
-            ))  # fmt: skip
-        tol[r.key] = tolerances(r, None, None)[0]
-    verdicts, confidence = judge_paired(figs, tol, false_alarm)
+        names = [(metric, cls)] + ([(PER_CLOCK, CLOCK)] if metric == "throughput" else [])
+        for name, c in names:
+            k = (r.key, name)
+            if all(k in per[s][i] for s in ("base", "head") for i in range(n)):
+                out.append(PairedFigure(r.key, name, c, r.higher_is_better,
+                                        tuple(per["base"][i][k] for i in range(n)),
+                                        tuple(per["head"][i][k] for i in range(n)),
+                                        tuple(measured.pair)))  # fmt: skip
+            elif name == metric:  # missing from a round: undecided, never judged
+                out.append(PairedFigure(r.key, name, c, r.higher_is_better, (), (), ()))
+    return out
+
+
+def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: float,
+           commit: str) -> dict[str, int]:  # fmt: skip
+    """Judge the rounds and write the stage-2 verdicts of the figures it decides (the
+    first stage's kept in `stage1`); the count of each status. A compute-bound throughput
+    regresses only in time AND per clock cycle, as in stage 1 (verdict.combine_clocked)."""
+    from ..core.figures import PER_CLOCK
+    from ..judging.judge import tolerances, verdict_dict
+    from ..judging.stage2 import judge_paired
+    from ..judging.verdict import combine_clocked
+
+    n = len(measured.pair)
+    tol = {r.key: tolerances(r, None, None)[0] for r, _, _ in todo}
+    verdicts, confidence = judge_paired(_paired_figures(todo, measured), tol, false_alarm)
     counts: dict[str, int] = {}
     for r, metric, _ in todo:
         v = verdicts[(r.key, metric)]
+        twin = verdicts.get((r.key, PER_CLOCK)) if metric == "throughput" else None
+        if twin is not None and r.bound == "compute":
+            v = combine_clocked(v, twin, None, None, "each round at its own SM clock")
         first = dict(r.verdicts[metric])
         new = verdict_dict(v, n)
         new.pop("advice", None)
