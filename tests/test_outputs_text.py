@@ -1,6 +1,7 @@
 """Table rows and cells shared by the renderers (outputs/text.py): escaping, intervals."""
 
 import textwrap
+import types
 
 from pytest_gpuperf.outputs.text import markdown_table, md_cell, plain, table
 
@@ -63,3 +64,21 @@ def test_intervals_say_when_there_is_none_or_it_is_noise():
     assert interval_text(r) == "unusable noise"  # not "±578%"
     r.throughput = Throughput("tokens/s", 100.0, 99.0, 101.0)
     assert interval_text(r) == "±1.00%"
+
+
+def test_a_change_without_an_interval_detects_nothing_it_can_name():
+    """One saved session: `+2212.08%` with no interval beside `3.0% (3.0%)` claimed a
+    detection limit the verdict did not have."""
+    from pytest_gpuperf.core.results import Result, Throughput
+    from pytest_gpuperf.outputs.text import verdict_rows
+
+    r = Result("t.py::a", None, "tokens", 1.0)
+    r.outcome, r.throughput = "ok", Throughput("tokens/s", 10.0, 9.9, 10.1)
+    r.time = types.SimpleNamespace(n=10)  # type: ignore[assignment]
+    r.verdicts = {"throughput": {"status": "inconclusive", "change": 22.1208, "uncertainty": None,
+                                 "tolerance": 0.03, "mde": 0.03, "reason": "one session"}}  # fmt: skip
+    (row,) = verdict_rows([r], [])
+    assert row[4] == "+2212.08%" and row[5] == "- (3.0%)"
+    r.verdicts["throughput"]["uncertainty"] = 0.05
+    (row,) = verdict_rows([r], [])
+    assert row[5] == "3.0% (3.0%)"

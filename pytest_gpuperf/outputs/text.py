@@ -115,8 +115,9 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
                     f" ±{unc * 100:.2f}%" if unc is not None else ""
                 )
             tol = f"{v['tolerance'] * 100:.1f}%" if v.get("tolerance") else "-"
-            mde = v.get("mde")
-            detects = f"{mde * 100:.1f}% ({tol})" if mde is not None else f"- ({tol})"
+            mde = v.get("mde")  # no interval (one session): nothing it can be said to detect
+            known = mde is not None and v.get("uncertainty") is not None
+            detects = f"{mde * 100:.1f}% ({tol})" if known else f"- ({tol})"
             notes = flags
             if v["status"] in (INCONCLUSIVE_POWER, FAILED) or v.get("confirmed") is not None:
                 notes = ", ".join(x for x in (flags, v.get("reason") or "") if x)
