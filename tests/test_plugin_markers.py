@@ -203,6 +203,10 @@ def test_the_gpu_dtype_parameter_is_recorded_as_dtype(on):
             "@pytest.mark.gpu_requires_vram: size must be a positive number of bytes, got -1",
         ),
         (
+            "gpu_requires_vram(40)",
+            "@pytest.mark.gpu_requires_vram: gpu_requires_vram(40): 40 bytes is surely not meant: write '40GiB' or 40 [*] 2[*][*]30",
+        ),
+        (
             "gpu_requires_gpus(0)",
             "@pytest.mark.gpu_requires_gpus: expected a GPU count of at least 1, got 0",
         ),
