@@ -320,6 +320,13 @@ def test_a_family_name_on_another_card_lists_the_variants(on):
     )
 
 
+def test_an_unknown_profile_name_says_where_to_add_one(on):
+    p = on("h200")
+    result = p.runpytest("--gpu-profile=rtx4090")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown GPU profile 'rtx4090'*pyproject.toml under [[]tool.gpuperf.profiles.rtx4090[]]*"])
+
+
 def test_profile_mismatch_stops_the_run_unless_allowed(on):
     p = on("h200")
     p.makepyfile(test_ok="def test_ok():\n    pass\n")

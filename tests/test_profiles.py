@@ -67,6 +67,14 @@ def test_unknown_profile_lists_the_known_ones():
     assert "a100-40gb" in str(info.value) and "h200" in str(info.value)
 
 
+def test_an_unknown_profile_says_it_can_be_added_in_pyproject():
+    with pytest.raises(ProfileError) as info:
+        Registry.builtin().get("RTX4090")
+    assert "a profile of your own can be added in pyproject.toml under [tool.gpuperf.profiles.rtx4090]" in str(
+        info.value
+    )
+
+
 def test_names_are_case_insensitive_and_families_resolve():
     reg = Registry.builtin()
     assert reg.get("H200").name == "h200" and reg.get("RTX-6000-ADA").name == "rtx-6000-ada"

@@ -343,7 +343,10 @@ class Registry:
         names = " or ".join(repr(lowered[c].name) for c in close)
         hint = f"; did you mean {names}?" if close else ""
         raise ProfileError(
-            f"unknown GPU profile {name!r}{hint} (known profiles: {', '.join(self.names())})"
+            f"unknown GPU profile {name!r}{hint} (known profiles: {', '.join(self.names())}); "
+            f"a profile of your own can be added in pyproject.toml under "
+            f"[tool.gpuperf.profiles.{key}] (match = a regex on the device name, memory_gib, "
+            f"compute_capability)"
         )
 
     def add_user_profiles(self, table: Mapping[str, Any], source: str) -> None:
