@@ -320,6 +320,15 @@ def test_a_family_name_on_another_card_lists_the_variants(on):
     )
 
 
+def test_a_family_name_on_a_cpu_machine_names_the_cpu_profile_at_once(on):
+    p = on("cpu")
+    result = p.runpytest("--gpu-profile=a100")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--gpu-profile: 'a100' is a family of GPU profiles (a100-40gb, a100-80gb), but this is a CPU machine (*): use --gpu-profile=cpu (its profile) or --gpu-profile=auto*name the variant, e.g. a100-40gb, and pass --gpuperf-allow-mismatch*"]
+    )
+
+
 def test_an_unknown_profile_name_says_where_to_add_one(on):
     p = on("h200")
     result = p.runpytest("--gpu-profile=rtx4090")

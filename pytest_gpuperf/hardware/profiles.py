@@ -328,6 +328,15 @@ class Registry:
             chosen = [p for p in family if gpu is not None and p.matches_gpu(gpu)]
             if len(chosen) == 1:
                 return chosen[0]
+            if snap is not None and gpu is None:
+                cpu = self.match(snap)
+                raise ProfileError(
+                    f"{name!r} is a family of GPU profiles ({variants}), but this is a CPU "
+                    f"machine ({snap.describe()}): use --gpu-profile="
+                    f"{cpu.name if cpu else 'cpu'} (its profile) or --gpu-profile=auto; to "
+                    f"judge against a GPU's baselines here anyway, name the variant, e.g. "
+                    f"{family[0].name}, and pass --gpuperf-allow-mismatch"
+                )
             seen = (
                 f" and this machine ({snap.describe()}) matches none of them"
                 if snap is not None
