@@ -69,6 +69,16 @@ def test_compare_refuses_a_baseline_of_another_profile(tmp_path, cpu_run):
     assert "belongs to profile 'h200', and the run" in r.stderr and "measured as profile 'cpu'" in r.stderr
 
 
+def test_compare_with_no_baseline_file_says_how_to_save_one(tmp_path, cpu_run):
+    run, _ = cpu_run
+    r = run_compare(run, "--baseline", tmp_path / "none.json")
+    assert r.returncode == 2
+    assert (
+        f"no baseline file {tmp_path / 'none.json'}: save one with pytest "
+        "--gpuperf-baseline=save (on the GPU the run used)"
+    ) in r.stderr
+
+
 def test_compare_help_lists_the_exit_codes():
     r = run_compare("--help")
     assert r.returncode == 0

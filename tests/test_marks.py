@@ -116,6 +116,18 @@ def test_dtype_decisions():
     assert marks.evaluate_dtype(bf16, CPU) is None  # the CPU runs every dtype
 
 
+def test_a_bare_vram_number_under_a_mebibyte_is_refused_naming_the_unit():
+    with pytest.raises(MarkerError) as info:
+        vram(40)
+    assert str(info.value) == (
+        "gpu_requires_vram(40): 40 bytes is surely not meant: write '40GiB' or 40 * 2**30"
+    )
+    with pytest.raises(MarkerError, match=r"gpu_requires_vram\('40'\): 40 bytes .* write '40GiB'"):
+        vram("40")
+    assert vram(2**20).bytes == 2**20  # a byte count is still fine from 1 MiB up
+    assert vram("512KiB").bytes == 512 * 1024  # a unit written is taken as meant
+
+
 @pytest.mark.parametrize(
     ("parser", "args", "kwargs", "fragment"),
     [

@@ -90,3 +90,17 @@ def test_quiet_counts_recorded_figures_and_verbose_lists_them(project):
     default = project.runpytest(*FAST, "test_r.py", "--gpuperf-baseline=off").stdout.str()
     assert "test_r.py::test_spin::max_batch: 24 samples" in default
     assert "recorded figure(s)" not in default
+
+
+RECORDED_ONLY = """
+def test_sizes(gpu_benchmark):
+    gpu_benchmark.record("max_batch", 24, "samples")
+"""
+
+
+def test_a_run_of_recorded_figures_alone_prints_no_results_table(project):
+    project.makepyfile(test_o=RECORDED_ONLY)
+    result = project.runpytest(*FAST, "test_o.py", "--gpuperf-baseline=off")
+    out = result.stdout.str()
+    assert "test_o.py::test_sizes::max_batch: 24 samples" in out
+    assert "throughput" not in out and "median/call" not in out  # no empty header

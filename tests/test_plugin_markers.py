@@ -203,6 +203,10 @@ def test_the_gpu_dtype_parameter_is_recorded_as_dtype(on):
             "@pytest.mark.gpu_requires_vram: size must be a positive number of bytes, got -1",
         ),
         (
+            "gpu_requires_vram(40)",
+            "@pytest.mark.gpu_requires_vram: gpu_requires_vram(40): 40 bytes is surely not meant: write '40GiB' or 40 [*] 2[*][*]30",
+        ),
+        (
             "gpu_requires_gpus(0)",
             "@pytest.mark.gpu_requires_gpus: expected a GPU count of at least 1, got 0",
         ),
@@ -314,6 +318,22 @@ def test_a_family_name_on_another_card_lists_the_variants(on):
     result.stderr.fnmatch_lines(
         ["*'a100' is a family of GPU profiles (a100-40gb, a100-80gb) and this machine (NVIDIA H200*) matches none of them: name the variant, e.g. a100-40gb*"]
     )
+
+
+def test_a_family_name_on_a_cpu_machine_names_the_cpu_profile_at_once(on):
+    p = on("cpu")
+    result = p.runpytest("--gpu-profile=a100")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--gpu-profile: 'a100' is a family of GPU profiles (a100-40gb, a100-80gb), but this is a CPU machine (*): use --gpu-profile=cpu (its profile) or --gpu-profile=auto*name the variant, e.g. a100-40gb, and pass --gpuperf-allow-mismatch*"]
+    )
+
+
+def test_an_unknown_profile_name_says_where_to_add_one(on):
+    p = on("h200")
+    result = p.runpytest("--gpu-profile=rtx4090")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown GPU profile 'rtx4090'*pyproject.toml under [[]tool.gpuperf.profiles.rtx4090[]]*"])
 
 
 def test_profile_mismatch_stops_the_run_unless_allowed(on):

@@ -67,6 +67,24 @@ def test_unknown_profile_lists_the_known_ones():
     assert "a100-40gb" in str(info.value) and "h200" in str(info.value)
 
 
+def test_an_unknown_profile_says_it_can_be_added_in_pyproject():
+    with pytest.raises(ProfileError) as info:
+        Registry.builtin().get("RTX4090")
+    assert "a profile of your own can be added in pyproject.toml under [tool.gpuperf.profiles.rtx4090]" in str(
+        info.value
+    )
+
+
+def test_a_family_name_on_a_cpu_machine_says_so_and_names_the_cpu_profile():
+    cpu = snapshot()
+    with pytest.raises(ProfileError) as info:
+        Registry.builtin().get("a100", lambda: cpu)
+    text = str(info.value)
+    assert "'a100' is a family of GPU profiles (a100-40gb, a100-80gb), but this is a CPU machine (" in text
+    assert "use --gpu-profile=cpu (its profile) or --gpu-profile=auto" in text
+    assert "e.g. a100-40gb, and pass --gpuperf-allow-mismatch" in text
+
+
 def test_names_are_case_insensitive_and_families_resolve():
     reg = Registry.builtin()
     assert reg.get("H200").name == "h200" and reg.get("RTX-6000-ADA").name == "rtx-6000-ada"

@@ -84,7 +84,10 @@ def compare_files(
     except BaselineError as exc:
         raise InputError(str(exc)) from None
     if base is None:
-        raise InputError(f"no baseline file {path}")
+        raise InputError(
+            f"no baseline file {path}: save one with pytest --gpuperf-baseline=save "
+            "(on the GPU the run used)"
+        )
     expected = _expected_profile(data, results)
     if base.profile != expected:
         raise InputError(

@@ -151,9 +151,17 @@ def _one_arg(name: str, args: Sequence[Any], kwargs: dict[str, Any], kw: str) ->
 def parse_requires_vram(args: Sequence[Any], kwargs: dict[str, Any]) -> VRAM:
     value = _one_arg("gpu_requires_vram", args, kwargs, "size")
     try:
-        return VRAM(parse_size(value))
+        size = parse_size(value)
     except SizeError as exc:
         raise MarkerError(str(exc)) from None
+    bare = not isinstance(value, str) or not any(c.isalpha() for c in value)
+    if bare and size < 2**20:  # gpu_requires_vram(40) would need 40 bytes: always met
+        n = str(value).strip()
+        raise MarkerError(
+            f"gpu_requires_vram({value!r}): {n} bytes is surely not meant: "
+            f"write '{n}GiB' or {n} * 2**30"
+        )
+    return VRAM(size)
 
 
 _MIG_RE = re.compile(r"^\d+g\.\d+gb$")

@@ -328,6 +328,15 @@ class Registry:
             chosen = [p for p in family if gpu is not None and p.matches_gpu(gpu)]
             if len(chosen) == 1:
                 return chosen[0]
+            if snap is not None and gpu is None:
+                cpu = self.match(snap)
+                raise ProfileError(
+                    f"{name!r} is a family of GPU profiles ({variants}), but this is a CPU "
+                    f"machine ({snap.describe()}): use --gpu-profile="
+                    f"{cpu.name if cpu else 'cpu'} (its profile) or --gpu-profile=auto; to "
+                    f"judge against a GPU's baselines here anyway, name the variant, e.g. "
+                    f"{family[0].name}, and pass --gpuperf-allow-mismatch"
+                )
             seen = (
                 f" and this machine ({snap.describe()}) matches none of them"
                 if snap is not None
@@ -343,7 +352,10 @@ class Registry:
         names = " or ".join(repr(lowered[c].name) for c in close)
         hint = f"; did you mean {names}?" if close else ""
         raise ProfileError(
-            f"unknown GPU profile {name!r}{hint} (known profiles: {', '.join(self.names())})"
+            f"unknown GPU profile {name!r}{hint} (known profiles: {', '.join(self.names())}); "
+            f"a profile of your own can be added in pyproject.toml under "
+            f"[tool.gpuperf.profiles.{key}] (match = a regex on the device name, memory_gib, "
+            f"compute_capability)"
         )
 
     def add_user_profiles(self, table: Mapping[str, Any], source: str) -> None:

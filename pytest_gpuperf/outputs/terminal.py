@@ -33,7 +33,8 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
     verdicts = summary.comparing and summary.baseline_found
     measured = [r for r in summary.results if r.kind == "measured"]
     if verbosity > 0 or not verdicts:
-        out += table(RESULT_HEADER, result_rows(measured))
+        if measured:  # a run of recorded figures alone: no empty table header
+            out += table(RESULT_HEADER, result_rows(measured))
         recorded = [
             (r, r.value) for r in summary.results if r.kind == "recorded" and r.value is not None
         ]
