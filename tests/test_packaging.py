@@ -91,6 +91,41 @@ def test_the_sdist_builds_without_warnings_and_ships_no_lock_or_temporary_file(t
     assert [n for n in names if n.startswith("baselines/")] == ["baselines/h200.json"]
 
 
+SDIST_INPUTS = [
+    "tests/test_docs.py::test_the_readme_commands_are_what_ci_runs",
+    "tests/test_baseline_store.py::test_the_lock_and_temporary_files_are_ignored_by_git",
+    "tests/test_outputs_html.py::test_the_report_as_a_person_sees_it",
+]
+
+
+@pytest.mark.parametrize("ci", [False, True])
+def test_the_sdists_tests_skip_where_their_inputs_are_absent_and_fail_under_ci(tmp_path, ci):
+    """Unpacked from the sdist (no git checkout, no .ci/run) in an environment without
+    selenium (the `[test]` extra): the tests that need them are skipped, naming what is
+    absent; under CI, which has them all, they fail. They failed outside CI too."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*JUNK))
+    _build_sdist(src, tmp_path / "dist")
+    (archive,) = (tmp_path / "dist").glob("*.tar.gz")
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    (unpacked,) = (tmp_path / "unpacked").iterdir()
+    hide = tmp_path / "hide" / "selenium"
+    hide.mkdir(parents=True)
+    (hide / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'selenium'\", name='selenium')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "CI", "GITHUB_ACTIONS")}
+    env["PYTHONPATH"] = str(hide.parent)
+    if ci:
+        env["CI"] = "true"
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", *SDIST_INPUTS]
+    run = subprocess.run(cmd, cwd=unpacked, env=env, capture_output=True, text=True, check=False)
+    out = run.stdout
+    assert run.returncode == (1 if ci else 0), out[-3000:]
+    assert ("3 failed" if ci else "3 skipped") in out, out[-3000:]
+    for what in (".ci/run", "a git checkout with its .gitignore", "selenium"):
+        assert (f"CI must provide {what}" if ci else f"needs {what}") in out, out[-3000:]
+
+
 @pytest.fixture(scope="module")
 def fresh_env(tmp_path_factory):
     """A plain venv (no system site-packages, no pip of its own) holding the wheel built from
