@@ -50,7 +50,7 @@ def test_short_work_is_batched_per_sample(monkeypatch):
         ({"work": -5}, "positive"),
         ({"work": float("nan")}, "positive finite"),
         ({"work": True}, "positive number"),
-        ({"unit": "parsecs"}, "unknown unit 'parsecs'"),
+        ({"unit": "parsec-s"}, "unknown unit 'parsec-s'"),
     ],
 )
 def test_bad_input_is_a_clear_error(kwargs, fragment):
