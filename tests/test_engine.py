@@ -50,7 +50,7 @@ def test_short_work_is_batched_per_sample(monkeypatch):
         ({"work": -5}, "positive"),
         ({"work": float("nan")}, "positive finite"),
         ({"work": True}, "positive number"),
-        ({"unit": "parsecs"}, "unknown unit 'parsecs'"),
+        ({"unit": "parsec-s"}, "unknown unit 'parsec-s'"),
     ],
 )
 def test_bad_input_is_a_clear_error(kwargs, fragment):
@@ -105,8 +105,19 @@ def test_units():
     s = summarize([0.5] * 10)
     assert throughput_of(s, 1e12, "flop").median == pytest.approx(2.0)  # TFLOP/s
     assert throughput_of(s, 1e9, "bytes").unit == "GB/s"
-    with pytest.raises(ValueError, match="unknown unit"):
-        resolve_unit("furlongs")
+    for bad in ("furlongs/s", "m^2", "2x", ""):
+        with pytest.raises(ValueError, match=r"unknown unit.*a plain word.*tokens, samples"):
+            resolve_unit(bad)
+
+
+@pytest.mark.parametrize("unit", ["adds", "queries", "Frames"])
+def test_any_countable_unit_is_a_throughput_per_second(unit):
+    """Eight units were known and any other refused (`unit="adds"`); a plain word is a count,
+    reported as '<unit>/s' with divisor 1, judged and projected like tokens."""
+    key = resolve_unit(unit)
+    assert key == unit.lower()
+    t = throughput_of(summarize([0.5] * 10), 3.0, key)
+    assert t.unit == f"{key}/s" and t.median == pytest.approx(6.0)
     with pytest.raises(ValueError):
         check_work(-1)
 

@@ -18,6 +18,7 @@ from pytest_gpuperf.outputs.runfile import ResultsFileError, summary_from_payloa
 
 from . import reportdata as rd
 from .gateproject import FAST, saved
+from .inputs import need
 
 ROOT = Path(__file__).resolve().parents[1]
 EVIDENCE = ROOT / "tests" / "data" / "evidence"
@@ -280,12 +281,18 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 
+def _need_a_browser():
+    """Debian's Chromium and its driver, and selenium (the `[dev]` extra, not `[test]`):
+    absent, the test is skipped; CI installs them all (.ci/run), and fails without them."""
+    need(Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists(), "Debian's chromium and chromium-driver")
+    try:
+        import selenium.webdriver  # noqa: F401
+    except ModuleNotFoundError:
+        need(False, "selenium (the [dev] extra)")
+
+
 def _browser():
-    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        if os.environ.get("CI"):
-            pytest.fail("CI must install chromium and chromium-driver (.ci/run does)")
-        pytest.skip("Debian's chromium and chromium-driver are not installed")
-    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     opts = webdriver.ChromeOptions()
@@ -301,6 +308,7 @@ def _browser():
 def test_the_report_as_a_person_sees_it(tmp_path):
     """Opened from a file (as from a CI artifact), offline: no console error, every chart
     drawn, the verdict filter works; a screenshot is kept."""
+    _need_a_browser()
     from selenium.webdriver.common.by import By
 
     cpu = tmp_path / "cpu.json"

@@ -4,7 +4,8 @@ fresh virtual environment (no system site-packages, none of the extras).
 Marked slow (it installs torch into a new environment, about a minute here), so plain
 `pytest tests` deselects it; `.ci/run` runs it explicitly with `pytest tests -m slow`. It
 needs the package index pip is configured with, as any install does; torch is pinned to the
-CPU build of 2.13.0 kept on local disk (README, "Installing torch").
+CPU build of 2.13.0 kept on local disk (README, "Installing torch"). The sdist's build (under
+a second, nothing installed) is not marked slow.
 """
 
 import json
@@ -12,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import venv
 from pathlib import Path
 
@@ -59,6 +61,71 @@ def _build_isolation():
         return True
 
 
+JUNK = (".git", ".venv", ".tox", "build", "dist", "*.egg-info", "__pycache__", ".*_cache")
+
+
+def _build_sdist(src, out):
+    """setuptools' own sdist build, run in `src`: its output and the archive's names."""
+    code = f"from setuptools import build_meta; print(build_meta.build_sdist({str(out)!r}))"
+    run = _run([sys.executable, "-c", code], src)
+    (archive,) = out.glob("pytest_gpuperf-*.tar.gz")
+    with tarfile.open(archive) as tar:
+        names = [n.split("/", 1)[1] for n in tar.getnames() if "/" in n]
+    return run.stdout + run.stderr, names
+
+
+def test_the_sdist_builds_without_warnings_and_ships_no_lock_or_temporary_file(tmp_path):
+    """MANIFEST.in excluded the baselines' lock and temporary files by patterns that match
+    nothing in a clean checkout: every build warned 'no previously-included files found
+    matching'. Built from a clean copy, and from one with a stray lock and temporary file."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*JUNK))
+    for stray in (src / "baselines").glob(".*"):
+        stray.unlink()
+    output, names = _build_sdist(src, tmp_path / "clean")
+    assert "warning" not in output.lower(), output[-3000:]
+    assert "baselines/h200.json" in names and "tests/test_packaging.py" in names
+    (src / "baselines" / ".h200.json.lock").write_text("")
+    (src / "baselines" / ".h200.json.x1.tmp").write_text("{")
+    _, names = _build_sdist(src, tmp_path / "stray")
+    assert [n for n in names if n.startswith("baselines/")] == ["baselines/h200.json"]
+
+
+SDIST_INPUTS = [
+    "tests/test_docs.py::test_the_readme_commands_are_what_ci_runs",
+    "tests/test_baseline_store.py::test_the_lock_and_temporary_files_are_ignored_by_git",
+    "tests/test_outputs_html.py::test_the_report_as_a_person_sees_it",
+]
+
+
+@pytest.mark.parametrize("ci", [False, True])
+def test_the_sdists_tests_skip_where_their_inputs_are_absent_and_fail_under_ci(tmp_path, ci):
+    """Unpacked from the sdist (no git checkout, no .ci/run) in an environment without
+    selenium (the `[test]` extra): the tests that need them are skipped, naming what is
+    absent; under CI, which has them all, they fail. They failed outside CI too."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*JUNK))
+    _build_sdist(src, tmp_path / "dist")
+    (archive,) = (tmp_path / "dist").glob("*.tar.gz")
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    (unpacked,) = (tmp_path / "unpacked").iterdir()
+    hide = tmp_path / "hide" / "selenium"
+    hide.mkdir(parents=True)
+    (hide / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'selenium'\", name='selenium')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "CI", "GITHUB_ACTIONS")}
+    env["PYTHONPATH"] = str(hide.parent)
+    if ci:
+        env["CI"] = "true"
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", *SDIST_INPUTS]
+    run = subprocess.run(cmd, cwd=unpacked, env=env, capture_output=True, text=True, check=False)
+    out = run.stdout
+    assert run.returncode == (1 if ci else 0), out[-3000:]
+    assert ("3 failed" if ci else "3 skipped") in out, out[-3000:]
+    for what in (".ci/run", "a git checkout with its .gitignore", "selenium"):
+        assert (f"CI must provide {what}" if ci else f"needs {what}") in out, out[-3000:]
+
+
 @pytest.fixture(scope="module")
 def fresh_env(tmp_path_factory):
     """A plain venv (no system site-packages, no pip of its own) holding the wheel built from
@@ -68,8 +135,7 @@ def fresh_env(tmp_path_factory):
     # built from a copy: a build in the tree would leave build/ and a fresh
     # pytest_gpuperf.egg-info there (see tests/__init__.py)
     src = tmp / "src"
-    junk = (".git", ".venv", ".tox", "build", "dist", "*.egg-info", "__pycache__", ".*_cache")
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*junk))
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*JUNK))
     wheels = tmp / "dist"
     isolation = [] if _build_isolation() else ["--no-build-isolation"]
     pip = [sys.executable, "-m", "pip"]

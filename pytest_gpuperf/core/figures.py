@@ -204,7 +204,7 @@ def _per_clock(result: Result, clock: float) -> dict[str, Any]:
     giga-cycles per call in its unit x GHz (lower is better). Either is a measurement of
     time and clock together, in the class of the work it times (launch-bound work's is
     launch-bound)."""
-    from .results import UNITS
+    from .results import unit_rate
 
     t, c = result.throughput, result.cycles
     assert t is not None and result.time is not None
@@ -218,7 +218,7 @@ def _per_clock(result: Result, clock: float) -> dict[str, Any]:
         return {"unit": f"{t.unit} x GHz", "direction": "lower", "median": mid,
                 "ci_low": low, "ci_high": high}  # fmt: skip
     if have:
-        per = result.work_per_call / UNITS[result.unit][1]
+        per = result.work_per_call / unit_rate(result.unit)[1]
         low, mid, high = per / c.ci_high, per / c.median, per / c.ci_low  # type: ignore[union-attr]
     else:
         ghz = clock / 1000

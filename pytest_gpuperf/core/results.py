@@ -40,16 +40,25 @@ FOREIGN_FLAG_BYTES = 64 * 2**20  # another test's memory this large flags an OOM
 
 
 def resolve_unit(unit: object) -> str:
+    """The unit of work: one of UNITS (or an alias), or any other countable thing named by a
+    plain word ('adds', 'queries', 'frames'), reported as '<unit>/s'."""
     if not isinstance(unit, str):
         raise ValueError(f"unit must be a string such as 'tokens', got {unit!r}")
     key = unit.strip().lower()
     key = UNIT_ALIASES.get(key, key)
-    if key not in UNITS:
+    if key not in UNITS and not (key.isascii() and key.isalpha()):
         raise ValueError(
-            f"unknown unit {unit!r}; known: {', '.join(UNITS)} "
+            f"unknown unit {unit!r}: a unit is a plain word (letters only, e.g. 'queries', "
+            f"reported as queries/s) or one of {', '.join(UNITS)} "
             "(throughput is reported per second: tokens/s, GB/s for bytes, TFLOP/s for flop)"
         )
     return key
+
+
+def unit_rate(unit: str) -> tuple[str, float]:
+    """(throughput unit, divisor from work/s to it): GB/s for bytes, TFLOP/s for flop,
+    '<unit>/s' with divisor 1 for any other unit of work."""
+    return UNITS.get(unit, (f"{unit}/s", 1.0))
 
 
 def check_work(work: object) -> float:
@@ -120,7 +129,7 @@ def fmt_number(x: float) -> str:
 
 
 def throughput_of(time: Summary, work: float, unit: str) -> Throughput:
-    label, divisor = UNITS[unit]
+    label, divisor = unit_rate(unit)
 
     def rate(t: float) -> float:
         return work / t / divisor if t > 0 else math.inf
