@@ -142,7 +142,7 @@ def test_bad_calls_fail_the_test_with_a_clear_message(pytester):
             gpu_benchmark(3)
 
         def test_unit(gpu_benchmark):
-            gpu_benchmark(lambda: None, work=1, unit="lightyears")
+            gpu_benchmark(lambda: None, work=1, unit="light-years")
 
         def test_twice(gpu_benchmark):
             gpu_benchmark(lambda: None)
@@ -154,7 +154,7 @@ def test_bad_calls_fail_the_test_with_a_clear_message(pytester):
     result.stdout.fnmatch_lines(
         [
             "*BenchmarkError: the work to time must be callable, got int 3*",
-            "*BenchmarkError: unknown unit 'lightyears'*",
+            "*BenchmarkError: unknown unit 'light-years'*",
             "*test_twice was already measured in this test and is now measured again; give each gpu_benchmark(...) and record(...) its own metric name*",
         ]
     )
