@@ -22,9 +22,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,21 +34,17 @@ from ..core.results import Result
 from ..core.settings import FALSE_ALARM
 from ..fresh.abprobe import OUT, WATCH
 from ..fresh.abtree import (  # Stopped: also ab's own interface
-    OWNER,
-    PREFIX,
     PROBE,
     Stopped,
     base_path,
+    base_worktree,
     foreign_import,
-    git,
     imported_files,
     install_probe,
     missing_submodules,
     prune_stale,
-    remove_worktree,
     resolve_base,
     run_group,
-    signals_deferred,
     stop_on_signals,
 )
 from ..judging.judge import failing
@@ -181,15 +175,7 @@ def run_ab(
         if log is not None:
             log(line)
     started = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix=PREFIX))
-    tree = work / "base"
-    try:
-        # who made it, before git registers anything in it: a later run removes the
-        # worktree of a run that is gone (killed with SIGKILL, a machine that rebooted)
-        (work / OWNER).write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
-        added = git(root, "worktree", "add", "--detach", str(tree), checkout.sha)
-        if added.returncode != 0:
-            raise ABError(f"git worktree add failed: {added.stderr.strip()}")
+    with base_worktree(root, checkout.sha) as (work, tree):
         if setup:
             done = run_group(setup, shell=True, cwd=tree)
             if done.returncode != 0:
@@ -217,9 +203,6 @@ def run_ab(
             "pytest_args": list(pytest_args),
             "wall_s": round(time.monotonic() - started, 1),
         })  # fmt: skip
-    finally:
-        with signals_deferred():
-            remove_worktree(root, tree)
 
 
 def _judge(

@@ -164,6 +164,26 @@ def resolve_base(cwd: Path, ref: str) -> Checkout:
     return Checkout(root, sha.stdout.strip(), head, len(dirty), frozenset(o for o in others if o))
 
 
+@contextlib.contextmanager
+def base_worktree(root: Path, sha: str) -> Iterator[tuple[Path, Path]]:
+    """A detached worktree of `sha` in a temporary directory of its own: (that directory,
+    the worktree). Who made it is written first, before git registers anything in it, so a
+    later run removes the worktree of a run that is gone (killed with SIGKILL, a machine
+    that rebooted); it is removed with its directory however the block ends, with the stop
+    signals held while it goes. ABError when git cannot add it."""
+    work = Path(tempfile.mkdtemp(prefix=PREFIX))
+    tree = work / "base"
+    try:
+        (work / OWNER).write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
+        added = git(root, "worktree", "add", "--detach", str(tree), sha)
+        if added.returncode != 0:
+            raise ABError(f"git worktree add failed: {added.stderr.strip()}")
+        yield work, tree
+    finally:
+        with signals_deferred():
+            remove_worktree(root, tree)
+
+
 def remove_worktree(root: Path, tree: Path) -> None:
     """The base worktree, its registration and its temporary directory, whatever state a
     stopped `git worktree add` left them in."""

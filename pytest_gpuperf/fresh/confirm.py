@@ -192,18 +192,24 @@ def run(
     return fresh_process(command(config, tmp / "results.json"), config, env, timeout)
 
 
+def fresh_environment() -> dict[str, str]:
+    """This process's environment for a fresh pytest process of the gate's: less what is
+    the run's own, pytest-xdist's worker variables, the step summary and PYTEST_ADDOPTS
+    (the fresh process's arguments hold the run's addopts)."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PYTEST_XDIST") and k not in ("GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS")
+    }
+
+
 def fresh_process(
     args: list[str], config: Any, env: dict[str, str], timeout: float | None = None
 ) -> tuple[subprocess.CompletedProcess[str] | None, str | None]:
     """Run a fresh pytest process where the run started, with this environment less
     pytest-xdist's worker variables, the step summary and PYTEST_ADDOPTS, plus `env`.
     Returns it, or None and why not."""
-    full = {  # the run's own: its workers', its step summary, its addopts (in `args`)
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("PYTEST_XDIST") and k not in ("GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS")
-    }
-    full.update(env)
+    full = {**fresh_environment(), **env}
     from ..measure.memory import release_cached
 
     release_cached()  # this process's cached GPU memory is the fresh process's to use

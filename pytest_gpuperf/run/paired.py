@@ -14,9 +14,7 @@ re-measures)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -101,10 +99,9 @@ def _env(gpu: str | None, select: Path) -> dict[str, str]:
     the step summary and PYTEST_ADDOPTS (the arguments hold them), as a fresh process of
     the gate's own (no confirmation, no paired stage of its own), on the run's GPU."""
     from ..fresh import roundworker
-    from ..fresh.confirm import ENV_FLAG
+    from ..fresh.confirm import ENV_FLAG, fresh_environment
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")
-           and k not in ("GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS")}  # fmt: skip
+    env = fresh_environment()
     env[ENV_FLAG] = "1"
     env[roundworker.SELECT] = str(select)
     if gpu:
@@ -168,30 +165,26 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
     """The rounds of both builds (fresh/rounds.measure_rounds) in a worktree of `commit`."""
     import json
 
-    from ..fresh.abtree import OWNER, PREFIX, base_path, prune_stale, remove_worktree
+    from ..fresh.abtree import base_path, base_worktree, prune_stale
     from ..fresh.confirm import gpu_of
     from ..fresh.rounds import RoundsError, base_build, head_build, install_worker, measure_rounds
+    from ..judging.paired import ABError
     from ..measure.memory import release_cached
 
     prune_stale(root)
-    work = Path(tempfile.mkdtemp(prefix=PREFIX))
-    tree = work / "base"
     try:
-        (work / OWNER).write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
-        added = _git(root, "worktree", "add", "--detach", str(tree), commit)
-        if added.returncode != 0:
-            raise RoundsError(f"git worktree add failed: {added.stderr.strip()}")
-        install_worker(work)
-        select = work / "select.json"
-        select.write_text(json.dumps(tests), encoding="utf-8")
-        head = head_build(config)
-        extra = [p for p in base_path(root, tree, None).split(os.pathsep) if p]
-        builds = {"head": head, "base": base_build(head, root, tree, extra)}
-        release_cached()  # this process's cached GPU memory is the rounds' to use
-        return measure_rounds(builds, _env(gpu_of(results, tests), select), work, root, tree,
-                              rounds=rounds, pairs=PAIRS, budget_s=budget_s)  # fmt: skip
-    finally:
-        remove_worktree(root, tree)
+        with base_worktree(root, commit) as (work, tree):
+            install_worker(work)
+            select = work / "select.json"
+            select.write_text(json.dumps(tests), encoding="utf-8")
+            head = head_build(config)
+            extra = [p for p in base_path(root, tree, None).split(os.pathsep) if p]
+            builds = {"head": head, "base": base_build(head, root, tree, extra)}
+            release_cached()  # this process's cached GPU memory is the rounds' to use
+            return measure_rounds(builds, _env(gpu_of(results, tests), select), work, root,
+                                  tree, rounds=rounds, pairs=PAIRS, budget_s=budget_s)  # fmt: skip
+    except ABError as exc:  # git could not add the worktree
+        raise RoundsError(str(exc)) from None
 
 
 def _round_figures(measured: Any) -> dict[str, list[dict[tuple[str, str], float]]]:
