@@ -123,7 +123,9 @@ def test_the_new_spelling_wins_over_the_old():
     assert config.option.gpuperf_emulate == "l4"
 
 
-@pytest.mark.parametrize("ini", ["gpuperf_baseline = bogus", "gpuperf_tolerance = lots", "gpuperf_max_time = soon"])
+@pytest.mark.parametrize(
+    "ini", ["gpuperf_baseline = bogus", "gpuperf_tolerance = lots", "gpuperf_max_time = soon"]
+)
 def test_help_works_with_a_bad_ini_value_and_a_run_stops_on_it(pytester, ini):
     """`pytest --help` exited 4 on a bad gpuperf ini value: the help that says how to mend
     it could not be read (a break-it pass)."""
@@ -141,3 +143,29 @@ def test_a_false_alarm_rate_below_the_floor_is_a_usage_error(pytester):
     result = pytester.runpytest("--gpuperf-false-alarm=1e-12")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*must be at least 1e-09*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--gpuperf-paired=sometimes"], "*--gpuperf-paired: invalid choice: 'sometimes'*"),
+        (["-o", "gpuperf_paired=sometimes"], "*gpuperf_paired='sometimes': use one of auto, off*"),
+        (
+            ["--gpuperf-paired-rounds=1"],
+            "*--gpuperf-paired-rounds='1': must be a whole number from 2 to 50*",
+        ),
+        (
+            ["--gpuperf-paired-rounds=six"],
+            "*--gpuperf-paired-rounds='six': must be a whole number from 2 to 50*",
+        ),
+        (
+            ["-o", "gpuperf_paired_rounds=51"],
+            "*gpuperf_paired_rounds='51': must be a whole number from 2 to 50*",
+        ),
+    ],
+)
+def test_a_bad_paired_stage_option_is_a_usage_error_naming_it(pytester, args, message):
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
