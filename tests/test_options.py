@@ -162,6 +162,18 @@ def test_a_false_alarm_rate_below_the_floor_is_a_usage_error(pytester):
             ["-o", "gpuperf_paired_rounds=51"],
             "*gpuperf_paired_rounds='51': must be a whole number from 2 to 50*",
         ),
+        (
+            ["--gpuperf-paired-budget=5"],
+            "*--gpuperf-paired-budget='5': must be a number of seconds from 10 to 999999*",
+        ),
+        (
+            ["-o", "gpuperf_paired_budget=ten minutes"],
+            "*gpuperf_paired_budget='ten minutes': must be a number of seconds from 10*",
+        ),
+        (
+            ["--gpuperf-paired-budget=nan"],
+            "*--gpuperf-paired-budget='nan': must be a number of seconds from 10*",
+        ),
     ],
 )
 def test_a_bad_paired_stage_option_is_a_usage_error_naming_it(pytester, args, message):
@@ -169,3 +181,13 @@ def test_a_bad_paired_stage_option_is_a_usage_error_naming_it(pytester, args, me
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+def test_a_paired_budget_is_read_from_the_command_line_or_the_ini_file():
+    from pytest_gpuperf.run.options import Options
+
+    opts = Options()
+    assert opts.set_paired((6, "r"), (None, "b")) is None and opts.paired_budget is None
+    assert opts.set_paired(("8", "r"), ("240", "b")) is None
+    assert (opts.paired_rounds, opts.paired_budget) == (8, 240.0)
+    assert opts.set_paired(("8", "r"), ("", "b")) is None and opts.paired_budget is None

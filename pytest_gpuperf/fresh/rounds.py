@@ -42,6 +42,10 @@ class RoundsError(Exception):
     """The rounds could not be measured: the message says why (one line)."""
 
 
+class OutOfTime(RoundsError):
+    """The budget was spent before a process answered."""
+
+
 @dataclass(frozen=True)
 class Build:
     """Where one side's processes run and the sys.path they start with."""
@@ -64,6 +68,10 @@ class Measured:
     pair: list[int] = field(default_factory=list)
     outcomes: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
+    asked: int = 0  # the rounds asked for (measured: len(pair))
+    cut: str = ""  # why fewer rounds were measured than planned, when the budget ran out
+    timing: Any = None  # Timing: what a process pair's start and a round cost
+    seconds: dict[str, float] = field(default_factory=dict)  # each test's, all rounds and sides
 
 
 def install_worker(work: Path) -> Path:
@@ -173,7 +181,8 @@ def _answer(proc: _Proc, deadline: float) -> list[str]:
     while line is None:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise RoundsError(f"the {proc.side} process did not answer in time (budget spent)")
+            raise OutOfTime(f"the {proc.side} process did not answer in time: the stage's "
+                            "budget was spent (--gpuperf-paired-budget)")
         ready, _, _ = select.select([proc.from_child], [], [], min(1.0, left))
         if ready:
             line = proc.from_child.readline().split()
@@ -277,31 +286,106 @@ def _check_modules(proc: _Proc, modules: dict[str, Any], tree: Path) -> None:
             raise RoundsError(f"the head process imported {name} from the base worktree ({file})")
 
 
-def _pair(procs: dict[str, _Proc], got: Measured, first: int, count: int, p: int,
-          deadline: float, tree: Path) -> None:  # fmt: skip
-    """Rounds first .. first + count - 1 in one process pair, alternating the order."""
+MIN_PER_PAIR = 2  # rounds a process pair measures at the least: its own spread needs two
+STOP_S = 5.0  # seconds a process pair is given to end, in the plan
+
+
+@dataclass
+class Timing:
+    """What the rounds have cost so far (seconds): a process pair's start to both "ready"
+    (the slowest seen), a pair's first round (its models built), the latest later round."""
+
+    start_s: float = 0.0
+    first_s: float = 0.0
+    round_s: float | None = None
+
+    def record(self, j: int, took: float) -> None:
+        if j == 0:
+            self.first_s = max(self.first_s, took)
+        else:
+            self.round_s = took
+
+
+def plan(per: list[int], p: int, done: int, timing: Timing, left: float) -> list[int]:
+    """The rounds each pair measures, re-planned after pair `p`'s `done`-th round with
+    `left` seconds of the budget left: every pair from `p` on gets the same count (as many
+    as asked at the most, MIN_PER_PAIR at the least), the most that fits; RoundsError when
+    even the least does not fit, naming what a round and a pair cost."""
+    last = timing.round_s if timing.round_s is not None else timing.first_s
+    extra = max(0.0, timing.first_s - last)  # a pair's first round builds its models
+    later = len(per) - p - 1
+
+    def need(r: int) -> float:
+        here = max(0, r - done) * last
+        return here + later * (timing.start_s + extra + r * last + STOP_S)
+
+    floor = min(MIN_PER_PAIR, max(per[p:]))
+    r = max(per[p:])
+    while r > floor and need(r) > left:
+        r -= 1
+    if need(r) > left and not (later == 0 and done >= r):
+        raise RoundsError(
+            f"{r} rounds a process pair do not fit the budget: a round of both builds takes "
+            f"{last:.1f} s (the first of a pair {timing.first_s:.1f} s) and a pair "
+            f"{timing.start_s:.1f} s to start, about {need(r):.0f} s more with {max(left, 0):.0f} "
+            "s left (--gpuperf-paired-budget)"
+        )
+    return [*per[:p], max(r, done), *([r] * later)]
+
+
+def _round(procs: dict[str, _Proc], got: Measured, i: int, last: bool, deadline: float,
+           tree: Path) -> None:  # fmt: skip
+    """Round i in one process pair, both sides (base first in even rounds, head first in
+    odd ones, so a drifting card favours neither); kept only when both sides measured it."""
+    data = {}
+    for s in SIDES if i % 2 == 0 else SIDES[::-1]:
+        data[s] = _one_round(procs[s], i, last, deadline)
+        _check_modules(procs[s], data[s].get("modules") or {}, tree)
+    for s in SIDES:
+        got.rounds[s].append(list(data[s].get("results") or []))
+        for nodeid, took in (data[s].get("seconds") or {}).items():
+            if isinstance(took, int | float):
+                got.seconds[nodeid] = got.seconds.get(nodeid, 0.0) + float(took)
+        for nodeid, why in (data[s].get("outcomes") or {}).items():
+            got.outcomes.setdefault(f"{nodeid} ({s})", why)
+
+
+def _pair(procs: dict[str, _Proc], got: Measured, per: list[int], p: int, deadline: float,
+          tree: Path, timing: Timing) -> list[int]:  # fmt: skip
+    """Pair p's rounds, re-planning the rest of the stage (`plan`) after each; the plan.
+    Out of time in the last pair, the rounds it measured are kept (at least MIN_PER_PAIR)."""
+    t0 = time.monotonic()
     ready = {s: _answer(procs[s], deadline) for s in SIDES}  # "ready <tests>"
     if any(r[:2] == ["ready", "0"] for r in ready.values()):
         side = next(s for s in SIDES if ready[s][:2] == ["ready", "0"])
         raise RoundsError(f"the {side} build has none of the tests to re-measure")
-    for j in range(count):
-        i = first + j
-        for s in SIDES if i % 2 == 0 else SIDES[::-1]:
-            data = _one_round(procs[s], i, j == count - 1, deadline)
-            _check_modules(procs[s], data.get("modules") or {}, tree)
-            got.rounds[s].append(list(data.get("results") or []))
-            for nodeid, why in (data.get("outcomes") or {}).items():
-                got.outcomes.setdefault(f"{nodeid} ({s})", why)
+    timing.start_s = max(timing.start_s, time.monotonic() - t0)
+    j = 0
+    while j < per[p]:
+        t = time.monotonic()
+        try:
+            _round(procs, got, len(got.pair), j == per[p] - 1, deadline, tree)
+        except OutOfTime:
+            if p < len(per) - 1 or j < MIN_PER_PAIR:
+                raise
+            got.cut = f"out of time after {j} rounds of the last process pair"
+            return [*per[:p], j]
         got.pair.append(p)
+        timing.record(j, time.monotonic() - t)
+        j += 1
+        per = plan(per, p, j, timing, deadline - time.monotonic())
+    return per
 
 
 def measure_rounds(
     builds: dict[str, Build], env: dict[str, str], work: Path, root: Path, tree: Path,
     *, rounds: int, pairs: int, budget_s: float,
 ) -> Measured:  # fmt: skip
-    """`rounds` paired rounds in `pairs` process pairs (rounds split between them in order),
-    within `budget_s` seconds; RoundsError when they cannot all be measured. On an error or
-    Ctrl-C the processes' groups are ended at once."""
+    """Up to `rounds` paired rounds in `pairs` process pairs (split between them in order),
+    within `budget_s` seconds: after each round the rest is re-planned from what the rounds
+    cost (fewer rounds a pair, the same in each, when the asked ones do not fit); RoundsError
+    when not even MIN_PER_PAIR a pair fit. On an error or Ctrl-C the processes' groups are
+    ended at once."""
     probe = work / "probe"
     if not probe.is_dir():
         install_worker(work)
@@ -309,23 +393,25 @@ def measure_rounds(
            roundworker.OWN: ",".join(own_modules(tree))}  # fmt: skip
     t0 = time.monotonic()
     deadline = t0 + budget_s
-    got = Measured()
+    got = Measured(asked=rounds)
     per = [rounds // pairs + (1 if p < rounds % pairs else 0) for p in range(pairs)]
-    for p, count in enumerate(per):
+    timing = Timing()
+    for p in range(pairs):
         procs = {s: _start(builds[s], work, f"{s}-{p}", env, probe) for s in SIDES}
         ok = False
         try:
-            _pair(procs, got, sum(per[:p]), count, p, deadline, tree)
+            per = _pair(procs, got, per, p, deadline, tree, timing)
             ok = True
         finally:
-            _stop(list(procs.values()), kill=not ok)
+            _stop(list(procs.values()), kill=not ok or bool(got.cut))
         for proc in procs.values():
             _check_imports(proc, root, tree)
     got.wall_s = time.monotonic() - t0
+    got.timing = timing
     return got
 
 
-ROUND_MAX_TIME = 1.0  # seconds of sampling a round's measurement takes at most
+ROUND_MAX_TIME = 0.5  # seconds of sampling a round's measurement takes at most
 
 
 def head_build(config: Any) -> Build:

@@ -37,6 +37,7 @@ class Worker:
         self.select = select
         self.round: list[dict[str, Any]] = []
         self.outcomes: dict[str, str] = {}
+        self.seconds: dict[str, float] = {}  # each test's setup + call + teardown this round
 
     def say(self, line: str) -> None:
         self.writer.write(line + "\n")
@@ -72,15 +73,18 @@ class Worker:
                 return True
 
     def run_round(self, session: Any, items: list[Any], i: int, *, last: bool) -> None:
-        self.round, self.outcomes = [], {}
+        self.round, self.outcomes, self.seconds = [], {}, {}
         for n, item in enumerate(items):
             nextitem = items[n + 1] if n + 1 < len(items) else (None if last else items[0])
             item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-        payload = {"results": self.round, "outcomes": self.outcomes, "modules": _origins()}
+        payload = {"results": self.round, "outcomes": self.outcomes, "modules": _origins(),
+                   "seconds": self.seconds}  # fmt: skip
         (self.out / f"round-{i}.json").write_text(json.dumps(payload), encoding="utf-8")
         self.say(f"done {i}")
 
     def pytest_runtest_logreport(self, report: Any) -> None:
+        took = getattr(report, "duration", 0.0) or 0.0
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + float(took)
         if report.when == "call":
             # the plugin's channel (fresh/workers.RESULTS_ATTR), spelled here: this file
             # imports nothing of pytest_gpuperf, whose base build may predate the constant

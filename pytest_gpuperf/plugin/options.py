@@ -6,9 +6,7 @@ One prefix, `--gpuperf-*`, except `--gpu-profile`, the documented spelling. The 
 `--gpu-*` spellings still work, hidden from `--help`, with a deprecation warning naming the
 new one (`deprecated` below).
 
-Also here: the per-run session built from the options (get_session). Importing this module
-imports neither torch nor NVML.
-"""
+Also here: the per-run session built from the options (get_session). No torch, no NVML."""
 
 from __future__ import annotations
 
@@ -209,6 +207,14 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N",
     ),
     Option(
+        "--gpuperf-paired-budget",
+        "seconds the second stage may take, fewer rounds measured when the asked ones do not "
+        "fit (default: the run's own test time, at least 180)",
+        default=None,
+        ini="gpuperf_paired_budget",
+        metavar="SECONDS",
+    ),
+    Option(
         "--gpuperf-no-confirm",
         "fail on a suspected regression without re-measuring it in a fresh process first "
         "(by default the flagged tests are re-measured; ini gpuperf_confirm = false does the "
@@ -218,7 +224,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
 )
 BY_DEST = {o.dest: o for o in OPTIONS}
-MAX_PAIRED_ROUNDS = 50
 # ini keys without a command-line option of their own name
 INI_ONLY = (("gpuperf_confirm", "re-measure a suspected regression in a fresh process", True),)
 
@@ -451,13 +456,9 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
     if paired not in PAIRED_MODES:
         return f"{paired_src}={paired!r}: use one of {', '.join(PAIRED_MODES)}"
     opts.paired = str(paired)
-    n, n_src = option_value(config, "gpuperf_paired_rounds")
-    try:
-        opts.paired_rounds = int(str(n).strip())
-    except ValueError:
-        opts.paired_rounds = -1
-    if not 2 <= opts.paired_rounds <= MAX_PAIRED_ROUNDS:
-        return f"{n_src}={n!r}: must be a whole number from 2 to {MAX_PAIRED_ROUNDS}"
+    if problem := opts.set_paired(option_value(config, "gpuperf_paired_rounds"),
+                                  option_value(config, "gpuperf_paired_budget")):  # fmt: skip
+        return problem
     rate, rate_src = option_value(config, "gpuperf_false_alarm")
     try:
         opts.false_alarm = false_alarm_rate(rate)

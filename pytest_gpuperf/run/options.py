@@ -11,6 +11,7 @@ from ..core.settings import FALSE_ALARM
 
 AUTO = "auto"
 BASELINE_MODES = ("auto", "compare", "save", "off")
+MAX_PAIRED_ROUNDS = 50
 PAIRED_MODES = ("auto", "off")  # the paired stage (run/paired.py): where it can run, or never
 
 
@@ -45,8 +46,27 @@ class Options:
         self.confirm = True  # re-measure a suspected regression in a fresh process
         self.paired = "auto"  # the paired stage against the baseline's commit (run/paired.py)
         self.paired_rounds = 6
+        self.paired_budget: float | None = None  # seconds; None: the run's test time (paired.py)
         self.explicit_dir = False  # the baseline directory was named, not the default
         self.rootdir: Path | None = None  # the run's rootdir (a re-run command names paths by it)
         self.save_shared = False  # save results measured on a GPU another process used
         # why a baseline entry is not comparable (the users' hook); None: the built-in rule
         self.incomparable: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None
+
+    def set_paired(self, rounds: tuple[Any, str], budget: tuple[Any, str]) -> str | None:
+        """The paired stage's rounds and budget from their (value, where it was given); the
+        problem with either, naming where it was given, or None."""
+        (n, n_src), (b, b_src) = rounds, budget
+        self.paired_rounds = int(str(n).strip()) if str(n).strip().isdigit() else -1
+        if not 2 <= self.paired_rounds <= MAX_PAIRED_ROUNDS:
+            return f"{n_src}={n!r}: must be a whole number from 2 to {MAX_PAIRED_ROUNDS}"
+        if b is None or str(b).strip() == "":
+            self.paired_budget = None
+            return None
+        try:
+            self.paired_budget = float(str(b).strip())
+        except ValueError:
+            self.paired_budget = -1.0
+        if not 10 <= self.paired_budget < 1e6:
+            return f"{b_src}={b!r}: must be a number of seconds from 10 to 999999"
+        return None

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 STAGE_SHARE = 0.5  # of the run's false-alarm budget, when the paired stage can run
 PAIRS = 2  # process pairs: per-process noise shows as pairs that disagree
+BUDGET_FLOOR_S = 180.0  # the stage's budget at the least: 4 process starts and 6 rounds of a
+# small file's few tests (a suite whose own tests take longer gets their time)
 LEFT_TO_STAGE1 = "launch-bound"  # wall time whose noise is per process: stage 2 cannot help
 
 
@@ -156,8 +158,29 @@ def run_stage(
     counts = ", ".join(f"{n} {s}" for s, n in sorted(decided.items()))
     return Stage(
         f"paired stage against the baseline's commit {commit[:12]}{mixed}: {what} "
-        f"re-measured in {rounds} rounds ({PAIRS} processes a side) in {took:.0f} s: {counts}"
+        f"re-measured in {_rounds_said(measured, budget_s)} ({PAIRS} processes a side) in "
+        f"{took:.0f} s: {counts}"
     )
+
+
+def _rounds_said(measured: Any, budget_s: float) -> str:
+    """ "6 rounds (a round 9.1 s, a process pair 7.9 s to start)", with "of the 8 asked
+    (what the budget of 180 s held)" when fewer were measured than asked."""
+    n, t = len(measured.pair), measured.timing
+    text = f"{n} rounds"
+    if n < measured.asked:
+        text += (f" of the {measured.asked} asked ({measured.cut or 'what the budget held'}; "
+                 f"budget {budget_s:.0f} s, --gpuperf-paired-budget)")  # fmt: skip
+    if t is not None:
+        cost = t.round_s if t.round_s is not None else t.first_s
+        text += f" (a round of both builds {cost:.1f} s, a process pair {t.start_s:.1f} s to start"
+        per = sorted(measured.seconds.items(), key=lambda kv: -kv[1])[:3]
+        if per and n:
+            text += "; a test's measurement in a round, slowest: " + ", ".join(
+                f"{nodeid.split('::')[-1]} {took / (2 * n):.1f} s" for nodeid, took in per
+            )
+        text += ")"
+    return text
 
 
 def _measure(config: Any, results: list[Result], root: Path, commit: str, tests: list[str],
@@ -329,11 +352,12 @@ def after_judgement(
     """The paired stage at the end of a run (run/session.py): its line, and the class
     lines it found to be the environment's; whether Ctrl-C stopped it. `base` is the run's
     RunBaseline (its entries and judgement), `options` its Options; the budget is the run's
-    own test time, at least 2 minutes."""
+    own test time, at least BUDGET_FLOOR_S, unless --gpuperf-paired-budget names it."""
+    budget = options.paired_budget or max(BUDGET_FLOOR_S, test_s)
     try:
         stage = run_stage(
             config, results, base.entries, rounds=options.paired_rounds,
-            false_alarm=options.false_alarm * STAGE_SHARE, budget_s=max(120.0, test_s),
+            false_alarm=options.false_alarm * STAGE_SHARE, budget_s=budget,
         )  # fmt: skip
     except KeyboardInterrupt:
         return ["gpuperf: paired stage interrupted (Ctrl-C)"], True

@@ -7,12 +7,16 @@
 #   aa1   one such run
 #   5 10  3 judged runs each with the code 5% / 10% slower (slowdown.txt edited, uncommitted:
 #         the paired stage's base build is the baseline's commit, at 0)
+#   aa:N 5:N 10:N  N such runs (numbered from 1); e.g. "aa:2 5:2"
+# PAIRED_OPTS: more pytest options for every run (e.g. --gpuperf-paired-budget=100).
 # Each run's log and JSON go to OUTDIR; one summary line per run to OUTDIR/p.log.
 set -u
 parts=$1; out=$2; mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 repo=${PAIRED_REPO:-/tmp/paired-repo}
 opts=(-q -p no:cacheprovider -rs --gpuperf-max-time=2 "--gpu-profile=${PAIRED_PROFILE:-h200}")
+# shellcheck disable=SC2206  # PAIRED_OPTS: more pytest options, split on spaces
+opts+=(${PAIRED_OPTS:-})
 run() {  # label mode slowdown
   local label=$1 mode=$2 slow=$3 s=$SECONDS
   echo "$slow" > "$repo/slowdown.txt"
@@ -52,6 +56,10 @@ for part in $parts; do
     aa1) run "aa-1" compare 0 ;;
     5) for i in 1 2 3; do run "slow5-$i" compare 0.05; done ;;
     10) for i in 1 2 3; do run "slow10-$i" compare 0.10; done ;;
+    aa:*|5:*|10:*)
+        kind=${part%%:*}; n=${part#*:}
+        case $kind in aa) label=aa; slow=0 ;; 5) label=slow5; slow=0.05 ;; *) label=slow10; slow=0.10 ;; esac
+        for i in $(seq "$n"); do run "$label-$i" compare "$slow"; done ;;
   esac
 done
 echo 0 > "$repo/slowdown.txt"

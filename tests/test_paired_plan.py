@@ -1,0 +1,74 @@
+"""The paired stage's plan (fresh/rounds.plan): after each round, how many rounds each
+process pair still measures within the budget, from what the rounds cost so far. Pure: the
+costs are given, no clock is read."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_gpuperf.fresh.rounds import MIN_PER_PAIR, STOP_S, RoundsError, Timing, plan
+
+
+def costs(start=8.0, first=20.0, round_s=10.0):
+    t = Timing(start_s=start)
+    t.record(0, first)
+    if round_s is not None:
+        t.record(1, round_s)
+    return t
+
+
+def test_a_plan_that_fits_is_kept():
+    # pair 0 has measured 2 of 3; left: 1 round here, pair 1's start + first round + 2 more
+    need = 10 + (8 + 10 + 3 * 10 + STOP_S)
+    assert plan([3, 3], 0, 2, costs(), need + 1) == [3, 3]
+
+
+def test_rounds_that_do_not_fit_are_cut_the_same_in_every_pair():
+    need_2 = 0 + (8 + 10 + 2 * 10 + STOP_S)  # 2 a pair: none more here
+    assert plan([3, 3], 0, 2, costs(), need_2 + 1) == [2, 2]
+
+
+def test_a_pair_keeps_the_rounds_it_already_measured():
+    assert plan([4, 4], 0, 3, costs(), 8 + 10 + 2 * 10 + STOP_S + 1) == [3, 2]
+
+
+def test_when_not_even_two_rounds_a_pair_fit_the_stage_stops_saying_what_they_cost():
+    with pytest.raises(RoundsError) as info:
+        plan([3, 3], 0, 1, costs(first=20.0, round_s=None), 30.0)
+    text = str(info.value)
+    assert "2 rounds a process pair do not fit the budget" in text
+    assert "a round of both builds takes 20.0 s" in text and "8.0 s to start" in text
+    assert "--gpuperf-paired-budget" in text
+
+
+def test_the_last_pair_stops_when_time_is_up_after_its_two_rounds():
+    assert plan([3, 3], 1, 2, costs(), 0.0) == [3, 2]
+    with pytest.raises(RoundsError):
+        plan([3, 3], 1, 1, costs(), 0.0)  # one round of the last pair: not enough
+
+
+@given(
+    per=st.integers(1, 25).flatmap(lambda n: st.just([n, n])),
+    p=st.integers(0, 1),
+    done=st.integers(1, 25),
+    start=st.floats(0.0, 100.0),
+    first=st.floats(0.0, 100.0),
+    round_s=st.floats(0.0, 100.0),
+    left=st.floats(-10.0, 5000.0),
+)
+def test_a_plan_never_asks_for_more_than_asked_and_fits_its_budget(
+    per, p, done, start, first, round_s, left
+):
+    done = min(done, per[p])
+    t = costs(start, first, round_s)
+    try:
+        new = plan(per, p, done, t, left)
+    except RoundsError:
+        return
+    assert len(new) == len(per) and new[:p] == per[:p]
+    assert new[p] >= done and all(n <= max(per) for n in new)
+    rest = new[p + 1 :]
+    assert all(n == rest[0] for n in rest) and all(n >= min(MIN_PER_PAIR, max(per)) for n in rest)
+    extra = max(0.0, first - round_s)
+    need = (new[p] - done) * round_s + sum(start + extra + n * round_s + STOP_S for n in rest)
+    assert need <= left or (not rest and new[p] == done)
