@@ -127,18 +127,21 @@ def test_the_json_files_the_tests_replay_validate(validator):
     assert seen["baseline"] >= 3 and seen["results"] >= 3, seen
 
 
+@pytest.mark.filterwarnings("ignore:Not saving anything:pytest_benchmark.logger.PytestBenchmarkWarning")
 def test_a_real_cpu_run_save_compare_and_accept_writes_valid_files(project, validator, monkeypatch):
     """A pytester run on the CPU (throughput, latency, recorded and informational figures)
     saves, then compares (verdicts in its results), then `gpuperf baseline accept` writes
-    a restart record: the baseline and both results files validate at each step."""
+    a restart record: the baseline, the results files and the `gpuperf` section of
+    pytest-benchmark's JSON validate at each step."""
     baseline, results = validator("baseline"), validator("results")
     project.makepyfile(test_c=MORE)
     path = project.path / "baselines" / "cpu.json"
     for name, mode in (("save.json", "save"), ("compare.json", "compare")):
-        r = project.runpytest(*FAST, f"--gpuperf-baseline={mode}", f"--gpuperf-json={name}")
+        r = project.runpytest(*FAST, f"--gpuperf-baseline={mode}", f"--gpuperf-json={name}", f"--benchmark-json=pb-{name}")
         r.assert_outcomes(passed=4)
         run = json.loads((project.path / name).read_text())
         assert errors(results, run) == [], name
+        assert errors(results, json.loads((project.path / f"pb-{name}").read_text())["gpuperf"]) == []
         assert errors(baseline, json.loads(path.read_text())) == [], f"after {name}"
     assert any(x["verdicts"] for x in run["results"])  # the compare run's verdicts validated
     assert any(x["unit"] == "ms" for x in json.loads(path.read_text())["entries"].values() for x in x["metrics"].values())
