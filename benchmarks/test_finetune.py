@@ -191,7 +191,7 @@ HIDDEN = [
 @pytest.mark.parametrize("adapters", ["fp32-adapters", "bf16-adapters"])
 @pytest.mark.parametrize(("preset", "batch", "seq_len"), HIDDEN)
 def test_hidden_casts(
-    gpu_benchmark, cast_audit, one_model, device, preset, batch, seq_len, adapters
+    gpu_benchmark, gpu_cast_audit, one_model, device, preset, batch, seq_len, adapters
 ):
     fp32 = adapters == "fp32-adapters"
     trainer = one_model.get(
@@ -206,7 +206,7 @@ def test_hidden_casts(
         ),
     )
     ids = fixed_batch(batch, seq_len, trainer.model.config.vocab_size, trainer_device(trainer))
-    with cast_audit() as audit:
+    with gpu_cast_audit() as audit:
         trainer.step(ids)
     gpu_benchmark.record(
         "casts_per_step", audit.count, "casts", higher_is_better=False, note=audit.summary()

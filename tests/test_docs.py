@@ -65,3 +65,41 @@ def test_every_relative_link_in_the_documentation_resolves():
             if not (page.parent / file).exists():
                 broken.append(f"{name}: {target}")
     assert not broken, f"links to nothing: {broken}"
+
+
+def _prose(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_readme_shows_how_to_add_the_plugin_to_ones_own_project():
+    """Issue #32: the README showed only a clone with `-e .`. Now a wheel, a local path and a
+    git URL (a placeholder host: the project publishes none), and what the extras add, with
+    the detail in docs/install.md."""
+    (block,) = [b for b in _blocks("bash") if "git+" in b]
+    assert ".whl" in block and "pip install -e ../pytest-gpuperf" in block
+    assert "git+https://<your-git-host>/pytest-gpuperf.git" in block
+    text = _prose(README)
+    assert "`[report]` adds the HTML report (matplotlib, jinja2)" in text
+    assert "`[suite]` also the workloads (transformers, peft, bitsandbytes)" in text
+    install = _prose((ROOT / "docs" / "install.md").read_text())
+    for way in ("a wheel", "a local path", "a git URL", "[project.optional-dependencies]"):
+        assert way in install, way
+
+
+def test_no_page_invents_a_git_host_for_the_project():
+    """The project has no public repository URL: a git URL in the docs, the README or
+    pyproject.toml uses the placeholder host (and pyproject has no [project.urls])."""
+    pages = [ROOT / "README.md", ROOT / "pyproject.toml", *sorted((ROOT / "docs").glob("*.md"))]
+    hosts = {m for p in pages for m in re.findall(r"git\+\w+://([^/\s\"'`]+)", p.read_text())}
+    assert hosts == {"<your-git-host>"}
+    assert "\n[project.urls]" not in (ROOT / "pyproject.toml").read_text()
+
+
+def test_the_readme_says_why_cpu_timings_never_fail_this_repositorys_ci():
+    """'CPU timings never fail a run there', then an example on the CPU that exits 1: the
+    README says which is which, and the first half stays true (no CPU baseline committed)."""
+    text = _prose(README)
+    assert "This repository's CI commits no CPU baseline, so its CPU timings never fail it" in text
+    assert "a CPU baseline you save yourself does gate" in text
+    assert "CPU timings never fail a run there" not in text
+    assert not sorted((ROOT / "baselines").glob("cpu*.json"))

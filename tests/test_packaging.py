@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tarfile
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,24 @@ def test_the_sdist_builds_without_warnings_and_ships_no_lock_or_temporary_file(t
     (src / "baselines" / ".h200.json.x1.tmp").write_text("{")
     _, names = _build_sdist(src, tmp_path / "stray")
     assert [n for n in names if n.startswith("baselines/")] == ["baselines/h200.json"]
+
+
+def test_the_wheel_and_the_sdist_ship_the_json_schemas_and_the_package_data(tmp_path):
+    """The package's data files (py.typed, the report's template, the JSON Schema files of
+    the baseline and results formats) are in the wheel a user installs and in the sdist;
+    the schemas were in neither before pyproject's package-data named them."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*JUNK))
+    code = f"from setuptools import build_meta; print(build_meta.build_wheel({str(tmp_path)!r}))"
+    _run([sys.executable, "-c", code], src)
+    (wheel,) = tmp_path.glob("pytest_gpuperf-*.whl")
+    with zipfile.ZipFile(wheel) as whl:
+        in_wheel = set(whl.namelist())
+    _, in_sdist = _build_sdist(src, tmp_path / "sdist")
+    data = ["py.typed", "outputs/report/templates/report.html.j2", "schemas/baseline.schema.json",
+            "schemas/results.schema.json"]  # fmt: skip
+    assert not [d for d in data if f"pytest_gpuperf/{d}" not in in_wheel], sorted(in_wheel)
+    assert not [d for d in data if f"pytest_gpuperf/{d}" not in in_sdist], in_sdist
 
 
 SDIST_INPUTS = [

@@ -73,3 +73,42 @@ def test_a_projects_own_dtype_marker_fixture_and_requirement_markers_are_left_al
     result.assert_outcomes(passed=3)
     plain = pytester.runpytest("--strict-markers", "-p", "no:gpuperf", "-p", "no:randomly")
     plain.assert_outcomes(passed=3)
+
+
+def test_every_fixture_of_the_plugin_is_named_gpu_or_gpuperf(pytester):
+    """`cast_audit` was the one fixture without the plugin's prefix: it is `gpu_cast_audit`
+    now, the old name kept only as a deprecated alias (the test below)."""
+    result = pytester.runpytest("--fixtures", "-v", "-p", "no:cacheprovider")
+    ours = [line.split()[0] for line in result.stdout.lines if "pytest_gpuperf" in line and " -- " in line]
+    assert "gpu_cast_audit" in ours and "gpu_benchmark" in ours
+    assert [n for n in ours if not n.startswith(("gpu_", "gpuperf_")) and n != "cast_audit"] == []
+
+
+CASTS = """
+import torch
+
+def test_old_name(cast_audit):
+    with cast_audit() as audit:
+        torch.ones(4, dtype=torch.bfloat16).float()
+    assert audit.count == 1
+
+def test_new_name(gpu_cast_audit):
+    with gpu_cast_audit() as audit:
+        torch.ones(4, dtype=torch.bfloat16).float()
+    assert audit.count == 1
+"""
+
+
+def test_the_old_cast_audit_name_still_works_and_warns_naming_the_new_one(pytester):
+    pytester.makepyfile(test_casts=CASTS)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-W", "always")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "*test_casts.py::test_old_name*",
+        "*GpuperfDeprecationWarning: gpuperf: the cast_audit fixture is deprecated: use gpu_cast_audit*",
+    ])  # fmt: skip
+    assert result.stdout.str().count("cast_audit fixture is deprecated") == 1  # the old name only
+    # a PytestDeprecationWarning: a project that turns those into errors learns it at once
+    # (in a subprocess: a second in-process run would import torch's operator library twice)
+    strict = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error::pytest.PytestDeprecationWarning")
+    strict.assert_outcomes(passed=1, errors=1)

@@ -11,7 +11,7 @@ import pytest
 
 from ..core.settings import Layer, SettingError, parse_layer, resolve
 from ..run.session import GpuPerfSession, strip_group
-from .options import get_session
+from .options import GpuperfDeprecationWarning, get_session
 
 if TYPE_CHECKING:
     from ..hardware import marks
@@ -271,9 +271,25 @@ def _progress_writer(config: pytest.Config) -> Any:
 
 
 @pytest.fixture
-def cast_audit() -> Any:
+def gpu_cast_audit() -> Any:
     """A factory of CastAudit context managers that count the dtype conversions (and the
-    bytes they move) inside the work they wrap: `with cast_audit() as audit: step()`."""
+    bytes they move) inside the work they wrap: `with gpu_cast_audit() as audit: step()`."""
     from ..measure.casts import CastAudit
 
     return CastAudit
+
+
+@pytest.fixture
+def cast_audit(gpu_cast_audit: Any) -> Any:
+    """Deprecated: the old name of gpu_cast_audit (the plugin's fixtures are named gpu_*,
+    so that a project's own names stay its own); warns, naming the new one."""
+    import warnings
+
+    warnings.warn(
+        GpuperfDeprecationWarning(
+            "gpuperf: the cast_audit fixture is deprecated: use gpu_cast_audit (the same "
+            "factory)"
+        ),
+        stacklevel=2,
+    )
+    return gpu_cast_audit

@@ -31,7 +31,7 @@ GROUP = ("gpuperf", "GPU performance regression testing (pytest-gpuperf)")
 
 
 class GpuperfDeprecationWarning(pytest.PytestDeprecationWarning):
-    """An option spelling of pytest-gpuperf that will be removed."""
+    """An option spelling or a fixture name of pytest-gpuperf that will be removed."""
 
 
 class Option:
