@@ -72,3 +72,15 @@ def test_a_paired_verdict_names_the_ab_line_with_its_base_commit():
     # for a test without a failing verdict
     commands = rerun_commands([_regressed(paired=commit), measured("t.py::ok", 1.0, {})], rerun)
     assert [shlex.split(c)[:2] for c in commands] == [["pytest", NODE], ["gpuperf", "ab"]]
+
+
+def test_the_line_counts_the_sessions_judged_against_since_a_restart():
+    (line,) = failure_lines([_regressed()], _entries(), "h200")
+    assert ", 3 session(s);" in line and "restart" not in line
+    # `gpuperf baseline accept` restarted the history at the third session: two older ones
+    # stay in the file, not judged against, and the line counts only the judged one
+    history = [{"median": 1000.0}, {"median": 1001.0},
+               {"median": 900.0, "restart": {"date": "2026-12-02", "reason": "bigger batch"}}]  # fmt: skip
+    entries = {NODE: {"date": "2026-12-02", "metrics": {"throughput": {"history": history}}}}
+    (line,) = failure_lines([_regressed()], entries, "h200")
+    assert ", 1 session(s) since its restart;" in line, line

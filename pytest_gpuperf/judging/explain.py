@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from ..baseline.history import values_of
+from ..baseline.history import since_restart, values_of, window
 from ..core.figures import metrics_of
 from ..core.results import Result, format_value
 from .judge import Judgement, as_verdict
@@ -163,11 +163,19 @@ def _rerun_tail(nodeids: list[str], rerun: Rerun | None, commit: str | None = No
 
 
 def _base_text(base_entry: dict[str, Any], metric: str, profile: str) -> str:
-    hist = base_entry.get("metrics", {}).get(metric, {}).get("history", [])
+    """"h200 of <date> commit <c>, N session(s)": the sessions the figure is judged against
+    (history.window: the newest since its last restart), with "since its restart" where
+    older ones are kept in the file, not judged."""
+    base_m = base_entry.get("metrics", {}).get(metric, {})
+    judged = len(window(base_m)) if isinstance(base_m, dict) else 0
+    restarted = isinstance(base_m, dict) and len(since_restart(base_m)) < len(
+        base_m.get("history") or []
+    )
     return (
         f"{profile} of {str(base_entry.get('date') or '?')[:10]}"
         + (f" commit {str(base_entry['commit'])[:10]}" if base_entry.get("commit") else "")
-        + f", {len(hist)} session(s)"
+        + f", {judged} session(s)"
+        + (" since its restart" if restarted else "")
     )
 
 
