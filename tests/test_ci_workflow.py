@@ -32,11 +32,15 @@ def _lint(path: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def _workflow() -> dict[str, Any]:
-    need(importlib.util.find_spec("yaml"), "PyYAML (in the [test] extra, through transformers)")
+def _yaml(text: str) -> Any:
+    need(importlib.util.find_spec("yaml"), "PyYAML (in the [test] extra)")
     import yaml
 
-    return yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    return yaml.safe_load(text)
+
+
+def _workflow() -> dict[str, Any]:
+    return _yaml(WORKFLOW.read_text(encoding="utf-8"))
 
 
 def test_github_accepts_the_shipped_workflow():
@@ -96,11 +100,14 @@ def _parses_as_pytest(pytester: pytest.Pytester, args: list[str], where: str) ->
         pytest.fail(f"{where}: pytest {shlex.join(args)}: {exc}")
 
 
-def test_every_command_parses_with_the_plugins_options(pytester, capsys):
-    wf = _workflow()
+def _check_commands(
+    pytester: pytest.Pytester, capsys: Any, wf: dict[str, Any], name: str
+) -> set[str]:
+    """Parse each pytest and gpuperf command of `wf` as the runner would; fail naming the
+    first that does not parse. Returns what ran: "pytest", gpuperf's subcommands."""
     seen = set()
     for job, step, argv in _commands(wf):
-        where = f"{WORKFLOW.name}, job {job}, step {step!r}"
+        where = f"{name}, job {job}, step {step!r}"
         args = _pytest_args(argv)
         if args is not None:
             _parses_as_pytest(pytester, args, where)
@@ -114,8 +121,24 @@ def test_every_command_parses_with_the_plugins_options(pytester, capsys):
         seen.add(" ".join(argv[1:3]) if parsed.command == "baseline" else parsed.command)
         if parsed.command == "ab":
             _parses_as_pytest(pytester, [a for a in parsed.pytest_args if a != "--"], where)
+    return seen
+
+
+def test_every_command_parses_with_the_plugins_options(pytester, capsys):
+    seen = _check_commands(pytester, capsys, _workflow(), WORKFLOW.name)
     # what the file is for: none of it may vanish unnoticed
     assert seen == {"pytest", "ab", "baseline show"}, seen
+
+
+def test_the_workflow_steps_in_the_gating_docs_parse_too(pytester, capsys):
+    """docs/gating.md shows steps of the workflow (a nightly save, an A/B): the same check."""
+    text = (ROOT / "docs" / "gating.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    seen = set()
+    for i, block in enumerate(blocks):
+        wf = {"jobs": {"docs": {"steps": _yaml(block)}}}
+        seen |= _check_commands(pytester, capsys, wf, f"docs/gating.md, yaml block {i + 1}")
+    assert seen == {"pytest", "ab"}, seen
 
 
 def test_an_option_the_plugin_lacks_is_caught(pytester):
