@@ -198,13 +198,13 @@ def run_ab(
                 if side == "head":
                     last_head = out
                     head_ran.update(files)
-        return _judge(figures, last_head, tolerance, false_alarm, checkout.sha, {
+        return _judge(figures, last_head, tolerance, false_alarm, {
             "base": f"{ref} ({checkout.sha[:12]})",
             "head": checkout.head_what(head_ran),
             "rounds": rounds,
             "pytest_args": list(pytest_args),
             "wall_s": round(time.monotonic() - started, 1),
-        })  # fmt: skip
+        }, checkout.sha)  # fmt: skip
 
 
 def _judge(
@@ -212,8 +212,8 @@ def _judge(
     last_head: Path | None,
     tolerance: float,
     false_alarm: float,
-    commit: str,
     meta: dict[str, Any],
+    commit: str = "",
 ) -> dict[str, Any]:
     judged = judge_rounds(figures, tolerance, false_alarm)
     results = []
@@ -230,7 +230,7 @@ def _judge(
         "rows": rows,
         "regressed": any(failing(r) for r in results),
         "reproduce": [
-            f"gpuperf ab --base {commit[:12]} --rounds {meta['rounds']} -- {shlex.quote(n)}"
+            f"gpuperf ab --base {commit[:12]} --rounds {meta.get('rounds')} -- {shlex.quote(n)}"
             for n in dict.fromkeys(r.nodeid for r in results if failing(r))
         ],
     }
