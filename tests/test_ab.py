@@ -75,6 +75,8 @@ def test_a_five_percent_slower_head_is_flagged(repo):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "REGRESSED  test_b.py::test_spin  throughput" in r.stdout and "-4.76%" in r.stdout
     assert "uncommitted changes to 1 file(s)" in r.stdout  # says what is compared
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo.path, capture_output=True, text=True, check=True).stdout[:12]
+    assert f"reproduce: gpuperf ab --base {sha} --rounds 3 -- test_b.py::test_spin\n" in r.stdout
     assert ab(repo.path, "--warn-only").returncode == 0
 
 

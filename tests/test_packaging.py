@@ -86,6 +86,7 @@ def test_the_sdist_builds_without_warnings_and_ships_no_lock_or_temporary_file(t
     output, names = _build_sdist(src, tmp_path / "clean")
     assert "warning" not in output.lower(), output[-3000:]
     assert "baselines/h200.json" in names and "tests/test_packaging.py" in names
+    assert "docs/examples/gpuperf-gate.yml" in names  # the workflow to copy, and its test's input
     (src / "baselines" / ".h200.json.lock").write_text("")
     (src / "baselines" / ".h200.json.x1.tmp").write_text("{")
     _, names = _build_sdist(src, tmp_path / "stray")

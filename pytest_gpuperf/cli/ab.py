@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sys
 import time
@@ -50,7 +51,8 @@ from ..fresh.abtree import (  # Stopped: also ab's own interface
 from ..judging.judge import failing
 from ..judging.paired import SIDES, ABError, Round, judge_rounds  # ABError: also ab's interface
 from ..judging.verdict import INCOMPARABLE
-from ..outputs.text import VERDICT_HEADER, json_safe, markdown_table, plain, table, verdict_rows
+from ..outputs.markdown import COMMENT_LIMIT, fit_markdown
+from ..outputs.text import VERDICT_HEADER, json_safe, md_cell, plain, table, verdict_rows
 
 
 def _figures(path: Path) -> Round:
@@ -202,7 +204,7 @@ def run_ab(
             "rounds": rounds,
             "pytest_args": list(pytest_args),
             "wall_s": round(time.monotonic() - started, 1),
-        })  # fmt: skip
+        }, checkout.sha)  # fmt: skip
 
 
 def _judge(
@@ -211,6 +213,7 @@ def _judge(
     tolerance: float,
     false_alarm: float,
     meta: dict[str, Any],
+    commit: str = "",
 ) -> dict[str, Any]:
     judged = judge_rounds(figures, tolerance, false_alarm)
     results = []
@@ -226,18 +229,23 @@ def _judge(
         **judged,
         "rows": rows,
         "regressed": any(failing(r) for r in results),
+        "reproduce": [
+            f"gpuperf ab --base {commit[:12]} --rounds {meta.get('rounds')} -- {shlex.quote(n)}"
+            for n in dict.fromkeys(r.nodeid for r in results if failing(r))
+        ],
     }
 
 
-def markdown(report: dict[str, Any]) -> str:
-    return "\n".join(
-        [
-            f"## gpuperf A/B: {plain(report['head'])} against {plain(report['base'])}",
-            f"{report['rounds']} interleaved rounds on one machine, {report['wall_s']} s",
-            "",
-            markdown_table(VERDICT_HEADER, report["rows"]),
-        ]
-    )
+def markdown(report: dict[str, Any], limit: int | None = None) -> str:
+    """The report as markdown: a heading, the verdicts worst first, the `gpuperf ab` line
+    that re-measures each failing test; with `limit`, fitted to that many characters (a
+    pull-request comment's limit for --markdown)."""
+    top = [
+        f"## gpuperf A/B: {md_cell(report['head'])} against {md_cell(report['base'])}",
+        f"{report['rounds']} interleaved rounds on one machine, {report['wall_s']} s",
+        "",
+    ]
+    return fit_markdown(top, VERDICT_HEADER, report["rows"], report.get("reproduce", []), limit)
 
 
 def _outputs(args: Any) -> list[tuple[str, str, str]]:
@@ -268,8 +276,8 @@ def write_outputs(report: dict[str, Any], outputs: list[tuple[str, str, str]]) -
     for what, p, mode in outputs:
         if what == "--json":
             text = json.dumps(json_safe(report), indent=2) + "\n"
-        else:
-            text = markdown(report) + "\n\n"
+        else:  # --markdown is a pull-request comment's body; the step summary takes more
+            text = markdown(report, COMMENT_LIMIT if what == "--markdown" else None) + "\n\n"
         try:
             if mode == "w":
                 Path(p).parent.mkdir(parents=True, exist_ok=True)
@@ -331,6 +339,8 @@ def _main(args: Any) -> int:
     failed = write_outputs(report, outputs)
     for line in failed:
         print(f"gpuperf ab: {plain(line)}", file=sys.stderr)
+    for line in report["reproduce"]:
+        print(f"reproduce: {plain(line)}")
     if report["regressed"]:
         print("performance regression" + (" (--warn-only: not failing)" if args.warn_only else ""))
     if failed:

@@ -60,8 +60,8 @@ DROPPED_WITH_VALUE = frozenset({
     "--junit-prefix", "--report-log", "--resultlog", "--result-log", "--basetemp", "--html",
     "--pdbcls", "--benchmark-save", "--benchmark-json", "--cov-report", "--cov-config",
     "--cov-fail-under", "--cov-context", "--alluredir", "-c", "--config-file", "--rootdir",
-    "--gpuperf-json", "--gpuperf-html", "--gpuperf-baseline", "--log-file", "--pastebin",
-    "--json-report-file", "--csv",
+    "--gpuperf-json", "--gpuperf-html", "--gpuperf-markdown", "--gpuperf-baseline",
+    "--log-file", "--pastebin", "--json-report-file", "--csv",
 })  # fmt: skip
 # value optional (`--cache-show [glob]`): a next word that is no option is its value, as
 # argparse reads it

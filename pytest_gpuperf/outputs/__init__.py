@@ -1,5 +1,6 @@
 """Every output of a run, each built from one RunSummary: the terminal summary
-(`terminal`), the JSON results file and the GitHub step summary (written here), JUnit
+(`terminal`), the JSON results file, the GitHub step summary and the verdicts fitted to a
+pull-request comment (`--gpuperf-markdown`) (written here), JUnit
 properties (`junit`), pytest-benchmark's JSON (`benchjson`) and the HTML report (`html`).
 Nothing here imports torch; only `benchjson` needs pytest."""
 
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .markdown import markdown
+from .markdown import COMMENT_LIMIT, markdown
 from .summary import RunSummary
 from .text import json_safe
 
@@ -22,6 +23,7 @@ def write_files(
     *,
     json_path: Path | None = None,
     html_path: Path | None = None,
+    markdown_path: Path | None = None,
     step_summary: Path | None = None,
     profiles: Any = None,
     baselines: dict[str, Any] | None = None,
@@ -33,6 +35,9 @@ def write_files(
     jobs: list[tuple[str, Path, Callable[[], str], str]] = []
     if json_path is not None:
         jobs.append(("--gpuperf-json", json_path, lambda: _json_text(summary), "w"))
+    if markdown_path is not None:  # a pull-request comment's body: no more than one holds
+        jobs.append(("--gpuperf-markdown", markdown_path,
+                     lambda: markdown(summary, COMMENT_LIMIT) + "\n", "w"))  # fmt: skip
     if step_summary is not None:
         jobs.append(("GITHUB_STEP_SUMMARY", step_summary, lambda: markdown(summary) + "\n\n",
                      "a"))  # fmt: skip

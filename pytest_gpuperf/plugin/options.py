@@ -24,7 +24,7 @@ from ..core.settings import (
     fraction,
     parse_layer,
 )
-from ..run.options import AUTO, BASELINE_MODES, PAIRED_MODES, Options
+from ..run.options import AUTO, BASELINE_MODES, OUTPUT_FILES, PAIRED_MODES, Options
 from ..run.session import GpuPerfSession
 
 GROUP = ("gpuperf", "GPU performance regression testing (pytest-gpuperf)")
@@ -168,12 +168,7 @@ OPTIONS: tuple[Option, ...] = (
         ini_type="bool",
         cli="--warn-only",
     ),
-    Option("--gpuperf-json", "write results and verdicts as JSON to PATH", metavar="PATH"),
-    Option(
-        "--gpuperf-html",
-        "write a self-contained HTML report of the run (tables and charts) to PATH",
-        metavar="PATH",
-    ),
+    *(Option(flag, help, metavar="PATH") for flag, help in OUTPUT_FILES),
     Option(
         "--gpuperf-plan",
         "list the selected benchmarks with their expected time (the test durations the "
@@ -392,6 +387,7 @@ def _make_session(config: pytest.Config) -> GpuPerfSession:
         emulate=(config.getoption("gpuperf_emulate") or "").strip() or None,
     )
     opts.profile_source = profile_src
+    opts.markdown_path = Path(md) if (md := config.getoption("gpuperf_markdown")) else None
     opts.explicit_dir = bool(explicit_dir) or directory != Path("baselines")
     opts.rootdir, opts.save_shared = config.rootpath, config.getoption("gpuperf_save_gpu_shared")
     pyproject = Path(config.rootpath, "pyproject.toml")
@@ -464,7 +460,7 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
         opts.false_alarm = false_alarm_rate(rate)
     except ValueError as exc:
         return f"{rate_src}={rate!r}: {exc}"
-    for flag, path in (("--gpuperf-json", opts.json_path), ("--gpuperf-html", opts.html_path)):
+    for flag, path in opts.output_files():
         if path is not None and path.is_dir():
             return f"{flag}={path}: is a directory; give a file path"
     return None
@@ -478,7 +474,7 @@ def _output_clash(config: pytest.Config, sess: GpuPerfSession) -> str | None:
     if config.pluginmanager.hasplugin("benchmark"):
         bench = config.getoption("benchmark_json", None)
         bench = getattr(bench, "name", bench)  # pytest-benchmark < 5.3: an open file
-    if opts.json_path is None and opts.html_path is None and not bench:
+    if not any(path for _, path in opts.output_files()) and not bench:
         return None
     import contextlib
     import os
@@ -489,8 +485,7 @@ def _output_clash(config: pytest.Config, sess: GpuPerfSession) -> str | None:
     with contextlib.suppress(pytest.UsageError):  # reported at session start, naming it
         names.update(sess.registry.names())
     outputs = [
-        ("--gpuperf-json", opts.json_path),
-        ("--gpuperf-html", opts.html_path),
+        *opts.output_files(),
         ("--benchmark-json", bench if isinstance(bench, str | os.PathLike) else None),
         ("--junitxml", getattr(config.option, "xmlpath", None)),
         ("GITHUB_STEP_SUMMARY", os.environ.get("GITHUB_STEP_SUMMARY")),

@@ -13,6 +13,18 @@ AUTO = "auto"
 BASELINE_MODES = ("auto", "compare", "save", "off")
 MAX_PAIRED_ROUNDS = 50
 PAIRED_MODES = ("auto", "off")  # the paired stage (run/paired.py): where it can run, or never
+# the files a run writes where its command line says, (option, help), declared here for the
+# option table (plugin/options.py); Options.output_files gives their paths
+OUTPUT_FILES = (
+    ("--gpuperf-json", "write results and verdicts as JSON to PATH"),
+    ("--gpuperf-html", "write a self-contained HTML report of the run (tables and charts) to PATH"),
+    (
+        "--gpuperf-markdown",
+        "write the verdicts as markdown to PATH, fitted to a GitHub pull-request comment "
+        "(worst first, with the commands that reproduce a failure; post it with "
+        "gh pr comment PR --body-file PATH)",
+    ),
+)
 
 
 class Options:
@@ -41,6 +53,7 @@ class Options:
         self.json_path = json_path
         self.html_path = html_path
         self.emulate = emulate
+        self.markdown_path: Path | None = None  # --gpuperf-markdown
         self.profile_source = "--gpu-profile"  # where the profile was named, for errors
         self.false_alarm = FALSE_ALARM  # the whole run's false-alarm rate (Bonferroni over metrics)
         self.confirm = True  # re-measure a suspected regression in a fresh process
@@ -70,3 +83,8 @@ class Options:
         if not 10 <= self.paired_budget < 1e6:
             return f"{b_src}={b!r}: must be a number of seconds from 10 to 999999"
         return None
+
+    def output_files(self) -> list[tuple[str, Path | None]]:
+        """(option, path) of each file of OUTPUT_FILES; a None path: not asked for."""
+        paths = (self.json_path, self.html_path, self.markdown_path)
+        return [(flag, path) for (flag, _), path in zip(OUTPUT_FILES, paths, strict=True)]

@@ -441,6 +441,7 @@ class GpuPerfSession:
             summary,
             json_path=self.options.json_path,
             html_path=self.options.html_path,
+            markdown_path=self.options.markdown_path,
             step_summary=Path(step) if step else None,
             profiles=self.registry.get,
             baselines={self.base.path.name: self.base.file}

@@ -1,0 +1,198 @@
+"""The GitHub Actions workflow a user copies (docs/examples/gpuperf-gate.yml): GitHub's
+schema accepts it (check-jsonschema, offline, with its vendored schema), every `pytest` and
+`gpuperf` command in it parses with the plugin's real options and subcommands (so a renamed
+option cannot leave it behind), and it keeps the conventions docs/gating.md describes."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_gpuperf.cli.main import build_parser
+
+from .inputs import ROOT, need
+
+WORKFLOW = ROOT / "docs" / "examples" / "gpuperf-gate.yml"
+SCHEMA = "vendor.github-workflows"
+
+
+def _lint(path: Path) -> subprocess.CompletedProcess[str]:
+    need(importlib.util.find_spec("check_jsonschema"),
+         "check-jsonschema, the GitHub workflow linter (in the [test] extra)")  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", SCHEMA, str(path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def _yaml(text: str) -> Any:
+    need(importlib.util.find_spec("yaml"), "PyYAML (in the [test] extra)")
+    import yaml
+
+    return yaml.safe_load(text)
+
+
+def _workflow() -> dict[str, Any]:
+    return _yaml(WORKFLOW.read_text(encoding="utf-8"))
+
+
+def test_github_accepts_the_shipped_workflow():
+    done = _lint(WORKFLOW)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_linter_refuses_a_broken_workflow(tmp_path):
+    """The check can fail: a job without `runs-on` is no workflow GitHub runs."""
+    bad = tmp_path / "bad.yml"
+    bad.write_text("on: push\njobs:\n  gate:\n    steps:\n      - run: pytest\n")
+    done = _lint(bad)
+    assert done.returncode == 1 and "runs-on" in done.stdout + done.stderr
+
+
+# ------------------------------------------------------------ the commands it runs
+
+
+def _expand(text: str, env: dict[str, str]) -> str:
+    """The shell's view of a step's script: `${{ ... }}` as a placeholder word, `$VAR` and
+    `${VAR}` from the workflow's, job's and step's env (else a placeholder)."""
+    text = re.sub(r"\$\{\{.*?\}\}", "EXPR", text)
+    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m[1], "VAR"), text)
+
+
+def _commands(wf: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
+    """(job, step name, argv) of each command of every `run:` step."""
+    out = []
+    for job_name, job in wf["jobs"].items():
+        for step in job["steps"]:
+            if "run" not in step:
+                continue
+            env = {**wf.get("env", {}), **job.get("env", {}), **step.get("env", {})}
+            script = _expand(step["run"].replace("\\\n", " "), {k: str(v) for k, v in env.items()})
+            for line in script.splitlines():
+                for part in re.split(r"&&|\|\||;", line):
+                    argv = shlex.split(part)
+                    if argv:
+                        out.append((job_name, step.get("name", ""), argv))
+    return out
+
+
+def _pytest_args(argv: list[str]) -> list[str] | None:
+    if Path(argv[0]).name == "pytest":
+        return argv[1:]
+    if Path(argv[0]).name.startswith("python") and argv[1:3] == ["-m", "pytest"]:
+        return argv[3:]
+    return None
+
+
+def _parses_as_pytest(pytester: pytest.Pytester, args: list[str], where: str) -> None:
+    """pytest with the plugin installed reads these arguments: an unknown option or a bad
+    choice (`--gpuperf-baseline=comapre`) is a usage error, as it would be on the runner."""
+    try:
+        pytester.parseconfig(*args)
+    except (pytest.UsageError, SystemExit) as exc:
+        pytest.fail(f"{where}: pytest {shlex.join(args)}: {exc}")
+
+
+def _check_commands(
+    pytester: pytest.Pytester, capsys: Any, wf: dict[str, Any], name: str
+) -> set[str]:
+    """Parse each pytest and gpuperf command of `wf` as the runner would; fail naming the
+    first that does not parse. Returns what ran: "pytest", gpuperf's subcommands."""
+    seen = set()
+    for job, step, argv in _commands(wf):
+        where = f"{name}, job {job}, step {step!r}"
+        args = _pytest_args(argv)
+        if args is not None:
+            _parses_as_pytest(pytester, args, where)
+            seen.add("pytest")
+        if Path(argv[0]).name != "gpuperf":
+            continue
+        try:
+            parsed = build_parser().parse_args(argv[1:])
+        except SystemExit:
+            pytest.fail(f"{where}: {shlex.join(argv)}: {capsys.readouterr().err}")
+        seen.add(" ".join(argv[1:3]) if parsed.command == "baseline" else parsed.command)
+        if parsed.command == "ab":
+            _parses_as_pytest(pytester, [a for a in parsed.pytest_args if a != "--"], where)
+    return seen
+
+
+def test_every_command_parses_with_the_plugins_options(pytester, capsys):
+    seen = _check_commands(pytester, capsys, _workflow(), WORKFLOW.name)
+    # what the file is for: none of it may vanish unnoticed
+    assert seen == {"pytest", "ab", "baseline show"}, seen
+
+
+def test_the_workflow_steps_in_the_gating_docs_parse_too(pytester, capsys):
+    """docs/gating.md shows steps of the workflow (a nightly save, an A/B): the same check."""
+    text = (ROOT / "docs" / "gating.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    seen = set()
+    for i, block in enumerate(blocks):
+        wf = {"jobs": {"docs": {"steps": _yaml(block)}}}
+        seen |= _check_commands(pytester, capsys, wf, f"docs/gating.md, yaml block {i + 1}")
+    assert seen == {"pytest", "ab"}, seen
+
+
+def test_an_option_the_plugin_lacks_is_caught(pytester):
+    """The parse above can fail: a misspelled option is a usage error, named."""
+    with pytest.raises(pytest.fail.Exception, match="--gpuperf-baselne-dir"):
+        _parses_as_pytest(pytester, ["benchmarks", "--gpuperf-baselne-dir=/tmp/b"], "here")
+    with pytest.raises(pytest.fail.Exception, match="comapre"):
+        _parses_as_pytest(pytester, ["benchmarks", "--gpuperf-baseline=comapre"], "here")
+
+
+def _steps_running(job: dict[str, Any], text: str) -> list[dict[str, Any]]:
+    return [s for s in job["steps"] if text in s.get("run", "")]
+
+
+def test_the_workflow_keeps_the_ci_conventions():
+    """A GPU runner, a time limit and one benchmark job at a time on it; the results kept
+    whatever happened; a missing baseline fails the gate; the baseline lives outside the
+    checkout and is saved only on main, after a passing gate; the A/B's verdicts posted."""
+    wf = _workflow()
+    on = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` as true
+    assert {"schedule", "workflow_dispatch", "pull_request"} <= set(on)
+    jobs = wf["jobs"]
+    assert set(jobs) == {"nightly", "pull-request"}
+    for name, job in jobs.items():
+        assert "self-hosted" in job["runs-on"] and job["timeout-minutes"] > 0, name
+        assert job["concurrency"]["group"] and job["concurrency"]["cancel-in-progress"] is False
+        uploads = [
+            s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")
+        ]
+        assert any(s.get("if") == "always()" and "RESULTS" in s["with"]["path"] for s in uploads), (
+            name
+        )
+    assert len({j["concurrency"]["group"] for j in jobs.values()}) == 1  # one per runner
+
+    nightly = jobs["nightly"]
+    assert Path(wf["env"]["BASELINE_DIR"]).is_absolute()  # not in the checkout
+    (gate,) = _steps_running(nightly, "--gpuperf-baseline=compare")
+    (save,) = _steps_running(nightly, "--gpuperf-baseline=save")
+    for step in (gate, save):
+        assert '--gpuperf-baseline-dir="$BASELINE_DIR"' in step["run"]
+    steps = nightly["steps"]
+    assert steps.index(gate) < steps.index(save)
+    assert save["if"] == "success() && github.ref == 'refs/heads/main'"
+    caches = {s["uses"].split("@")[0]: s for s in steps if "actions/cache" in s.get("uses", "")}
+    assert steps.index(caches["actions/cache/restore"]) < steps.index(gate)
+    assert steps.index(caches["actions/cache/save"]) > steps.index(save)
+    assert caches["actions/cache/save"]["if"] == "steps.save.outcome == 'success'"
+    for cache in caches.values():
+        assert cache["with"]["path"] == "${{ env.BASELINE_DIR }}"
+
+    pr = jobs["pull-request"]
+    (ab,) = _steps_running(pr, "gpuperf ab")
+    (comment,) = _steps_running(pr, "gh pr comment")
+    assert '--markdown "$RESULTS/verdicts.md"' in ab["run"]
+    assert comment["run"] == 'gh pr comment "$PR" --body-file "$RESULTS/verdicts.md"'
+    assert pr["permissions"]["pull-requests"] == "write"
+    assert "head.repo.full_name == github.repository" in pr["if"]  # no fork's code on the GPU
