@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import subprocess
 
 import pytest
@@ -71,6 +72,22 @@ def test_a_class_pools_its_figures_variance_and_a_noisy_one_keeps_its_own():
     v = pooled([*quiet, noisy])
     assert v[("t.py::q0", "throughput")][1] > 5  # the pool's degrees of freedom
     assert v[("t.py::n", "throughput")][1] == 5  # its own: the F screen kept it out
+
+
+def test_one_noisy_figure_of_three_is_screened_out_rather_than_widening_the_other_two():
+    # as on the H200 (2026-12-02): a launch-bound-ish sweep point 20x noisier than its two
+    # quiet class-mates, 4 rounds; in a pool it is part of, one of three at 20x the others'
+    # variance is under F's bar and made every class-mate's interval its own (±3.6-11.8%)
+    q = (1.000, 1.002, 0.999, 1.001)
+    quiet = [fig([100 * w for w in q], [100 * w for w in q[1:] + q[:1]], key=f"t.py::q{i}")
+             for i in range(2)]  # fmt: skip
+    noisy = fig([100, 104, 97, 103], [100, 97, 104, 98], key="t.py::n")
+    v = pooled([*quiet, noisy])
+    assert v[("t.py::n", "throughput")][1] == 3  # its own variance, 3 df
+    quiet_var = statistics.variance(quiet[0].diffs())
+    assert v[("t.py::q0", "throughput")][0] < 10 * quiet_var  # not the noisy one's
+    judged, _ = judge_paired([*quiet, noisy], dict.fromkeys(("t.py::q0", "t.py::q1", "t.py::n"), 0.03), 0.005)
+    assert judged[("t.py::q0", "throughput")].status == "unchanged"
 
 
 def test_too_few_rounds_or_a_missing_figure_is_inconclusive():

@@ -11,9 +11,9 @@ in their ratio. The rule, as gate-sim's fast simulator of the two-stage design m
 
 - the figures re-measured: every throughput-class figure stage 1 left INCONCLUSIVE;
 - d_i = log(head_i / base_i) per round; a figure's variance of d is
-  pooled over the re-measured figures of its class (an F screen at 1% keeps a noisier
-  figure on its own variance, as noise.py does between sessions), each kept figure judged
-  with max(own, pooled) and the pool's degrees of freedom;
+  pooled over the re-measured figures of its class (an F screen at 1% against the pool of
+  the others keeps a noisier figure on its own variance), each kept figure judged with
+  max(own, pooled) and the pool's degrees of freedom;
 - the interval t * sqrt(var / rounds) at the stage's share of the run's false-alarm budget
   (Bonferroni over the figures re-measured), the verdict ladder of verdict.status_of.
 
@@ -97,7 +97,7 @@ def per_process(fig: PairedFigure) -> float | None:
 
 def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, float]]:
     """Each figure's variance of d and its degrees of freedom: pooled within its class over
-    the figures the F screen keeps (at least MIN_POOL of them), else its own."""
+    the figures the F screen keeps, when at least MIN_POOL of them agree; else its own."""
     out: dict[tuple[str, str], tuple[float, float]] = {}
     by_cls: dict[str, list[PairedFigure]] = {}
     for f in figs:
@@ -108,21 +108,33 @@ def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, f
             continue
         keep = {(f.key, f.metric) for f in members}
         for _ in range(10):
-            df_sum = sum(out[k][1] for k in keep)
-            sp = sum(out[k][0] * out[k][1] for k in keep) / df_sum
-            new = {
-                (f.key, f.metric)
-                for f in members
-                if out[(f.key, f.metric)][0] <= sp * f_isf(SCREEN_P, len(f.base) - 1, df_sum)
-            }
-            if len(new) < MIN_POOL or new == keep:
+            new = {(f.key, f.metric) for f in members if _fits(out, keep, (f.key, f.metric))}
+            if new == keep:
                 break
             keep = new
+            if len(keep) < MIN_POOL:
+                break
+        if len(keep) < MIN_POOL:  # too few agree to pool: each keeps its own variance
+            continue
         df_sum = sum(out[k][1] for k in keep)
         sp = sum(out[k][0] * out[k][1] for k in keep) / df_sum
         for k in keep:
             out[k] = (max(out[k][0], sp), df_sum)
     return out
+
+
+def _fits(out: dict[tuple[str, str], tuple[float, float]], keep: set[tuple[str, str]],
+          k: tuple[str, str]) -> bool:  # fmt: skip
+    """Whether figure k's variance is one the pool of the OTHER kept figures explains (F at
+    SCREEN_P): leave-one-out, so a single noisy member, which would dominate a pool it is
+    part of (one of three at ten times the others' variance is still under F's bar), is
+    screened out instead of widening every quiet class-mate's interval."""
+    others = keep - {k}
+    df = sum(out[o][1] for o in others)
+    if df <= 0:
+        return True
+    sp = sum(out[o][0] * out[o][1] for o in others) / df
+    return out[k][0] <= sp * f_isf(SCREEN_P, out[k][1], df)
 
 
 def judge_paired(
