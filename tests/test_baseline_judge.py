@@ -73,7 +73,8 @@ def suite(specs, factors, seed=0, resid=0.001):
             v = level * (f if direction == "higher" else 1 / f) * (1 + rng.gauss(0, resid))
             hist.append({"median": v, "date": f"d{s}", "session": f"s{s}"})
         cls = "model" if kind == "latency" else kind
-        out[f"t.py::{name}"] = {"environment": {}, "metrics": {"throughput": {
+        figure = "throughput" if direction == "higher" else "latency"
+        out[f"t.py::{name}"] = {"environment": {}, "metrics": {figure: {
             "unit": unit, "direction": direction, "median": hist[-1]["median"],
             "noise_class": cls, "history": hist}}}  # fmt: skip
     return out
@@ -97,8 +98,9 @@ def run(specs, machine=1.0, slow=None, seed=1, resid=0.001, ci=0.001):
     return out
 
 
-def statuses(results, metric="throughput"):
-    return {r.key.split("::")[-1]: r.verdicts[metric]["status"] for r in results}
+def statuses(results, metric=None):
+    """Each result's verdict status: its throughput's (or its latency's), or `metric`'s."""
+    return {r.key.split("::")[-1]: r.verdicts[metric or r.figure_name]["status"] for r in results}
 
 
 BW8 = [(f"bw{i}", "bandwidth", 100.0 + 10 * i) for i in range(8)]
@@ -187,7 +189,7 @@ def test_a_latency_never_flips_on_a_slower_or_faster_machine(machine):
     assert not j.failing(results)
     assert set(statuses(results).values()) == {"unchanged"}
     for r in results[7:]:  # the latencies: the machine's 2% taken out, not doubled
-        lat = r.verdicts["throughput"]
+        lat = r.verdicts["latency"]
         assert abs(lat["change"]) < 0.005, lat
         assert ("faster" if machine > 1 else "slower") in lat["basis"]
 
@@ -209,7 +211,7 @@ def test_a_latency_of_compute_bound_work_has_a_per_clock_figure():
     r.time = type("T", (), {"n": 10, "median": 0.0002})()
     r.throughput = Throughput("ms", 0.2, 0.199, 0.201)
     r.bound, r.telemetry = "compute", {"sm_clock_median_mhz": 1755.0}
-    pc = metrics_of(r)["throughput_per_clock"]
+    pc = metrics_of(r)["latency_per_clock"]  # a latency's twin is named after it
     assert pc["direction"] == "lower" and pc["unit"] == "ms x GHz"
     assert pc["median"] == pytest.approx(0.2 * 1.755)
 
@@ -243,6 +245,25 @@ def test_a_derived_figure_is_never_sharper_than_its_source():
     assert not (der["status"] == "regressed" and src["status"] != "regressed")
     if src["status"] == "inconclusive":
         assert der["status"] == "inconclusive"
+
+
+def test_a_figure_derived_from_a_latency_is_never_sharper_than_it():
+    """A figure derived from a latency (calls/s from ms per call) looked for its source
+    under "throughput": a latency is named latency, and the cap found nothing."""
+    results, entries = derived_pair(964.0, [1000.0, 1012.0, 990.0], "")
+    src = results[0]
+    src.higher_is_better, src.unit = False, "calls"
+    src.throughput = Throughput("ms", 1000 / 964.0, 1000 / 964.0 * 0.999, 1000 / 964.0 * 1.001)
+    base = entries["t.py::step"]["metrics"].pop("throughput")
+    hist = [{**h, "median": 1000 / h["median"]} for h in base["history"]]
+    entries["t.py::step"]["metrics"]["latency"] = {**base, "unit": "ms", "direction": "lower",
+                                                   "median": hist[-1]["median"], "history": hist}  # fmt: skip
+    tight = entries["t.py::step::samples_per_s"]["metrics"]["value"]  # alone: a regression
+    tight["history"] = [{**h, "median": 1000 / 512 * (1 + i / 1e4)} for i, h in enumerate(tight["history"])]
+    judge_run(results, entries, {})
+    src_v, der = results[0].verdicts["latency"], results[1].verdicts["value"]
+    assert der["uncertainty"] >= src_v["uncertainty"]
+    assert src_v["status"] == der["status"] == "inconclusive", (src_v, der)
 
 
 def test_a_figure_derived_from_the_unnamed_measurement_takes_no_share_of_the_budget():
@@ -407,7 +428,7 @@ def test_a_whole_class_slowed_twice_the_tolerance_never_passes_and_an_aa_never_f
         assert not j.failing(aa), [r.verdicts for r in aa]
         slow = run(specs, machine=1 + machine, slow=slowed, seed=seed + 1, resid=0.0005)
         j = judge_run(slow, base, {})
-        got = [r.verdicts["throughput"]["status"] for r in slow if r.key[5:] in slowed]
+        got = [r.verdicts[r.figure_name]["status"] for r in slow if r.key[5:] in slowed]
         assert "unchanged" not in got and "improved" not in got, got
         if k == 5:
             assert j.failing(slow), (got, [sh.line() for sh in j.shifts])
@@ -499,7 +520,8 @@ def _h200_run(name, folder="h200-2026-12-01-v"):
     run = json.loads((here / f"{name}.json").read_text())
     results = read_results(run["results"], name)
     j = judge_run(results, base, environment(run["device"], None))
-    return j, {r.nodeid.rpartition("::")[2]: r.verdicts["throughput"] for r in results}
+    # a latency (test_v_attention) saved as "throughput" in these files: read as latency
+    return j, {r.nodeid.rpartition("::")[2]: r.verdicts[r.figure_name] for r in results}
 
 
 def test_the_h200_run_whose_compute_class_slowed_fails_on_the_class_line():

@@ -272,3 +272,51 @@ def test_the_shipped_h200_baseline_is_version_2_with_its_process_peaks_aside():
     peaks = [e["metrics"].get(MIGRATED_PEAK) for e in b.entries.values()]
     assert sum(p is not None for p in peaks) == 49
     assert not any("peak_reserved" in e["metrics"] for e in b.entries.values())
+
+
+def _file(entries):
+    return json.dumps({"schema": "pytest-gpuperf/baseline", "version": 2, "profile": "h200",
+                       "entries": entries})  # fmt: skip
+
+
+def _old_latency(unit="ms", dates=("d0", "d1", "d2")):
+    """A latency's figures as versions before 2026-12-02 saved them: under "throughput"."""
+    hist = [{"median": 2.0 + i / 100, "date": d, "session": f"s{i}"} for i, d in enumerate(dates)]
+    m = {"unit": unit, "direction": "lower", "median": hist[-1]["median"], "noise_class": "compute",
+         "history": hist}  # fmt: skip
+    return m, {**m, "unit": f"{unit} x GHz", "noise_class": "per-clock"}
+
+
+def test_a_latency_saved_as_throughput_is_read_as_latency_with_its_twins_and_history(tmp_path):
+    lat, clock = _old_latency()
+    peak = {"unit": "bytes", "direction": "lower", "median": 8.0, "noise_class": "memory",
+            "history": [{"median": 8.0, "date": "d2"}]}  # fmt: skip
+    tp = {"unit": "tokens/s", "direction": "higher", "median": 9.0, "history": [{"median": 9.0}]}
+    path = tmp_path / "h200.json"
+    path.write_text(_file({
+        "t.py::lat": {"environment": {}, "metrics": {"throughput": lat, "throughput_per_clock": clock,
+                                                     "throughput_kernels": lat, "peak_allocated": peak}},
+        "t.py::tp": {"environment": {}, "metrics": {"throughput": tp}}}))  # fmt: skip
+    entries = load(path).entries
+    assert entries["t.py::lat"]["metrics"] == {"latency": lat, "latency_per_clock": clock,
+                                               "latency_kernels": lat, "peak_allocated": peak}  # fmt: skip
+    assert entries["t.py::tp"]["metrics"] == {"throughput": tp}  # a throughput keeps its name
+    assert "throughput" in json.loads(path.read_text())["entries"]["t.py::lat"]["metrics"]  # untouched
+
+
+def test_a_latency_under_both_names_keeps_every_session_of_both(tmp_path):
+    """An older version saved a latency as "throughput" into a file this version had saved
+    it in as "latency": read with the two histories merged, in date order; of another unit,
+    the old one is kept as it is, nothing dropped."""
+    old, _ = _old_latency(dates=("2026-12-03", "2026-12-04", "2026-12-05"))
+    new, _ = _old_latency(dates=("2026-12-01", "2026-12-02"))
+    path = tmp_path / "h200.json"
+    path.write_text(_file({"t.py::lat": {"environment": {}, "metrics": {
+        "latency": new, "throughput": old}}}))  # fmt: skip
+    (m,) = load(path).entries["t.py::lat"]["metrics"].values()
+    assert [h["date"] for h in m["history"]] == [f"2026-12-0{i}" for i in range(1, 6)]
+    assert m["median"] == old["median"]  # the summary of the one saved last
+    other, _ = _old_latency(unit="us")
+    path.write_text(_file({"t.py::lat": {"environment": {}, "metrics": {
+        "throughput": other, "latency": new}}}))  # fmt: skip
+    assert load(path).entries["t.py::lat"]["metrics"] == {"throughput": other, "latency": new}

@@ -242,8 +242,7 @@ def test_cycles_divide_out_a_clock_that_moves_within_the_session(monkeypatch):
     """Compute-bound work under a power cap: the SM clock swings between 1230 and 1545 MHz,
     so the time per call swings by 25%, while the cycles per call stay put. The engine
     takes each sample's clock from the telemetry readings within its span."""
-    from pytest_gpuperf.baseline.history import PER_CLOCK
-    from pytest_gpuperf.core.figures import metrics_of
+    from pytest_gpuperf.core.figures import PER_CLOCK, metrics_of
     from pytest_gpuperf.measure.telemetry import Sample as Reading
     from pytest_gpuperf.measure.telemetry import summarize_samples
     from pytest_gpuperf.measure.timing import clocks_over

@@ -69,7 +69,9 @@ def test_a_latency_gets_its_kernel_time_per_call_in_its_unit():
     r.higher_is_better = False
     t = r.time
     r.throughput = Throughput("ms", t.median * 1e3, t.ci_low * 1e3, t.ci_high * 1e3)
-    k = metrics_of(r)[KERNELS]
+    figures = metrics_of(r)  # a latency's twin is named after it: latency_kernels
+    assert KERNELS not in figures and set(figures) == {"latency", "latency_kernels"}
+    k = figures["latency_kernels"]
     assert k["unit"] == "ms" and k["direction"] == "lower"
     assert k["median"] == pytest.approx(2.0, rel=1e-3) and k["ci_low"] < 2.0 < k["ci_high"]
 

@@ -3,6 +3,8 @@
 import textwrap
 import types
 
+import pytest
+
 from pytest_gpuperf.outputs.text import markdown_table, md_cell, plain, table
 
 from .gateproject import FAST
@@ -78,7 +80,43 @@ def test_a_change_without_an_interval_detects_nothing_it_can_name():
     r.verdicts = {"throughput": {"status": "inconclusive", "change": 22.1208, "uncertainty": None,
                                  "tolerance": 0.03, "mde": 0.03, "reason": "one session"}}  # fmt: skip
     (row,) = verdict_rows([r], [])
-    assert row[4] == "+2212.08%" and row[5] == "- (3.0%)"
+    assert row[4] == "+2212.08% faster" and row[5] == "- (3.0%)"
     r.verdicts["throughput"]["uncertainty"] = 0.05
     (row,) = verdict_rows([r], [])
     assert row[5] == "3.0% (3.0%)"
+
+
+@pytest.mark.parametrize(
+    ("name", "direction", "change", "word"),
+    [
+        ("throughput", "higher", 2.75, "faster"),  # +275% throughput: faster
+        ("throughput", "higher", -0.091, "slower"),
+        ("latency", "lower", 31.4, "slower"),  # +3140% latency: slower, never "faster"
+        ("latency", "lower", -0.02, "faster"),
+        ("latency_per_clock", "lower", 0.05, "slower"),
+        ("throughput_kernels", "higher", -0.05, "slower"),
+        ("peak_allocated", "lower", 0.10, "worse"),  # memory: better or worse
+        ("peak_allocated", "lower", -0.10, "better"),
+        ("value", "higher", 0.10, "better"),  # a recorded figure by its own direction
+        ("value", "lower", 0.10, "worse"),
+    ],
+)
+def test_a_change_says_in_a_word_what_it_means(name, direction, change, word):
+    """A latency and a throughput shared a column whose signs meant opposite things
+    (+3140% worse, +275% better): the sign stays the figure's own, the word says which."""
+    from pytest_gpuperf.outputs.text import change_text
+
+    worse = -change if direction == "higher" else change
+    v = {"status": "inconclusive", "change": change, "worse": worse, "uncertainty": 0.01}
+    assert change_text(name, v) == f"{change * 100:+.2f}% ±1.00% {word}"
+    assert change_text(name, {**v, "worse": None}, direction) == f"{change * 100:+.2f}% ±1.00% {word}"
+
+
+def test_a_change_that_rounds_to_zero_or_is_unknown_has_no_word():
+    from pytest_gpuperf.outputs.text import change_text
+
+    v = {"change": -0.0, "worse": 0.0, "uncertainty": 0.0}
+    assert change_text("peak_allocated", v) == "-0.00% ±0.00%"
+    assert change_text("latency", {**v, "change": 0.00004, "worse": 0.00004}) == "+0.00% ±0.00%"
+    assert change_text("latency", {"change": None}) == "-"
+    assert change_text("latency", {"change": 0.1, "worse": None, "uncertainty": None}) == "+10.00%"

@@ -12,6 +12,7 @@ from pytest_gpuperf.cli.main import InputError, compare_files
 from pytest_gpuperf.judging.explain import missing
 from pytest_gpuperf.outputs.runfile import (
     ResultsFileError,
+    read_results,
     read_run,
     run_count,
     summary_from_payload,
@@ -128,3 +129,37 @@ def test_the_valid_documents_are_valid(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps(VALID_RESULTS))
     rows, failed, _, _, _, _ = compare_files(tmp_path / "r.json", tmp_path / "cpu.json")
     assert rows[0][0] == "UNCHANGED" and failed is False
+
+
+def _latency_result():
+    from pytest_gpuperf.core.results import Result, Throughput
+
+    r = Result("t.py::test_lat", None, "calls", 1.0, higher_is_better=False)
+    r.throughput = Throughput("ms", 2.0, 1.99, 2.01)
+    r.verdicts = {"latency": {"status": "unchanged", "change": 0.001, "worse": 0.001},
+                  "latency_kernels": {"status": "unchanged"},
+                  "peak_allocated": {"status": "unchanged"}}  # fmt: skip
+    return r
+
+
+def test_a_latency_is_written_as_latency_and_an_older_files_throughput_read_as_one():
+    """Before 2026-12-02 a latency was written under "throughput", its verdicts too: read back,
+    this version names it latency; a result holding both names is refused."""
+    from pytest_gpuperf.core.results import Result
+
+    r = _latency_result()
+    d = json.loads(json.dumps(r.to_dict()))
+    assert "throughput" not in d and d["latency"]["unit"] == "ms"
+    assert Result.from_dict(d) == r
+    old = {k: v for k, v in d.items() if k != "latency"}
+    old["throughput"] = d["latency"]
+    old["verdicts"] = {"throughput": d["verdicts"]["latency"],
+                       "throughput_kernels": d["verdicts"]["latency_kernels"],
+                       "peak_allocated": d["verdicts"]["peak_allocated"]}  # fmt: skip
+    back = Result.from_dict(old)
+    assert back == r and list(back.verdicts) == ["latency", "latency_kernels", "peak_allocated"]
+    assert read_results([old], "f")[0].verdicts == r.verdicts
+    with pytest.raises(ValueError, match="holds both 'latency' and 'throughput'"):
+        Result.from_dict({**d, "throughput": d["latency"]})
+    tp = {**old, "higher_is_better": True}  # a throughput's names stay as they are
+    assert list(Result.from_dict(tp).verdicts) == ["throughput", "throughput_kernels", "peak_allocated"]

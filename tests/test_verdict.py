@@ -101,8 +101,7 @@ def test_t_quantiles_match_the_tables():
 
 # ------------------------------------------------------ power state, A/B, false alarms
 
-from pytest_gpuperf.baseline.history import PER_CLOCK  # noqa: E402
-from pytest_gpuperf.core.figures import metrics_of  # noqa: E402
+from pytest_gpuperf.core.figures import PER_CLOCK, metrics_of  # noqa: E402
 from pytest_gpuperf.core.results import Result, Throughput  # noqa: E402
 from pytest_gpuperf.core.stats import summarize  # noqa: E402
 from pytest_gpuperf.judging.judge import as_verdict, judge_run  # noqa: E402

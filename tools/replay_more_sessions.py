@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pytest_gpuperf.baseline.history import environment
 from pytest_gpuperf.baseline.store import load
+from pytest_gpuperf.core.figures import TIMED
 from pytest_gpuperf.judging.judge import judge_run
 from pytest_gpuperf.outputs.runfile import read_run
 from pytest_gpuperf.run.baseline import save_run
@@ -35,7 +36,7 @@ def decided(baseline: Path, run: Path, tolerance: float | None) -> tuple[int, in
         environment(data["device"], None),
         tolerance=tolerance,
     )
-    tp = [r.verdicts["throughput"] for r in summary.results if "throughput" in r.verdicts]
+    tp = [v for r in summary.results for n, v in r.verdicts.items() if n in TIMED]
     tp = [v for v in tp if v["status"] != "missing"]
     regressed = sum(v["status"] == "regressed" for r in summary.results for v in r.verdicts.values())
     return sum(v["status"] in DECIDED for v in tp), len(tp), regressed

@@ -20,13 +20,14 @@ def main() -> None:
         meds, flags = [], set()
         for run in runs:
             for r in run["results"]:
-                if r["key"] == key and r["throughput"]:
-                    meds.append(r["throughput"]["median"])
+                fig = r.get("throughput") or r.get("latency")  # a latency's, since 0.3
+                if r["key"] == key and fig:
+                    meds.append(fig["median"])
                     if r.get("launch_bound"):
                         flags.add(f"launch-bound (busy {r['busy_fraction']:.0%})")
                     elif r.get("busy_fraction") is not None:
                         flags.add(f"busy {r['busy_fraction']:.0%}")
-                    unit = r["throughput"]["unit"]
+                    unit = fig["unit"]
         if not meds:
             continue
         m = statistics.median(meds)

@@ -15,7 +15,15 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.figures import COMPUTE, LAUNCH, MEMORY, PER_CLOCK, RECORDED, classify
+from ..core.figures import (
+    COMPUTE,
+    LAUNCH,
+    MEMORY,
+    RECORDED,
+    TIMED,
+    classify,
+    per_clock_name,
+)
 
 ENV_PACKAGES = ("torch", "transformers", "peft", "bitsandbytes")
 HISTORY = 10  # session medians kept per metric, and the window judged (the newest)
@@ -66,7 +74,7 @@ def metric_class(name: str, base_m: dict[str, Any], entry: dict[str, Any]) -> st
         return MEMORY if base_m.get("unit") == "bytes" else RECORDED
     if name not in ("peak_reserved", "peak_allocated") and launch:
         return LAUNCH
-    if PER_CLOCK in (entry.get("metrics") or {}) and name == "throughput":
+    if name in TIMED and per_clock_name(name) in (entry.get("metrics") or {}):
         return COMPUTE
     return classify(name, str(base_m.get("unit")), launch_bound=False, bound=None, declared=None)
 

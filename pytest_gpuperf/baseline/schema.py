@@ -40,6 +40,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.figures import (  # the checker of one figure, shared with gpu_benchmark
+    KERNELS,
+    PER_CLOCK,
+    THROUGHPUT,
     metric_problem,
     metrics_of,
     number_problem,
@@ -47,6 +50,7 @@ from ..core.figures import (  # the checker of one figure, shared with gpu_bench
     session_problem,
     text_or_none,
 )
+from ..core.results import latency_name
 from .history import HISTORY  # session medians kept per metric (and judged)
 
 if TYPE_CHECKING:
@@ -116,6 +120,75 @@ def migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+OLD_LATENCY_NAMES = (THROUGHPUT, PER_CLOCK, KERNELS)  # a latency's figures before 2026-12-02
+
+
+def migrate_latency(data: dict[str, Any]) -> dict[str, Any]:
+    """A latency saved before 2026-12-02 (its figure under `throughput` with direction
+    lower, its twins under `throughput_per_clock` and `throughput_kernels`) as named now:
+    `latency`, `latency_per_clock`, `latency_kernels`, each with its history whole. Where
+    an entry holds both names of one figure (an older version saved beside a newer one),
+    their sessions are merged when unit and direction agree, else the old name is kept as
+    it is. Nothing is dropped; the file on disk changes only when a save rewrites it."""
+    entries = data.get("entries")
+    if not isinstance(entries, dict):
+        return data
+    out: dict[str, Any] = {}
+    for key, entry in entries.items():
+        metrics = entry.get("metrics") if isinstance(entry, dict) else None
+        old = metrics.get(THROUGHPUT) if isinstance(metrics, dict) else None
+        if isinstance(old, dict) and old.get("direction") == "lower":
+            assert isinstance(metrics, dict)
+            entry = {**entry, "metrics": _latency_metrics(metrics)}
+        out[key] = entry
+    return {**data, "entries": out}
+
+
+def _latency_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    """One entry's metrics with a latency's old names renamed (migrate_latency)."""
+    out: dict[str, Any] = {}
+    for name, m in metrics.items():
+        if name not in OLD_LATENCY_NAMES:
+            out.setdefault(name, m)  # a new name may already hold the old one's merge
+            continue
+        new = latency_name(name)
+        have = metrics.get(new)
+        if have is None:
+            out[new] = m
+        elif _same_kind(have, m):
+            out[new] = _merged_sessions(have, m)
+        else:  # another unit under the new name: both kept, the old one as it was
+            out[name] = m
+    return out
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    return (
+        isinstance(a, dict)
+        and isinstance(b, dict)
+        and isinstance(a.get("history"), list)
+        and isinstance(b.get("history"), list)
+        and (a.get("unit"), a.get("direction")) == (b.get("unit"), b.get("direction"))
+    )
+
+
+def _merged_sessions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """One figure saved under two names: the sessions of both in date order (one saved
+    under both names counted once), the summary of the one saved last."""
+
+    def last(m: dict[str, Any]) -> str:
+        return max((str(h.get("date") or "") for h in m["history"] if isinstance(h, dict)),
+                   default="")  # fmt: skip
+
+    items: list[Any] = []
+    for h in [*a["history"], *b["history"]]:
+        if h not in items:
+            items.append(h)
+    items.sort(key=lambda h: str(h.get("date") or "") if isinstance(h, dict) else "")
+    newest = a if last(a) >= last(b) else b
+    return {**newest, "history": items}
+
+
 def validate(path: Path, data: Any) -> BaselineFile:
     if not isinstance(data, dict):
         raise file_error(path, f"expected a JSON object, got {type(data).__name__}")
@@ -130,6 +203,7 @@ def validate(path: Path, data: Any) -> BaselineFile:
             f"schema version {data.get('version')!r} is not supported (this pytest-gpuperf "
             f"reads version {VERSION}); upgrade pytest-gpuperf or re-save the baseline",
         )
+    data = migrate_latency(data)
     profile = data.get("profile")
     if not isinstance(profile, str) or not profile:
         raise file_error(path, "missing 'profile'")

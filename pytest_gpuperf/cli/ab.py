@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.figures import PER_CLOCK, metrics_of
+from ..core.figures import PER_CLOCKS, metrics_of
 from ..core.results import Result
 from ..core.settings import FALSE_ALARM
 from ..fresh.abprobe import OUT, WATCH
@@ -69,7 +69,7 @@ def _figures(path: Path) -> Round:
     for d in results:
         r = Result.from_dict(d)
         for name, m in metrics_of(r).items():
-            if name != PER_CLOCK:
+            if name not in PER_CLOCKS:
                 out[(r.key, name)] = (m["median"], m["unit"], m["direction"] == "higher")
     return out
 

@@ -2,7 +2,10 @@
 its throughput (or latency), its per-clock figure, its peak memory, or a recorded value,
 each with its unit, direction and noise class (`metrics_of`); and the class of each
 result's figures in a run (`result_classes`: a derived figure takes its measurement's).
-The file's format around them is schema.py's. Pure: no I/O.
+A measured figure and its twins are named after it: `throughput`, `throughput_per_clock`,
+`throughput_kernels`, or for gpu_benchmark.latency `latency`, `latency_per_clock`,
+`latency_kernels` (`TIMED`, `per_clock_name`, `kernels_name`). The file's format around
+them is schema.py's. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -10,7 +13,24 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-PER_CLOCK = "throughput_per_clock"  # judged with the throughput of compute-bound work
+from .results import LATENCY, THROUGHPUT  # a result's figure_name: one of them, or "value"
+
+TIMED = (THROUGHPUT, LATENCY)  # a measured result's figure: one of these, by its direction
+
+
+def per_clock_name(timed: str) -> str:
+    """The per-clock twin of a measured figure (judged with it, for compute-bound work)."""
+    return f"{timed}_per_clock"
+
+
+def kernels_name(timed: str) -> str:
+    """The kernel-time twin of a measured figure (launch-bound work on a GPU)."""
+    return f"{timed}_kernels"
+
+
+PER_CLOCK = per_clock_name(THROUGHPUT)  # judged with the throughput of compute-bound work
+PER_CLOCKS = frozenset(per_clock_name(n) for n in TIMED)  # a throughput's and a latency's
+SPEED = frozenset((*TIMED, *PER_CLOCKS, *(kernels_name(n) for n in TIMED)))  # fast or slow
 BANDWIDTH = "bandwidth"
 COMPUTE = "compute"
 MODEL = "model"
@@ -43,7 +63,7 @@ def classify(
         return RECORDED
     if launch_bound:
         return LAUNCH
-    if bound == "compute" or metric == "throughput_per_clock":
+    if bound == "compute" or metric in PER_CLOCKS:
         return COMPUTE
     if unit == "GB/s":
         return BANDWIDTH
@@ -63,7 +83,7 @@ def result_classes(results: list[Result]) -> dict[str, str]:
     for r in results:
         if r.kind == "measured" and r.throughput is not None:
             out[r.key] = classify(
-                "throughput",
+                r.figure_name,
                 r.throughput.unit,
                 launch_bound=bool(r.launch_bound),
                 bound=r.bound,
@@ -84,11 +104,12 @@ def result_classes(results: list[Result]) -> dict[str, str]:
 
 
 PEAK = "peak_allocated"  # the gated memory figure (baseline schema 2)
-KERNELS = "throughput_kernels"  # launch-bound work: its figure in the GPU's own kernel time
+KERNELS = kernels_name(THROUGHPUT)  # launch-bound work: its figure in the GPU's kernel time
 
 
 def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict[str, Any]]:
-    """Baseline metrics of a result. Measured: throughput (higher is better) and, on a GPU,
+    """Baseline metrics of a result. Measured: throughput (higher is better; a latency,
+    lower is better, is named `latency`, and its twins after it) and, on a GPU,
     the step's own peak allocated memory (lower is better: memory growth is a regression
     too; the allocator's reservation depends on its cache, so it is not a figure); for
     compute-bound work its figure per SM clock cycle, for launch-bound work its figure in
@@ -107,10 +128,11 @@ def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict
     clock = result.clock_mhz
     if clock is not None:
         session["clock_mhz"] = clock
-    cls = noise_class or classify("throughput", t.unit, launch_bound=bool(result.launch_bound),
+    name = result.figure_name  # throughput, or latency (lower is better)
+    cls = noise_class or classify(name, t.unit, launch_bound=bool(result.launch_bound),
                                   bound=result.bound, declared=result.noise_class)  # fmt: skip
     out: dict[str, dict[str, Any]] = {
-        "throughput": {
+        name: {
             "unit": t.unit,
             "direction": "higher" if result.higher_is_better else "lower",  # lower: a latency
             "median": t.median,
@@ -127,10 +149,10 @@ def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict
         # power state out of it, so it never shares offsets or a pool with time figures),
         # launch-bound where the work is
         pc_cls = LAUNCH if cls == LAUNCH else CLOCK
-        out[PER_CLOCK] = {**_per_clock(result, clock), "n": result.time.n,
+        out[per_clock_name(name)] = {**_per_clock(result, clock), "n": result.time.n,
                           "noise_class": pc_cls, **session}  # fmt: skip
     if result.kernel_time is not None and result.kernel_time.n > 0:
-        out[KERNELS] = _kernels(result, gate, clock)
+        out[kernels_name(name)] = _kernels(result, gate, clock)
     if result.peak_allocated is not None:  # the step's own, the same in any test order
         v = float(result.peak_allocated)
         out[PEAK] = {"unit": "bytes", "direction": "lower", "median": v, "ci_low": v,
@@ -180,7 +202,7 @@ def _kernels(result: Result, gate: dict[str, Any], clock: float | None) -> dict[
         scale = t.median / result.time.median if result.time.median > 0 else 0.0
         low, mid, high = kt.ci_low * scale, kt.median * scale, kt.ci_high * scale
         direction = "lower"
-    cls = classify("throughput", t.unit, launch_bound=False, bound=result.bound,
+    cls = classify(result.figure_name, t.unit, launch_bound=False, bound=result.bound,
                    declared=result.noise_class)  # fmt: skip
     flags = [f for f in result.session_flags if f not in ("launch-bound", "noise-limited")]
     return {

@@ -240,6 +240,16 @@ class Result:
     def key(self) -> str:
         return f"{self.nodeid}::{self.metric}" if self.metric else self.nodeid
 
+    @property
+    def figure_name(self) -> str:
+        """The name of this result's figure in its results JSON, its baseline entry and
+        every output: `latency` for gpu_benchmark.latency (a time per call, lower is
+        better), `throughput` for any other measurement, `value` for a recorded figure.
+        The field holding it here is `throughput` whatever its name."""
+        if self.kind == "recorded":
+            return "value"
+        return THROUGHPUT if self.higher_is_better else LATENCY
+
     def flags(self) -> list[str]:
         """What a reader must know about how this number was obtained."""
         out = []
@@ -291,8 +301,11 @@ class Result:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as JSON data; a latency's figure under `latency`, not `throughput`."""
         d = asdict(self)
         d["key"] = self.key
+        if self.figure_name == LATENCY:
+            d[LATENCY] = d.pop("throughput")
         return d
 
     @classmethod
@@ -304,6 +317,7 @@ class Result:
         d = dict(d)
         d.pop("key", None)
         d.pop("remeasured", None)  # in-process re-measurement (before 0.2): never gates now
+        _latency_from_dict(d)
         for name in ("nodeid", "unit"):
             if not isinstance(d.get(name), str):
                 raise ValueError(f"result has no {name!r} string (got {d.get(name)!r})")
@@ -333,6 +347,36 @@ class Result:
             if _not_number(tol) or not 0 < tol < 1:
                 raise ValueError(f"{where}: config {name} must be a fraction, got {tol!r}")
         return r
+
+
+THROUGHPUT = "throughput"
+LATENCY = "latency"  # gpu_benchmark.latency's figure (before 2026-12-02: named "throughput")
+
+
+def _latency_from_dict(d: dict[str, Any]) -> None:
+    """A latency's figure back into the `throughput` field, and the names of an older
+    file's verdicts (a latency's were `throughput`, `throughput_kernels`) as this version
+    names them; a result holding both names of its figure is refused."""
+    if LATENCY in d:
+        if d.get("throughput") is not None:
+            raise ValueError(
+                f"result {d.get('nodeid')!r} holds both 'latency' and 'throughput': a "
+                "result has one figure"
+            )
+        d["throughput"] = d.pop(LATENCY)
+    verdicts = d.get("verdicts")
+    if d.get("kind", "measured") != "measured" or d.get("higher_is_better", True) is not False:
+        return
+    if isinstance(verdicts, dict) and any(k.startswith(THROUGHPUT) for k in verdicts):
+        d["verdicts"] = {
+            k if latency_name(k) in verdicts else latency_name(k): v for k, v in verdicts.items()
+        }
+
+
+def latency_name(name: str) -> str:
+    """A latency's figure name from the one an older version gave it: `throughput` ->
+    `latency`, `throughput_kernels` -> `latency_kernels` (any other name as it is)."""
+    return LATENCY + name[len(THROUGHPUT) :] if name.startswith(THROUGHPUT) else name
 
 
 def _plain_param(value: Any) -> bool:

@@ -15,14 +15,13 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..baseline.history import (
-    PER_CLOCK,
     env_for,
     incomparable_reason,
     restart_note,
     series_of,
     since_restart,
 )
-from ..core.figures import PEAK, metrics_of, result_classes
+from ..core.figures import PEAK, PER_CLOCKS, TIMED, metrics_of, per_clock_name, result_classes
 from ..core.results import Result
 from ..core.settings import BY_NAME, FALSE_ALARM
 from .busy import busy_verdicts
@@ -209,9 +208,9 @@ class _Gate:
         """One figure's verdict with these offsets removed; a throughput that got worse
         is judged with its per-clock figure too (a slower clock, not slower code)."""
         it_v = judge_item(it, self.model, offs, self.confidence)
-        if it.name == "throughput" and it.result.key in self.per_clock and it_v.worse is not None:
+        if it.name in TIMED and it.result.key in self.per_clock and it_v.worse is not None:
             cyc = judge_item(self.per_clock[it.result.key], self.model, offs, self.confidence)
-            base = base_clock(self.entries[it.result.key]["metrics"]["throughput"])
+            base = base_clock(self.entries[it.result.key]["metrics"][it.name])
             it_v = combine_clocked(it_v, cyc, base, it.metric.get("clock_mhz"))
         return it_v
 
@@ -229,7 +228,7 @@ def _judge_items(
     rests: set[str] = set()
     for it in items:
         out[it.result.key][it.name] = v = gate.verdict(it, removed)
-        twin = (f"{it.result.key}::{PER_CLOCK}",) if it.name == "throughput" else ()
+        twin = (f"{it.result.key}::{per_clock_name(it.name)}",) if it.name in TIMED else ()
         bounded = any(removed.get(k, (0.0, 0, False))[2] for k in (it.key, *twin))
         if (
             bounded
@@ -283,13 +282,13 @@ def _items(
             t = mem_tol if name == PEAK else tol
             v = decided_apart(m, base, name, why_not, t, params.exclude_session)
             if v is not None:
-                if name != PER_CLOCK:
+                if name not in PER_CLOCKS:
                     verdicts[name] = v
                 continue
             item = _item(r, name, m, t, models)
             if item is None:  # not a usable history (e.g. a non-finite value)
                 continue
-            if name == PER_CLOCK:
+            if name in PER_CLOCKS:
                 per_clock[r.key] = item
             else:
                 items.append(item)
@@ -302,7 +301,7 @@ def _failed(
     """A benchmark that produced no figure fails each metric its baseline has: a broken
     benchmark must not pass by measuring nothing."""
     for name in (base or {}).get("metrics", {}):
-        if name != PER_CLOCK:
+        if name not in PER_CLOCKS:
             why = r.error or "the benchmark produced no result"
             verdicts[name] = Verdict(FAILED, None, None, None, tol, why)
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.figures import CLASS_NAMES, PER_CLOCK
+from ..core.figures import CLASS_NAMES, TIMED, per_clock_name
 from ..core.results import Result
 from .noise import MIN_OFFSET_METRICS, SCREEN_P, ClassFit, NoiseModel, Spread, f_isf, leave_one_out
 from .verdict import (
@@ -96,8 +96,8 @@ def bounded_by_class_line(
     line = {(s.cls, s.gpu): s.verdict for s in shifts}
     for it in items:
         found = removed.get(it.key)  # a time figure's per-clock twin: only the throughput's
-        if found is None and it.name == "throughput":
-            found = removed.get(f"{it.result.key}::{PER_CLOCK}")
+        if found is None and it.name in TIMED:  # (or the latency's)
+            found = removed.get(f"{it.result.key}::{per_clock_name(it.name)}")
         v = out.get(it.result.key, {}).get(it.name)
         if found is None or v is None or v.status not in (REGRESSED, IMPROVED):
             continue
@@ -182,11 +182,10 @@ def run_offsets(
                     elif given is not None and i.key in given:
                         removed[i.key] = given[i.key]
             for i in its:
-                src = (
-                    removed.get(f"{source_of(i.result)}::throughput")
-                    if i.result.derived_from is not None
-                    else None
-                )
+                src = None
+                if i.result.derived_from is not None:  # its measurement's throughput or latency
+                    keys = (f"{source_of(i.result)}::{name}" for name in TIMED)
+                    src = next((removed[k] for k in keys if k in removed), None)
                 if src is not None:
                     removed[i.key] = src
     return shifts, removed
@@ -298,7 +297,8 @@ def cap_derived(results: list[Result], out: dict[str, dict[str, Verdict]]) -> No
         if r.derived_from is None or "value" not in out.get(r.key, {}):
             continue
         src_key = source_of(r)
-        src = out.get(src_key, {}).get("throughput")
+        figs = out.get(src_key, {})
+        src = next((figs[name] for name in TIMED if name in figs), None)  # or its latency
         v = out[r.key]["value"]
         if src is None or v.worse is None:
             continue
@@ -366,10 +366,10 @@ def class_shift(
         v = replace(v, reason=why)
     v = replace(v, basis=basis)
     keys = {i.result.key for i in mine}
-    # a per-clock figure is the twin of its result's throughput, never of another figure of
-    # the result (a launch-bound result's kernel-time figure is in the class of its kernels,
-    # its per-clock figure launch-bound)
-    timed = {i.result.key for i in mine if i.name == "throughput"}
+    # a per-clock figure is the twin of its result's throughput (or latency), never of another
+    # figure of the result (a launch-bound result's kernel-time figure is in the class of its
+    # kernels, its per-clock figure launch-bound)
+    timed = {i.result.key for i in mine if i.name in TIMED}
     twins = [p for p in clocked or [] if p.result.key in timed and p.result.derived_from is None]
     if twins and 2 * len(twins) >= len(mine) and v.worse is not None:
         shift = statistics.median(p.g for p in twins)  # the per-clock figures' own shift

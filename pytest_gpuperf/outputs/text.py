@@ -52,7 +52,7 @@ def result_rows(results: Iterable[Result]) -> list[list[str]]:
 
 
 def interval_text(r: Result) -> str:
-    """The throughput's 95% interval as a relative half-width, or why there is none."""
+    """The figure's 95% interval as a relative half-width, or why there is none."""
     assert r.time is not None and r.throughput is not None
     if not r.time.ci_exact:
         return f"none (n={r.time.n})"  # too few samples for an interval of the median
@@ -72,7 +72,8 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-RESULT_HEADER = ["benchmark", "throughput", "95% CI", "median/call", "n", "peak mem", "notes"]
+# "figure": a throughput, a latency (ms, lower is better) or a recorded value, by its unit
+RESULT_HEADER = ["benchmark", "figure", "95% CI", "median/call", "n", "peak mem", "notes"]
 
 
 def json_safe(obj: Any) -> Any:
@@ -108,12 +109,7 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
             v = verdicts.get(name)
             if v is None:
                 continue
-            change = "-"
-            if v.get("change") is not None:
-                unc = v.get("uncertainty")
-                change = f"{v['change'] * 100:+.2f}%" + (
-                    f" ±{unc * 100:.2f}%" if unc is not None else ""
-                )
+            change = change_text(name, v, m.get("direction"))
             tol = f"{v['tolerance'] * 100:.1f}%" if v.get("tolerance") else "-"
             mde = v.get("mde")  # no interval (one session): nothing it can be said to detect
             known = mde is not None and v.get("uncertainty") is not None
@@ -148,6 +144,27 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
         rows.append((SEVERITY["missing"], ["MISSING", key, "-", "-", "-", "-", "not measured"]))
     rows.sort(key=lambda t: t[0])
     return [r for _, r in rows]
+
+
+def change_text(name: str, v: dict[str, Any], direction: str | None = None) -> str:
+    """A verdict's change cell: the figure's own relative change, signed as the figure
+    moved (a throughput +3% is higher, a latency +3% longer), its interval, and what that
+    means in a word: `faster` or `slower` for a figure of speed (a throughput, a latency
+    and their twins), `better` or `worse` for any other (memory, a recorded figure); no
+    word for a change that rounds to zero. "-": no change (a new figure, a failure)."""
+    from ..core.figures import SPEED
+
+    change, unc = v.get("change"), v.get("uncertainty")
+    if change is None:
+        return "-"
+    text = f"{change * 100:+.2f}%" + (f" ±{unc * 100:.2f}%" if unc is not None else "")
+    worse = v.get("worse")
+    if worse is None and direction in ("higher", "lower"):  # a file without it: the sign
+        worse = -change if direction == "higher" else change
+    if worse is None or round(change * 100, 2) == 0:
+        return text
+    words = ("slower", "faster") if name in SPEED else ("worse", "better")
+    return f"{text} {words[0] if worse > 0 else words[1]}"
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

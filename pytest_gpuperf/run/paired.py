@@ -229,13 +229,13 @@ def _round_figures(measured: Any) -> dict[str, list[dict[tuple[str, str], float]
 def _paired_figures(todo: list[tuple[Result, str, str]], measured: Any) -> list[Any]:
     """The stage's figures: each re-measured one, and beside a compute-bound throughput its
     per-clock twin where every round has it (judged together, as stage 1 judges them)."""
-    from ..core.figures import CLOCK, PER_CLOCK
+    from ..core.figures import CLOCK, TIMED, per_clock_name
     from ..judging.stage2 import PairedFigure
 
     per, n = _round_figures(measured), len(measured.pair)
     out = []
     for r, metric, cls in todo:
-        names = [(metric, cls)] + ([(PER_CLOCK, CLOCK)] if metric == "throughput" else [])
+        names = [(metric, cls)] + ([(per_clock_name(metric), CLOCK)] if metric in TIMED else [])
         for name, c in names:
             k = (r.key, name)
             if all(k in per[s][i] for s in ("base", "head") for i in range(n)):
@@ -253,7 +253,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     """Judge the rounds and write the stage-2 verdicts of the figures it decides (the
     first stage's kept in `stage1`); the count of each status. A compute-bound throughput
     regresses only in time AND per clock cycle, as in stage 1 (verdict.combine_clocked)."""
-    from ..core.figures import PER_CLOCK
+    from ..core.figures import TIMED, per_clock_name
     from ..judging.judge import tolerances, verdict_dict
     from ..judging.stage2 import judge_paired
     from ..judging.verdict import combine_clocked
@@ -264,7 +264,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     counts: dict[str, int] = {}
     for r, metric, _ in todo:
         v = verdicts[(r.key, metric)]
-        twin = verdicts.get((r.key, PER_CLOCK)) if metric == "throughput" else None
+        twin = verdicts.get((r.key, per_clock_name(metric))) if metric in TIMED else None
         if twin is not None and r.bound == "compute":
             v = combine_clocked(v, twin, None, None, "each round at its own SM clock")
         first = dict(r.verdicts[metric])

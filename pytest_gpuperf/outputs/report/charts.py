@@ -235,7 +235,7 @@ def _panel_key(r: Result, swept: bool) -> tuple[int, str, str]:
     test sweeps itself are one metric each: they share the panel of their unit."""
     if r.kind == "recorded":
         return (2, _unit(r) if swept else r.metric or "value", _unit(r))
-    return (0, "throughput" if swept or not r.metric else r.metric, _unit(r))
+    return (0, r.figure_name if swept or not r.metric else r.metric, _unit(r))
 
 
 def _label(params: dict[str, Any], names: Iterable[str], run: Run) -> str:
