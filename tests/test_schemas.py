@@ -87,7 +87,7 @@ def test_the_schemas_know_every_field_and_name_the_plugin_knows():
     b, r = schema("baseline")["$defs"], schema("results")["$defs"]
     assert b["metric"]["properties"]["noise_class"]["enum"] == list(CLASSES)
     assert r["verdict"]["properties"]["status"]["enum"] == list(SEVERITY)
-    assert set(r["result"]["properties"]) == {f.name for f in fields(Result)} | {"key", "remeasured"}
+    assert set(r["result"]["properties"]) == {f.name for f in fields(Result)} | {"key", "remeasured", "latency"}
     assert set(r["summary"]["properties"]) == set(r["summary"]["required"]) == {f.name for f in fields(Summary)}
     assert set(r["throughput"]["properties"]) == {f.name for f in fields(Throughput)}
     assert r["result"]["additionalProperties"] is False  # the reader refuses unknown fields
@@ -262,6 +262,8 @@ BAD_RESULTS = {
     "a time summary without its median": _edit(lambda d: d["results"][0]["time"].pop("median")),
     "a confidence of 99": _edit(lambda d: d.update(confidence=99)),
     "a tolerance of 3 (not a fraction)": _edit(lambda d: d["results"][0]["config"].update(tolerance=3)),
+    "a result with both a throughput and a latency": _edit(
+        lambda d: d["results"][0].update(latency=d["results"][0]["throughput"])),
 }
 
 
