@@ -1,0 +1,19 @@
+#!/bin/sh
+# The two-stage gate in gate-sim's fast simulator: stage 1 (vecgate.new of 2026-12-01, at 0.5%,
+# with the fresh-process confirmation) + stage 2 (6 paired rounds, at 0.5%), tolerance 3%.
+#   sh run_fast.sh            launch-bound figures as they are (wall time, left to stage 1)
+#   sh run_fast.sh 0.011      launch-bound figures given a GPU kernel-time figure with 1.1% spread,
+#                             in the model class, re-measured in stage 2 (any spread: sh run_fast.sh 0.02)
+# Needs numpy and scipy (e.g. /work/venv). Prints the table to stdout.
+set -e
+HERE=$(cd "$(dirname "$0")" && pwd)
+SIM=${GATE_SIM:-/work/shared/gate-sim}
+T=$(mktemp -d)
+cp -r "$SIM/." "$T"                                   # sim.py and noise_model.json (gate-sim is not edited)
+cp "$HERE/../gate-sim-2026-12-01/vecgate.py" "$HERE/../gate-sim-2026-12-01/evaluate.py" "$T/fast/"
+cp "$HERE/evaluate_paired.py" "$T/fast/"
+cd "$T/fast"
+LB=${1:-0}
+nice -n 10 python3 evaluate_paired.py --sim-dir .. --aa 20000 --det 2000 --ks 3,5,10 --tols 0.03 \
+    --fa 0.005 --fa2 0.005 --scens aa,d5,d10,cw5 --lb-gpu "$LB" \
+    --pair-r "${PAIR_R:-6}" --rules new+paired-proj+confirm,new+paired-projloo+confirm
