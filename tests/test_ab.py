@@ -69,6 +69,7 @@ def test_identical_base_and_head_pass(repo, monkeypatch):
     assert len(worktrees.stdout.splitlines()) == 1  # the base worktree was removed
 
 
+@pytest.mark.slow
 def test_a_five_percent_slower_head_is_flagged(repo):
     repo.makepyfile(test_b=BENCH.replace("spin(0.002)", "spin(0.0021)"))
     r = ab(repo.path)
@@ -80,6 +81,7 @@ def test_a_five_percent_slower_head_is_flagged(repo):
     assert ab(repo.path, "--warn-only").returncode == 0
 
 
+@pytest.mark.slow
 def test_a_benchmark_missing_at_the_base_is_new(repo):
     repo.makepyfile(test_b=BENCH + "\n\ndef test_more(gpu_benchmark):\n    gpu_benchmark(lambda: spin(0.001))\n")
     r = ab(repo.path)
@@ -113,6 +115,7 @@ def test_bad_input_exits_2(repo, tmp_path, setup, args, message):
     assert message in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_a_side_that_cannot_run_is_exit_2_with_its_output(repo):
     repo.makepyfile(test_b="import nonexistent_module_xyz\n")  # the head cannot even collect
     r = ab(repo.path)
@@ -124,6 +127,7 @@ def test_a_side_that_cannot_run_is_exit_2_with_its_output(repo):
     assert any(line.startswith("  ") and "nonexistent_module_xyz" in line for line in r.stderr.splitlines())
 
 
+@pytest.mark.slow
 def test_a_base_missing_its_submodule_says_how_to_check_it_out(repo, tmp_path):
     """git worktree add leaves submodules empty: the base's ModuleNotFoundError alone did
     not say why, nor what to do."""
@@ -150,6 +154,7 @@ def test_a_base_missing_its_submodule_says_how_to_check_it_out(repo, tmp_path):
     assert "UNCHANGED  test_b.py::test_spin" in r.stdout
 
 
+@pytest.mark.slow
 def test_untracked_files_the_head_ran_are_named_in_what_it_is(repo):
     """A conftest.py not yet added ran in the head's rounds (the base has none): the head
     is not 'HEAD <commit>'. Untracked files it did not import are not named."""
@@ -168,6 +173,7 @@ def test_untracked_files_the_head_ran_are_named_in_what_it_is(repo):
     assert " plus untracked file(s) sub/conftest.py)\n" in r.stdout
 
 
+@pytest.mark.slow
 def test_a_ref_by_commit_message_is_a_base(repo):
     """`:/message` (the youngest commit whose message matches) is a valid ref: with
     `^{commit}` appended it searched for 'base^{commit}' and was refused."""
@@ -207,6 +213,7 @@ def test_a_unit_or_direction_that_differs_is_incomparable_never_converted(base, 
     assert not report["regressed"]
 
 
+@pytest.mark.slow
 def test_a_figure_recorded_in_another_unit_at_the_head_is_incomparable_end_to_end(repo):
     record = "def test_r(gpu_benchmark):\n    gpu_benchmark.record('lat', {}, {!r})\n"
     repo.makepyfile(test_r=record.format(5.0, "ms"))
@@ -362,6 +369,7 @@ def test_ab_outputs_on_one_file_or_a_baseline_are_refused(repo):
     assert baseline.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_an_output_that_fails_after_the_rounds_is_exit_2_not_a_regression(repo, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -538,6 +546,7 @@ def editable_src_project(tmp_path, *pip_args):
     return repo, python
 
 
+@pytest.mark.slow
 def test_a_src_layout_installed_editable_measures_the_base_s_own_code(tmp_path, monkeypatch):
     """`pip install -e .` of a src layout puts <repo>/src on sys.path: the base imported
     the head's code and a 30% slowdown read UNCHANGED +0.00%."""
@@ -552,6 +561,7 @@ def test_a_src_layout_installed_editable_measures_the_base_s_own_code(tmp_path, 
     assert "REGRESSED  tests/test_w.py::test_work  throughput" in r.stdout and "-23.08%" in r.stdout
 
 
+@pytest.mark.slow
 def test_a_base_that_imports_the_checkout_s_code_is_refused_naming_the_file(tmp_path, monkeypatch):
     """An editable install in strict mode maps the package through a link tree under
     <repo>/build, which the base worktree does not have: the base round imports the head's

@@ -63,6 +63,7 @@ def test_save_then_compare_then_fail_on_a_slowdown(project, monkeypatch):
     assert "re-measured 1 test" not in fast_fail.stdout.str()
 
 
+@pytest.mark.slow
 def test_the_reproduce_command_re_runs_just_that_test_and_shows_everywhere(project, monkeypatch):
     """Issue #33, 4: a REGRESSED line ends with the command that re-runs just that test
     against the same baseline file and profile; the gate's JUnit failure and the step
@@ -177,6 +178,7 @@ def test_the_fresh_process_writes_no_step_summary_of_its_own(monkeypatch, tmp_pa
     assert seen["X"] == "1" and "GITHUB_STEP_SUMMARY" not in seen and "PYTEST_XDIST_WORKER" not in seen
 
 
+@pytest.mark.slow
 def test_the_fresh_process_runs_no_workers_when_the_ini_asks_for_them(project, monkeypatch):
     """`addopts = -n 2 --dist loadgroup` in the ini reaches the fresh process too (it reads
     the same ini): it must run the flagged test itself, not in workers, nor stop on -n."""

@@ -46,6 +46,7 @@ def _files(root: Path) -> set[str]:
     return out
 
 
+@pytest.mark.slow
 def test_a_confirmation_writes_none_of_the_runs_outputs(project, monkeypatch):
     """`addopts = --benchmark-json=bj.json` made the confirmation's fresh process write
     bj.json (1 benchmark, baselines off, no verdicts), and the run then skipped its own

@@ -59,6 +59,7 @@ def run(p, *args):
     return p.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "-rs", *args)
 
 
+@pytest.mark.slow
 def test_a_two_gpu_test_runs_after_the_workers_is_saved_and_judged(host, monkeypatch):
     import xml.etree.ElementTree as ET
 
@@ -100,6 +101,7 @@ def test_a_two_gpu_test_runs_after_the_workers_is_saved_and_judged(host, monkeyp
     assert [r["gpus_used"] for r in mine] == [2]
 
 
+@pytest.mark.slow
 def test_a_failing_deferred_test_fails_the_run(host):
     host.makepyfile(
         test_h="""
@@ -116,6 +118,7 @@ def test_broken():
     result.stdout.fnmatch_lines(["*RuntimeError: NCCL said no*"])
 
 
+@pytest.mark.slow
 def test_a_run_of_deferred_tests_alone_passes(host):
     """The workers run nothing (pytest would say exit 5, no tests); the deferred test ran."""
     result = run(host, "--gpuperf-baseline=off", "test_g.py::test_both_gpus")
@@ -323,6 +326,7 @@ def test_skipped():
 """
 
 
+@pytest.mark.slow
 def test_deferred_tests_are_reported_as_a_serial_run_reports_them(host):
     """xfail and xpass, a teardown error after a passed call (its figures kept), user
     properties in JUnit XML, a skip's line number: as pytest reports them without -n."""

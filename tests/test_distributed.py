@@ -53,6 +53,7 @@ def test_a_failing_rank_fails_with_its_traceback():
     assert no_children_left()
 
 
+@pytest.mark.slow
 def test_a_hung_rank_is_stopped_at_the_timeout():
     # Rank 1 never finishes, so only the timeout can end the call: no wall-time assertion is
     # needed to prove it. The timeout also covers starting the ranks (spawn, import torch),

@@ -83,6 +83,7 @@ def test_measured(gpu_benchmark):
 BLOCK = "import sys; sys.modules.update(dict.fromkeys({!r})); import pytest; sys.exit(pytest.main(sys.argv[1:]))"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [[], ["--gpuperf-info"], ["--gpuperf-profiles"]])
 def test_the_plugin_needs_none_of_the_optional_packages(pytester, args):
     """Markers, gpu_benchmark, --gpuperf-info and --gpuperf-profiles with transformers, peft,

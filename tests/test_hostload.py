@@ -162,6 +162,7 @@ def test_a_save_too_disturbed_to_be_a_baseline_is_refused_and_said(project, monk
         assert all(len(m["history"]) == 2 for m in entry["metrics"].values())
 
 
+@pytest.mark.slow
 def test_cpu_benchmarks_under_xdist_are_warned_about_once(pytester):
     vclock.add_to(pytester)
     pytester.makepyfile(test_b=BENCH)

@@ -1,6 +1,8 @@
 """GitHub Actions annotations (outputs/github.py): a regression shows as an ::error at the
 failing test's file and line, escaped as workflow commands must be."""
 
+import pytest
+
 from pytest_gpuperf.outputs.github import error_annotations
 
 from .gateproject import FAST, saved
@@ -22,6 +24,7 @@ def test_each_gate_line_is_an_error_at_its_test():
     assert far.startswith("::error file=t/x.py,title=")
 
 
+@pytest.mark.slow
 def test_a_regression_is_annotated_on_github_actions_only(project, monkeypatch):
     saved(project, times=3)
     monkeypatch.setenv("SLOW", "1")

@@ -305,6 +305,7 @@ def _browser():
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
 
 
+@pytest.mark.slow
 def test_the_report_as_a_person_sees_it(tmp_path):
     """Opened from a file (as from a CI artifact), offline: no console error, every chart
     drawn, the verdict filter works; a screenshot is kept."""

@@ -245,6 +245,7 @@ def test_a_file_with_thousands_of_tests_is_charted_within_the_limits(tmp_path, c
     assert time.process_time() - start < 120  # about 10 s on a loaded 2-core runner
 
 
+@pytest.mark.slow
 def test_charts_are_bounded_in_points(tmp_path, capsys):
     """Tests with many lines of many points: the report draws at most 3,000 points."""
     results = []
@@ -294,6 +295,7 @@ def mutants():
     return replace | remove
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(doc=mutants())
 def test_a_mutated_results_file_gives_a_report_or_one_clear_error(tmp_path, capsys, doc):

@@ -279,6 +279,7 @@ def test_a_shallow_clone_without_the_commit_keeps_stage_one_at_the_whole_budget(
                             "*paired stage off*is not in this clone*"])  # fmt: skip
 
 
+@pytest.mark.slow
 def test_figures_saved_at_another_commit_are_left_to_the_first_stage(repo, monkeypatch):
     """test_a's sessions are at the first commit; test_b is saved again at a second, which
     made test_a 10% slower: building the second for test_a would measure the slowdown on
@@ -299,6 +300,7 @@ def test_figures_saved_at_another_commit_are_left_to_the_first_stage(repo, monke
     assert got["test_q.py::test_other"]["paired"]["rounds"] == 6
 
 
+@pytest.mark.slow
 def test_a_base_that_imports_an_installed_copy_of_the_head_is_refused(
     pytester, monkeypatch, tmp_path
 ):

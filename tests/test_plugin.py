@@ -99,6 +99,7 @@ def test_new_name(gpu_cast_audit):
 """
 
 
+@pytest.mark.slow
 def test_the_old_cast_audit_name_still_works_and_warns_naming_the_new_one(pytester):
     pytester.makepyfile(test_casts=CASTS)
     result = pytester.runpytest("-p", "no:cacheprovider", "-W", "always")

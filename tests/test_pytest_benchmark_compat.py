@@ -198,6 +198,7 @@ def test_the_synchronised_timer_is_an_opt_in(pytester, how):
 PB = "def test_pb(benchmark):\n    benchmark(sum, range(10))\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["ini", "pyproject", "env"])
 def test_a_timer_chosen_in_addopts_or_the_environment_is_kept(pytester, monkeypatch, where):
     pytester.makepyfile(test_pb=PB)
@@ -213,6 +214,7 @@ def test_a_timer_chosen_in_addopts_or_the_environment_is_kept(pytester, monkeypa
     assert "synchronized_perf_counter" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_compare_with_runs_saved_without_the_plugin_gives_no_warning(pytester):
     pytester.makepyfile(test_pb=PB)
     store = f"file://{pytester.path}/store"

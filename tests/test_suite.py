@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -35,6 +37,7 @@ def test_the_smoke_tier_is_one_benchmark_per_family():
     assert len(smoke) < len(full) / 3
 
 
+@pytest.mark.slow
 def test_the_scale_tier_holds_the_large_models_and_the_full_suite_the_rest():
     everything = collect()
     scale = collect("-m", "scale")
@@ -104,6 +107,7 @@ OOM_PLUGIN = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_batch_that_runs_out_of_memory_is_recorded(tmp_path):
     (tmp_path / "oom_plugin.py").write_text(OOM_PLUGIN)
     out = tmp_path / "run.json"

@@ -265,6 +265,7 @@ def test_padded_step_masks_the_padding():
     assert torch.allclose(tr2.step_padded(garbage, mask), loss)
 
 
+@pytest.mark.slow
 def test_importing_bitsandbytes_and_peft_prints_no_deprecation_warning():
     """The shipped suite's output stays free of torch's own torch.jit.script_method warning,
     which importing bitsandbytes (and so peft) triggers: checked in a fresh interpreter,
