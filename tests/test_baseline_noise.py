@@ -218,7 +218,7 @@ def test_a_verdict_does_not_depend_on_the_process_s_hash_seed():
 def test_a_session_id_is_fresh_whatever_the_environment(monkeypatch):
     """history read PYTEST_GPUPERF_SESSION, which nothing set (the workers never save):
     a stray value in the environment gave every run the same session id."""
-    from pytest_gpuperf.baseline.history import new_session_id
+    from pytest_gpuperf.core.ids import new_session_id
 
     monkeypatch.setenv("PYTEST_GPUPERF_SESSION", "stray")
     a, b = new_session_id(), new_session_id()

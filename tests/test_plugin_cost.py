@@ -18,6 +18,9 @@ HEAVY = (
     "pytest_gpuperf.judging",
     "pytest_gpuperf.baseline.store",
     "pytest_gpuperf.baseline.schema",
+    "pytest_gpuperf.baseline.history",  # and with it the results model (core.results, stats)
+    "pytest_gpuperf.core.results",
+    "pytest_gpuperf.core.stats",
     "pytest_gpuperf.outputs",
 )
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import socket
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,12 +38,6 @@ class Series:
     values: tuple[float, ...]
     derived: bool = False  # computed from another series' measurement: takes, never gives
     higher: bool = True  # higher is better; False: fitted on -log (a latency)
-
-
-def new_session_id() -> str:
-    """A fresh session id for this run. Only the process that saves (the pytest-xdist
-    controller, never a worker) writes it into the baseline's history."""
-    return uuid.uuid4().hex[:12]
 
 
 def host() -> str:

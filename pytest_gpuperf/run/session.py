@@ -45,7 +45,7 @@ class GpuPerfSession:
         self.save_failed = False  # a requested baseline save that did not happen
         self.saved = False  # this run's results entered the baseline file
         self.output_failed = False  # a requested output file that could not be written
-        from ..baseline.history import new_session_id
+        from ..core.ids import new_session_id
 
         self.session_id = new_session_id()  # saved with each history item
         self.base = RunBaseline(options, self.session_id)  # the baseline file, verdicts, save
