@@ -89,6 +89,10 @@ def _whole(value: Any, minimum: int) -> int:
     return value
 
 
+def thread_count(value: Any) -> int:
+    return _whole(value, 0)
+
+
 MAX_SAMPLES = 100_000  # the engine's own cap on samples per benchmark
 FALSE_ALARM = 0.01  # the default run-wide false-alarm rate (--gpuperf-false-alarm)
 
@@ -182,6 +186,15 @@ SETTINGS: tuple[Setting, ...] = (
         "flag results whose GPU busy fraction is below this as launch-bound",
     ),
     Setting("busy_check", boolean, True, True, "measure the GPU busy fraction (CUDA only)"),
+    Setting(
+        "cpu_threads",
+        thread_count,
+        0,
+        1,
+        "torch's intra-op threads while a CPU benchmark is measured (0: torch's own choice); "
+        "one by default, so that other work on the host preempts whole samples, which are "
+        "left out, instead of stalling a team of threads in every sample",
+    ),
     Setting("telemetry_interval", positive, 0.05, 0.05, "seconds between NVML samples"),
     Setting("tolerance", fraction, 0.03, 0.03, "throughput change tolerated before a regression"),
     Setting(
@@ -224,6 +237,7 @@ class MeasureConfig:
     cuda_graph: bool
     launch_bound_threshold: float
     busy_check: bool
+    cpu_threads: int
     telemetry_interval: float
     tolerance: float
     memory_tolerance: float

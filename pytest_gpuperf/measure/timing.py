@@ -227,6 +227,7 @@ def measure(
     torch: Any = None
     if backend == "cuda":
         import torch
+    threads = _cpu_threads(cfg) if backend == "cpu" else None
     try:
         _measure_into(result, fn, cfg, torch, telemetry)
     except Exception as exc:
@@ -243,7 +244,24 @@ def measure(
                 + "; its memory was released"
             ) from None
         raise
+    finally:
+        if threads is not None:
+            threads[0].set_num_threads(threads[1])
     return result
+
+
+def _cpu_threads(cfg: MeasureConfig) -> tuple[Any, int] | None:
+    """Set torch's intra-op threads to cfg.cpu_threads for a CPU measurement, when torch is
+    already imported (a benchmark without torch is left alone, and torch is never imported
+    for it); (torch, the count to restore), or None when nothing was changed."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if cfg.cpu_threads <= 0 or torch is None or not hasattr(torch, "set_num_threads"):
+        return None
+    before = int(torch.get_num_threads())
+    torch.set_num_threads(cfg.cpu_threads)
+    return torch, before
 
 
 def clocks_over(telemetry: list[Any], windows: list[tuple[float, float]]) -> list[float] | None:
@@ -386,8 +404,11 @@ def _sample(
             # judged on the undisturbed samples where enough are (the ones summarised)
             kept, found = run.clock.kept(samples, cfg.min_samples)
             decision = decide(kept, elapsed, rule)
-            if found and not found["enough"] and 2 * found["preempted"] > found["samples"]:
-                k = max(1, k // 2)  # most were preempted: shorter samples, more run whole
+            if found and not found["enough"]:
+                if decision.reason in ("converged", "noise-limited"):
+                    decision = Decision(False, "", decision.rel_ci)  # precise, but disturbed
+                if 2 * found["preempted"] > found["samples"]:
+                    k = max(1, k // 2)  # most were preempted: shorter samples, more run whole
             if not decision.stop and len(samples) >= rule.max_samples:
                 decision = Decision(True, "max-samples", decision.rel_ci)
             if decision.stop:

@@ -227,7 +227,7 @@ class RunBaseline:
         if disturbed:  # refused, not flagged: its figure is the other work's (baselines.md)
             named = "; ".join(f"{n}: {w}" for n, w in sorted(disturbed.items()))
             line += f"; NOT SAVED: {len(disturbed)} test(s) {named}"
-        return line, failed
+        return line, failed or bool(disturbed)  # a refused save fails, as a gpu-shared one
 
 
 def key_collisions(results: Iterable[Result]) -> list[str]:
