@@ -171,7 +171,10 @@ def fresh_env(tmp_path_factory):
     # the environment's own: nothing of this tree on the path; and bytecode is written, so
     # that only the first of the runs below compiles the torch modules it imports
     drop = ("PYTHONPATH", "PYTEST_ADDOPTS", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
-    return python, {k: v for k, v in os.environ.items() if k not in drop}
+    # nor this run's pytest-xdist worker variables: under -n, a run there read them as its
+    # own and pytest-benchmark disabled itself ("xdist plugin is active"), writing no JSON
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("PYTEST_XDIST")}
+    return python, env
 
 
 @pytest.mark.slow
