@@ -107,10 +107,14 @@ def test_ddp_lora_scaling(gpu_benchmark, gpu, preset, batch, seq_len):
     r1 = gpu_benchmark.from_samples(one, work=tokens, unit="tokens", metric="1rank")
     r2 = gpu_benchmark.from_samples(two, work=WORLD * tokens, unit="tokens", metric=f"{WORLD}ranks")
     efficiency = r2.throughput.median / (WORLD * r1.throughput.median)
+    # on the CPU the ranks are processes sharing its cores: the ratio means nothing about
+    # scaling (it read 16.4), so there it is informational, never judged
     gpu_benchmark.record(
         "scaling_efficiency", efficiency, "fraction",
         note=f"{WORLD}-GPU tokens/s over {WORLD} x 1-GPU tokens/s, {batch} x {seq_len} tokens "
-        "per GPU" + ("" if gpu else " (CPU processes sharing cores: proves the flow only)"),
-        derived_from=f"{WORLD}ranks",
+        "per GPU" + ("" if gpu else " (CPU processes sharing cores: proves the flow only; "
+                     "informational, not judged)"),
+        gate=bool(gpu),
+        derived_from=f"{WORLD}ranks" if gpu else None,
     )  # fmt: skip
     assert efficiency > 0

@@ -328,3 +328,17 @@ def test_the_valid_run_is_valid(tmp_path, capsys):
     assert rc == 0, capsys.readouterr().err
     page = only_its_own_script(text)
     assert page.chart("test_finetune.py::test_lora_step: by batch").lines.count(2) >= 1
+
+
+def test_the_history_chart_has_one_legend_under_its_panels_not_one_over_each():
+    pytest.importorskip("matplotlib")
+    from pytest_gpuperf.outputs.report.plot import history_svg
+
+    hist = [{"median": 100.0 + i, "ci_low": 99.0 + i, "ci_high": 101.0 + i} for i in range(3)]
+    picks = [(f"t.py::t{i} throughput", status, "tokens/s", hist, {"median": 90.0})
+             for i, status in enumerate(("regressed", "unchanged", "improved", "unchanged"))]  # fmt: skip
+    svg = history_svg(picks)
+    # a legend inside each panel (matplotlib's "best" place) covered the points it explains
+    assert svg.count('id="legend_') == 1, svg.count('id="legend_')
+    for label in ("saved sessions", "this run: regressed", "this run: unchanged", "this run: improved"):
+        assert label in svg

@@ -126,3 +126,20 @@ def test_a_batch_that_runs_out_of_memory_is_recorded(tmp_path):
     recorded = keys["test_generate_scale[tiny-nf4-b2]::oom_batch"]
     assert recorded["throughput"]["median"] == 2
     assert "out of memory at batch 2" in " ".join(recorded["notes"])
+
+
+@pytest.mark.slow
+def test_the_cpu_ddp_scaling_efficiency_is_informational(tmp_path):
+    # two CPU processes sharing the cores read a "scaling efficiency" of 16.4: meaningless,
+    # so on the CPU it is shown, never judged (on two GPUs it is judged, derived from 2ranks)
+    out = tmp_path / "run.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmarks/test_multigpu.py", "-k", "ddp", "-q",
+         "-p", "no:cacheprovider", "--gpuperf-baseline=off", f"--gpuperf-json={out}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    keys = {r["key"].rsplit("::", 1)[1]: r for r in json.loads(out.read_text())["results"]}
+    eff = keys["scaling_efficiency"]
+    assert eff["gate"] is False and "not judged" in " ".join(eff["notes"])
+    assert keys["2ranks"]["gate"] is True  # the measured figures are judged as ever

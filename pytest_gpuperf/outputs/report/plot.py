@@ -186,9 +186,11 @@ def history_svg(picks: list[tuple[str, str, str, list[dict[str, Any]], dict[str,
         fig, axes = _figure(rows, cols, 3.67, 2.6)
         for ax in axes.flat[len(picks) :]:
             ax.set_axis_off()
+        handles: dict[str, Any] = {}  # one legend under the panels: inside one, it hid data
         for ax, (title, status, unit, hist, now) in zip(axes.flat, picks, strict=False):
             xs = list(range(len(hist)))
-            ax.plot(xs, [h["median"] for h in hist], "o-", color="tab:blue", ms=4, label="saved")
+            (saved,) = ax.plot(xs, [h["median"] for h in hist], "o-", color="tab:blue", ms=4)
+            handles.setdefault("saved sessions", saved)
             for x, h in zip(xs, hist, strict=True):  # each saved session's interval, if saved
                 span = _span(h["median"], h.get("ci_low"), h.get("ci_high"))
                 if span is not None:
@@ -198,13 +200,15 @@ def history_svg(picks: list[tuple[str, str, str, list[dict[str, Any]], dict[str,
             span = _span(now["median"], now.get("ci_low"), now.get("ci_high"))
             yerr = [[span[0]], [span[1]]] if span is not None else None
             color = {"regressed": "tab:red", "improved": "tab:green"}.get(status, "black")
-            ax.errorbar([x], [now["median"]], yerr=yerr, fmt="s", color=color, capsize=2,
-                        label=f"this run: {status}")  # fmt: skip
+            mark = ax.errorbar([x], [now["median"]], yerr=yerr, fmt="s", color=color, capsize=2)
+            handles.setdefault(f"this run: {status}", mark)
             ax.set_xticks([*xs, x], [*(str(i + 1) for i in xs), "now"], fontsize=7)
             ax.set_title(cut(title, 56), fontsize=7)
             ax.set_ylabel(cut(unit, 30), fontsize=7)
             ax.tick_params(labelsize=7)
-            ax.legend(fontsize=6)
+        if handles:
+            fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+                       ncol=min(4, len(handles)), fontsize=7, frameon=False)  # fmt: skip
         return _svg(fig)
 
 
