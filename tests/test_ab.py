@@ -260,6 +260,11 @@ def test_two_rounds_far_apart_are_inconclusive_not_a_crash():
     assert out["confidence"] >= 0.999
     v = out["verdicts"]["t.py::test_r"]["throughput"]
     assert v["status"] == "inconclusive" and v["advice"].startswith("run more rounds")
+    # and the output says so under the table (its rows have no room for it)
+    from pytest_gpuperf.cli.ab import row_notes
+
+    assert row_notes(out) == ["inconclusive: t.py::test_r throughput: to settle: run more "
+                              "rounds (--rounds) or measure longer"]  # fmt: skip
 
 
 def mostly(good, bad, one_in=5):

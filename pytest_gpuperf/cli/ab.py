@@ -50,7 +50,7 @@ from ..fresh.abtree import (  # Stopped: also ab's own interface
 )
 from ..judging.judge import failing
 from ..judging.paired import SIDES, ABError, Round, judge_rounds  # ABError: also ab's interface
-from ..judging.verdict import INCOMPARABLE
+from ..judging.verdict import INCOMPARABLE, INCONCLUSIVE
 from ..outputs.markdown import COMMENT_LIMIT, fit_markdown
 from ..outputs.text import VERDICT_HEADER, json_safe, md_cell, plain, table, verdict_rows
 
@@ -236,6 +236,20 @@ def _judge(
     }
 
 
+def row_notes(report: dict[str, Any]) -> list[str]:
+    """What the verdict rows do not say: why a figure is incomparable, and what would
+    settle an inconclusive one."""
+    out = []
+    for key, metrics in sorted(report["verdicts"].items()):
+        for metric, v in sorted(metrics.items()):
+            if v.get("status") == INCOMPARABLE:
+                out.append(f"incomparable: {plain(key)} {plain(metric)}: {plain(v.get('reason'))}")
+            elif v.get("status") == INCONCLUSIVE and v.get("advice"):
+                out.append(f"inconclusive: {plain(key)} {plain(metric)}: to settle: "
+                           f"{plain(v['advice'])}")  # fmt: skip
+    return out
+
+
 def markdown(report: dict[str, Any], limit: int | None = None) -> str:
     """The report as markdown: a heading, the verdicts worst first, the `gpuperf ab` line
     that re-measures each failing test; with `limit`, fitted to that many characters (a
@@ -332,10 +346,8 @@ def _main(args: Any) -> int:
     print(f"{report['rounds']} rounds, {report['wall_s']} s")
     for line in table(VERDICT_HEADER, report["rows"]):
         print(line)
-    for key, metrics in sorted(report["verdicts"].items()):
-        for metric, v in sorted(metrics.items()):
-            if v.get("status") == INCOMPARABLE:  # the row does not say why
-                print(f"incomparable: {plain(key)} {plain(metric)}: {plain(v.get('reason'))}")
+    for line in row_notes(report):
+        print(line)
     failed = write_outputs(report, outputs)
     for line in failed:
         print(f"gpuperf ab: {plain(line)}", file=sys.stderr)
