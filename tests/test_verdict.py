@@ -74,6 +74,10 @@ def test_what_would_settle_an_inconclusive_verdict():
     assert "measure longer" in what_would_settle(noisy, 3)
     assert "widen this benchmark's tolerance above ±30.0%" in what_would_settle(noisy, 3)
     assert "save more baseline sessions (1 so far; 3 or more)" in what_would_settle(noisy, 1)
+    # 3 sessions: more of them narrow an interval from their spread (a new user was told to
+    # measure longer, which left it as it was); 10, the judged window: more do not
+    assert "save more baseline sessions (3 so far; the newest 10 are judged)" in what_would_settle(noisy, 3)
+    assert "save more baseline" not in what_would_settle(noisy, 10)
     assert what_would_settle(Verdict(REGRESSED, -0.1, 0.1, 0.01, 0.03, "", 0.03), 3) == ""
     # a verdict read back from an older results file may say how many sessions would settle
     # it, or that the baseline's sessions disagree
