@@ -58,6 +58,27 @@ class Build:
 
 
 @dataclass
+class Timing:
+    """What the rounds have cost so far (seconds): a process pair's start to both "ready"
+    (the slowest seen), a pair's first round (its models built), the latest later round."""
+
+    start_s: float = 0.0
+    first_s: float = 0.0
+    round_s: float | None = None
+
+    @property
+    def round_cost(self) -> float:
+        """A round of both builds: the latest after a pair's first, else the first."""
+        return self.round_s if self.round_s is not None else self.first_s
+
+    def record(self, j: int, took: float) -> None:
+        if j == 0:
+            self.first_s = max(self.first_s, took)
+        else:
+            self.round_s = took
+
+
+@dataclass
 class Measured:
     """Each side's rounds (round i: the results dicts its process wrote), the process pair
     of each round, the tests that did not pass in a round, and the time it took."""
@@ -70,7 +91,7 @@ class Measured:
     wall_s: float = 0.0
     asked: int = 0  # the rounds asked for (measured: len(pair))
     cut: str = ""  # why fewer rounds were measured than planned, when the budget ran out
-    timing: Any = None  # Timing: what a process pair's start and a round cost
+    timing: Timing = field(default_factory=Timing)  # what a pair's start and a round cost
     seconds: dict[str, float] = field(default_factory=dict)  # each test's, all rounds and sides
 
 
@@ -290,28 +311,12 @@ MIN_PER_PAIR = 2  # rounds a process pair measures at the least: its own spread 
 STOP_S = 5.0  # seconds a process pair is given to end, in the plan
 
 
-@dataclass
-class Timing:
-    """What the rounds have cost so far (seconds): a process pair's start to both "ready"
-    (the slowest seen), a pair's first round (its models built), the latest later round."""
-
-    start_s: float = 0.0
-    first_s: float = 0.0
-    round_s: float | None = None
-
-    def record(self, j: int, took: float) -> None:
-        if j == 0:
-            self.first_s = max(self.first_s, took)
-        else:
-            self.round_s = took
-
-
 def plan(per: list[int], p: int, done: int, timing: Timing, left: float) -> list[int]:
     """The rounds each pair measures, re-planned after pair `p`'s `done`-th round with
     `left` seconds of the budget left: every pair from `p` on gets the same count (as many
     as asked at the most, MIN_PER_PAIR at the least), the most that fits; RoundsError when
     even the least does not fit, naming what a round and a pair cost."""
-    last = timing.round_s if timing.round_s is not None else timing.first_s
+    last = timing.round_cost
     extra = max(0.0, timing.first_s - last)  # a pair's first round builds its models
     later = len(per) - p - 1
 
@@ -351,7 +356,7 @@ def _round(procs: dict[str, _Proc], got: Measured, i: int, last: bool, deadline:
 
 
 def _pair(procs: dict[str, _Proc], got: Measured, per: list[int], p: int, deadline: float,
-          tree: Path, timing: Timing) -> list[int]:  # fmt: skip
+          tree: Path) -> list[int]:  # fmt: skip
     """Pair p's rounds, re-planning the rest of the stage (`plan`) after each; the plan.
     Out of time in the last pair, the rounds it measured are kept (at least MIN_PER_PAIR)."""
     t0 = time.monotonic()
@@ -359,6 +364,7 @@ def _pair(procs: dict[str, _Proc], got: Measured, per: list[int], p: int, deadli
     if any(r[:2] == ["ready", "0"] for r in ready.values()):
         side = next(s for s in SIDES if ready[s][:2] == ["ready", "0"])
         raise RoundsError(f"the {side} build has none of the tests to re-measure")
+    timing = got.timing
     timing.start_s = max(timing.start_s, time.monotonic() - t0)
     j = 0
     while j < per[p]:
@@ -395,19 +401,17 @@ def measure_rounds(
     deadline = t0 + budget_s
     got = Measured(asked=rounds)
     per = [rounds // pairs + (1 if p < rounds % pairs else 0) for p in range(pairs)]
-    timing = Timing()
     for p in range(pairs):
         procs = {s: _start(builds[s], work, f"{s}-{p}", env, probe) for s in SIDES}
         ok = False
         try:
-            per = _pair(procs, got, per, p, deadline, tree, timing)
+            per = _pair(procs, got, per, p, deadline, tree)
             ok = True
         finally:
             _stop(list(procs.values()), kill=not ok or bool(got.cut))
         for proc in procs.values():
             _check_imports(proc, root, tree)
     got.wall_s = time.monotonic() - t0
-    got.timing = timing
     return got
 
 

@@ -14,6 +14,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..baseline.history import HISTORY
+
 REGRESSED = "regressed"
 IMPROVED = "improved"
 UNCHANGED = "unchanged"
@@ -308,10 +310,10 @@ def what_would_settle(v: Verdict, history_len: int) -> str:
         )
     elif history_len < 3:
         tips.append(f"save more baseline sessions ({history_len} so far; 3 or more)")
-    elif history_len < _judged_sessions():
+    elif history_len < HISTORY:
         tips.append(
             f"save more baseline sessions ({history_len} so far; the newest "
-            f"{_judged_sessions()} are judged): an interval from the sessions' spread has few "
+            f"{HISTORY} are judged): an interval from the sessions' spread has few "
             "degrees of freedom and narrows with each one"
         )
     tips.append(
@@ -321,12 +323,6 @@ def what_would_settle(v: Verdict, history_len: int) -> str:
     if v.uncertainty is not None and v.uncertainty > v.tolerance:
         tips.append(f"or widen this benchmark's tolerance above ±{v.uncertainty * 100:.1f}%")
     return "; ".join(tips)
-
-
-def _judged_sessions() -> int:
-    from ..baseline.history import HISTORY
-
-    return HISTORY
 
 
 def worse_text(worse: float | None, uncertainty: float | None = None) -> str:

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.stats import median
+
 
 def describe(host: dict[str, Any]) -> str:
     text = (
@@ -47,13 +49,12 @@ def describe(host: dict[str, Any]) -> str:
 STEAL_LIMIT = 0.05  # a fraction of the CPU time over the measurement
 # A sample's CPU time over its wall time (the process's: all its threads): CPU-bound work
 # reaches CPU_BOUND in its best sample; a sample of it is undisturbed at UNDISTURBED of the
-# median sample's share (REFERENCE_QUANTILE) or more, and never below UNDISTURBED of one
+# median sample's share or more, and never below UNDISTURBED of one
 # core (a process that did not have one core to itself was preempted, whatever its other
 # samples had: three busy loops beside a 2-core matmul: 124 of 400 samples at 1.0, the
 # rest at 0.1-0.3)
 CPU_BOUND = 0.5
 UNDISTURBED = 0.9
-REFERENCE_QUANTILE = 0.5  # of the samples' CPU shares: what an undisturbed sample reaches
 
 
 def undisturbed(
@@ -67,15 +68,14 @@ def undisturbed(
         return walls, None
     # a sample no wall time passed in (a coarse clock) was not preempted either
     shares = [c / w if w > 0 else math.inf for w, c in zip(walls, cpus, strict=True)]
-    finite = sorted(s for s in shares if s < math.inf)
-    if not finite or finite[-1] < CPU_BOUND:
+    finite = [s for s in shares if s < math.inf]
+    if not finite or max(finite) < CPU_BOUND:
         return walls, None
     # the share of an undisturbed sample: the median one's, not the highest, since some
     # samples may run more threads than the work does (torch's idle thread team spins for
     # a while after its count was lowered: 777 of 784 quiet samples read "preempted"
     # against the highest, 20 of 27 against the 75th percentile)
-    ref = finite[max(0, math.ceil(REFERENCE_QUANTILE * len(finite)) - 1)]
-    floor = UNDISTURBED * max(ref, 1.0)
+    floor = UNDISTURBED * max(median(finite), 1.0)
     kept = [w for w, s in zip(walls, shares, strict=True) if s >= floor]
     enough = len(kept) >= max(1, need)
     found = {"samples": len(walls), "preempted": len(walls) - len(kept), "enough": enough}

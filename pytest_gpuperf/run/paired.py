@@ -171,16 +171,14 @@ def _rounds_said(measured: Any, budget_s: float) -> str:
     if n < measured.asked:
         text += (f" of the {measured.asked} asked ({measured.cut or 'what the budget held'}; "
                  f"budget {budget_s:.0f} s, --gpuperf-paired-budget)")  # fmt: skip
-    if t is not None:
-        cost = t.round_s if t.round_s is not None else t.first_s
-        text += f" (a round of both builds {cost:.1f} s, a process pair {t.start_s:.1f} s to start"
-        per = sorted(measured.seconds.items(), key=lambda kv: -kv[1])[:3]
-        if per and n:
-            text += "; a test's measurement in a round, slowest: " + ", ".join(
-                f"{nodeid.split('::')[-1]} {took / (2 * n):.1f} s" for nodeid, took in per
-            )
-        text += ")"
-    return text
+    text += (f" (a round of both builds {t.round_cost:.1f} s, a process pair "
+             f"{t.start_s:.1f} s to start")  # fmt: skip
+    per = sorted(measured.seconds.items(), key=lambda kv: -kv[1])[:3]
+    if per and n:
+        text += "; a test's measurement in a round, slowest: " + ", ".join(
+            f"{nodeid.split('::')[-1]} {took / (2 * n):.1f} s" for nodeid, took in per
+        )
+    return text + ")"
 
 
 def _measure(config: Any, results: list[Result], root: Path, commit: str, tests: list[str],
