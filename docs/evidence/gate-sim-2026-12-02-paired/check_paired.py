@@ -25,6 +25,7 @@ ap.add_argument("--confirms", default="0,1")
 ap.add_argument("--scen", default="aa,d5,cw5")
 ap.add_argument("--fa", type=float, default=0.01, help="the run's budget (split 0.5/0.5)")
 ap.add_argument("--show", type=int, default=5)
+ap.add_argument("--loo", action="store_true", help="the leave-one-out class screen (2026-12-02)")
 a = ap.parse_args()
 sys.path[:0] = [a.sim_dir, a.repo + "/tools", __file__.rsplit("/", 1)[0]]
 import sim  # noqa: E402
@@ -72,7 +73,7 @@ for k in map(int, a.ks.split(",")):
                 w = gsp.within_sd(cls, sigma)
                 ws = np.where(w > 0, math.sqrt(2) * w, 1.0)  # w = 0: figures never re-measured
                 d = {"slow": slog, "pair": (x - slog[:, :, None]) / ws[None, :, None]}
-                mine, sh, _, _ = ev.paired_project(first, d, scur, tol, cls, sigma, r_fa=ev.ARGS.fa2)
+                mine, sh, _, _ = ev.paired_project(first, d, scur, tol, cls, sigma, r_fa=ev.ARGS.fa2, loo=a.loo)
                 t2 = time.time()
                 sh_mine = np.stack([np.where(sh[c] < 0, 0, sh[c]) for c in sorted(sh)], axis=1)
                 w_ = min(sh_ref.shape[1], sh_mine.shape[1])

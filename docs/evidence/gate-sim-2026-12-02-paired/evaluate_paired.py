@@ -294,7 +294,7 @@ def paired_stage(first, d, scur, tol, cls, sigma, r_fa=0.005, only_tp=True, hone
     return code, sh, worse_o, half_o
 
 
-def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,)):
+def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,), loo=False):
     """Stage 2 as pytest_gpuperf.judging.stage2.judge_paired (a5ee751) judges it, less the
     per-process screen (one-way ANOVA over the process pairs; no process effect here): the
     figures stage 1 left INCONCLUSIVE in a throughput class (launch-bound excluded, as
@@ -325,17 +325,26 @@ def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,)):
         done = ~ok
         for _ in range(10):
             nk = keep.sum(axis=1)
-            sp = (v * keep).sum(axis=1) / np.maximum(nk, 1)
-            crit = sp * vg.fdtri(R - 1, (R - 1) * np.maximum(nk, 1), 1 - 0.01)
-            new = s & (v <= crit[:, None])
+            if loo:  # added 2026-12-02 (gate-sim-2026-12-02-loo): each member against the
+                # pool of the OTHER kept members; a screen leaving fewer than 3 leaves no pool
+                nk_o = nk[:, None] - keep
+                sp_o = ((v * keep).sum(axis=1)[:, None] - v * keep) / np.maximum(nk_o, 1)
+                crit_o = sp_o * vg.fdtri(R - 1, (R - 1) * np.maximum(nk_o, 1), 1 - 0.01)
+                new = s & ((v <= crit_o) | (nk_o <= 0))
+            else:
+                sp = (v * keep).sum(axis=1) / np.maximum(nk, 1)
+                crit = sp * vg.fdtri(R - 1, (R - 1) * np.maximum(nk, 1), 1 - 0.01)
+                new = s & (v <= crit[:, None])
             stop = (new.sum(axis=1) < 3) | (new == keep).all(axis=1)
-            keep = np.where((done | stop)[:, None], keep, new)
+            keep = np.where((done if loo else done | stop)[:, None], keep, new)
             done = done | stop
             if done.all():
                 break
         nk = keep.sum(axis=1)
         sp = (v * keep).sum(axis=1) / np.maximum(nk, 1)
         pk = keep & ok[:, None]
+        if loo:
+            pk = pk & (keep.sum(axis=1) >= 3)[:, None]
         var[:, idx] = np.where(pk, np.maximum(v, sp[:, None]), v)
         dfm[:, idx] = np.where(pk, ((R - 1) * nk)[:, None], R - 1)
     half = vg.tq(conf2, dfm) * np.sqrt(var / R)
@@ -363,8 +372,8 @@ def r_new_two_stage(d, scur, tol, cls, sigma=None, stage2="proj", **kw):
     --fa2: 'proj' the project's rule, 'sim' evaluate.py's paired_stage, 'sim-exlb' the
     same with launch-bound left to stage 1."""
     first = r_new(d, scur, tol, cls, **kw)
-    if stage2 == "proj":
-        return paired_project(first, d, scur, tol, cls, sigma, r_fa=ARGS.fa2)
+    if stage2 in ("proj", "projloo"):
+        return paired_project(first, d, scur, tol, cls, sigma, r_fa=ARGS.fa2, loo=stage2 == "projloo")
     return paired_stage(first, d, scur, tol, cls, sigma, r_fa=ARGS.fa2,
                         only_tp=True) if stage2 == "sim" else _paired_exlb(first, d, scur, tol, cls, sigma)
 
@@ -464,6 +473,7 @@ def main():
         "new+paired+confirm": (r_new_two_stage, {"stage2": "sim", "confirm": "fresh"}),
         "new+paired-exlb+confirm": (r_new_two_stage, {"stage2": "sim-exlb", "confirm": "fresh"}),
         "new+paired-proj+confirm": (r_new_two_stage, {"stage2": "proj", "confirm": "fresh"}),
+        "new+paired-projloo+confirm": (r_new_two_stage, {"stage2": "projloo", "confirm": "fresh"}),
         "new+paired-proj": (r_new_two_stage, {"stage2": "proj"}),
         "cand-sum": (r_cand, {"cur_term": "sum"}),
         "cand-off6": (r_cand, {"min_off": 6}),
