@@ -152,6 +152,12 @@ def test_settings_layers_and_errors():
         parse_layer({"max_tme": 3}, "marker")
     with pytest.raises(SettingError, match="tolerance=2"):
         parse_layer({"tolerance": 2}, "marker")
+    # torch's threads for a CPU measurement: a whole number, 0 (torch's own) or more
+    assert resolve("cpu").cpu_threads == 1 and resolve("cuda").cpu_threads == 0
+    assert resolve("cpu", parse_layer({"cpu_threads": "0"}, "ini")).cpu_threads == 0
+    for bad in (-1, 1.5, "two", True):
+        with pytest.raises(SettingError, match=r"marker: cpu_threads=.*whole number"):
+            parse_layer({"cpu_threads": bad}, "marker")
     with pytest.raises(
         SettingError,
         match=r"min_time=5 \(marker\) is above max_time=1 \(marker\): the minimum sampling time",
