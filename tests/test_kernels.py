@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_gpuperf.core.results import Result
 from pytest_gpuperf.core.settings import resolve
+from pytest_gpuperf.core.stats import summarize
 from pytest_gpuperf.measure import kernels, timing
 from pytest_gpuperf.measure.kernels import (
     chunk_count,
@@ -212,6 +214,35 @@ def test_launch_bound_work_gets_a_kernel_time_from_a_pass_after_its_samples(monk
 def test_work_that_keeps_the_gpu_busy_gets_no_kernel_pass(monkeypatch):
     r, state = _measure(monkeypatch, 0.95, [[(0.0, 1.0)]])
     assert r.launch_bound is False and r.kernel_time is None and state["passes"] == []
+
+
+@pytest.mark.parametrize("busy", [0.8, 0.9, 0.949])
+def test_work_near_the_threshold_gets_a_kernel_pass_though_not_launch_bound(monkeypatch, busy):
+    # near the threshold a session falls on either side of it: the kernel figure is in each
+    traced = [[(0.0, 10.0 * i)] for i in (2, 3, 2, 2, 4, 2)]
+    r, state = _measure(monkeypatch, busy, traced)
+    assert r.launch_bound is False and len(state["passes"]) == 1
+    assert r.kernel_time is not None and r.kernel_time.n == 6
+    assert not any(n.startswith("launch-bound") for n in r.notes)
+
+
+def test_the_kernel_band_follows_a_threshold_set_above_it(monkeypatch):
+    r, state = _measure(monkeypatch, 0.96, [[(0.0, 1.0)]] * 6, launch_bound_threshold=0.97)
+    assert r.launch_bound is True and r.kernel_time is not None
+    r, state = _measure(monkeypatch, 0.97, [[(0.0, 1.0)]] * 6, launch_bound_threshold=0.97)
+    assert r.launch_bound is False and r.kernel_time is None and state["passes"] == []
+
+
+def test_a_multi_second_step_near_the_threshold_gets_no_kernel_pass():
+    cfg = resolve("cuda", {})
+    r = Result(nodeid="t", metric=None, unit="calls", work_per_call=1.0, outcome="ok")
+    r.busy_fraction, r.launch_bound = 0.9, False
+    r.time = summarize([kernels.LONG_CALL_S * 2] * 6, 0.95)
+    assert kernels.wants_kernel_time(r, cfg) is False
+    r.time = summarize([0.01] * 6, 0.95)
+    assert kernels.wants_kernel_time(r, cfg) is True
+    r.busy_fraction = None
+    assert kernels.wants_kernel_time(r, cfg) is False
 
 
 def test_a_pass_that_traced_nothing_leaves_a_note_and_no_figure(monkeypatch):

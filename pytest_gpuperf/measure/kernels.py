@@ -12,8 +12,8 @@ before each chunk). CUDA events cannot stand in for the profiler: an event pair 
 stream's elapsed time, the idle gaps between launches included, which is the wall time again.
 
 The engine (timing.py) runs both after its wall-time samples: `busy_check`, then, for
-launch-bound work, `kernel_time_into`. Pure except for the functions that run the profiler;
-torch is imported only by them.
+launch-bound work and work near it (`wants_kernel_time`), `kernel_time_into`. Pure except
+for the functions that run the profiler; torch is imported only by them.
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ KERNEL_WINDOW_S = 0.1  # about this much sampled work per kernel pass ...
 # of host time on the H200 (a pass of 30 took 0.7-2.0 s), while 11 chunks of a loop of tiny
 # matmuls already knew its kernel time to ±0.04%
 KERNEL_CHUNKS_MAX = 20
+# Kernel time is measured where the GPU was busy less than this share of the wall time (or
+# below the launch-bound threshold where that is set higher), not only below the threshold:
+# work near it (on the H200 a batch-256 matmul loop read 45-93% busy from run to run) is
+# launch-bound in some sessions and not in others, and its kernel figure, the one that can
+# decide it, must exist in all of them.
+KERNEL_BUSY_BELOW = 0.95
 
 
 def union_length(spans: Iterable[Span]) -> float:
@@ -227,6 +233,17 @@ def busy_check(
             )
 
 
+def wants_kernel_time(result: Result, cfg: MeasureConfig) -> bool:
+    """Whether to measure the GPU's own time per call: for launch-bound work, and for work
+    busy less than KERNEL_BUSY_BELOW whose calls are shorter than a multi-second step (near
+    the threshold, a session may fall on either side of it)."""
+    if result.launch_bound:
+        return True
+    b, per = result.busy_fraction, result.time.median if result.time is not None else 0.0
+    bar = max(cfg.launch_bound_threshold, KERNEL_BUSY_BELOW)
+    return b is not None and b < bar and 0 < per < LONG_CALL_S
+
+
 def kernel_time_into(
     result: Result,
     fn: Callable[[], Any],
@@ -236,11 +253,11 @@ def kernel_time_into(
     between: Callable[[], Any] | None,
     k: int,
 ) -> None:
-    """The GPU's own time per call of launch-bound work (its wall time measures the host):
-    a second pass, right after the wall samples, of chunks shaped like them (k calls or the
-    graph's replay, the L2 flush before each), each traced by the profiler; never the wall
-    samples themselves, since the profiler slows every launch. Within the hard budget
-    `max_time`; where the profiler traces nothing there is no figure and a note says why."""
+    """The GPU's own time per call of launch-bound work (its wall time measures the host) or
+    of work near it: a second pass, right after the wall samples, of chunks shaped like them
+    (k calls or the graph's replay, the L2 flush before each), each traced by the profiler;
+    never the wall samples themselves, since the profiler slows every launch. Within the hard
+    budget `max_time`; where the profiler traces nothing there is no figure and a note says why."""
 
     def chunk() -> None:
         if graph is not None:

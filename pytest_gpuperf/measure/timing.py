@@ -318,7 +318,7 @@ def _measure_into(
     if torch is not None and cfg.busy_check:  # the profiler's view, after the samples
         graph = getattr(run.clock, "graph", None)
         kernels.busy_check(result, fn, cfg, torch, graph, k)
-        if result.launch_bound:
+        if kernels.wants_kernel_time(result, cfg):
             kernels.kernel_time_into(result, fn, cfg, torch, graph, run.between, k)
 
 
