@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The shipped suite's nightly gate on a GPU (the nightly-gate issue, #31), from the
+# repository's root on a GPU machine: tests/gpu/suite_gate.sh PARTS OUTDIR, PARTS a list of
+#   save:M     one baseline session of module M (finetune, generate, dtype, or all)
+#   compare:M  one judged run of module M (stage 1, confirmation, the paired stage)
+# in a clone of SUITE_BUNDLE (a `git bundle` of main, carried: the runner's own .git is
+# stale, and each session must record a real commit that the paired stage can build), with
+# the plugin installed editable from that clone. The baseline lives in SUITE_BASELINES
+# (carried between machines: sessions saved on earlier machines count), never in the
+# shipped baselines/. Each part's log and JSON go to OUTDIR, with one summary line per part
+# (exit code, wall time, the verdicts line, the paired stage's line, and the decided share
+# of throughput figures) in OUTDIR/s.log.
+set -u
+parts=$1; out=$2; mkdir -p "$out"
+bundle=${SUITE_BUNDLE:-.carry/main.bundle}
+clone=${SUITE_CLONE:-/tmp/suite}
+base=${SUITE_BASELINES:-/tmp/sb}
+mkdir -p "$base"
+if [ ! -d "$clone/.git" ]; then
+  git clone -q "$bundle" "$clone" || exit 1
+  (cd "$clone" && python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1) || exit 3
+fi
+echo "clone at $(git -C "$clone" rev-parse --short HEAD)" | tee -a "$out/s.log"
+module() { case $1 in all) echo benchmarks ;; *) echo "benchmarks/test_$1.py" ;; esac; }
+for part in $parts; do
+  mode=${part%%:*}; m=${part#*:}; label="$mode-$m-$(date +%H%M%S)"; s=$SECONDS
+  (cd "$clone" && timeout -s INT "${SUITE_TIMEOUT:-560}" python3 -m pytest "$(module "$m")" \
+    -m "not scale" -q -p no:cacheprovider -rs --gpu-profile=h200 \
+    "--gpuperf-baseline=$mode" "--gpuperf-baseline-dir=$base" \
+    "--gpuperf-json=$out/$label.json") > "$out/$label.log" 2>&1
+  rc=$?
+  echo "$label rc=$rc $((SECONDS - s)) s $(grep -E '^verdicts:' "$out/$label.log" | tail -1)" | tee -a "$out/s.log"
+  grep -E "gpuperf: paired stage" "$out/$label.log" | sed 's/^/    /' | tee -a "$out/s.log"
+  python3 - "$out/$label.json" <<'PY' | tee -a "$out/s.log"
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as exc:  # noqa: BLE001
+    print(f"    no JSON ({exc})"); raise SystemExit
+DECIDED = ("unchanged", "regressed", "improved")
+n = dec = nb = decb = 0
+for r in d.get("results", []):
+    speed = {name: v for name, v in (r.get("verdicts") or {}).items()
+             if name.startswith(("throughput", "latency")) and not name.endswith("_per_clock")}
+    for name, v in speed.items():
+        n += 1
+        dec += v.get("status") in DECIDED
+        if v.get("status") in ("regressed", "improved"):
+            print(f"    {v['status'].upper()} {r['key']} {name} {100 * (v.get('change') or 0):+.2f}%")
+    if speed:  # a benchmark's speed: its wall-time figure, or for launch-bound work its kernels'
+        nb += 1
+        decb += any(v.get("status") in DECIDED for v in speed.values())
+if n:
+    print(f"    decided {dec} of {n} speed figures ({100 * dec / n:.0f}%); "
+          f"{decb} of {nb} benchmarks' speed ({100 * decb / nb:.0f}%)")
+PY
+done
