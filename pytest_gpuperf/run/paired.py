@@ -1,8 +1,10 @@
 """The paired stage (stage 2 of the gate): the throughput figures the first stage left
-inconclusive, re-measured against a build of the baseline's commit on this machine, in
-rounds (fresh/rounds.py), judged on the paired differences (judging/stage2.py). Its verdicts
+inconclusive, and the GPU kernel-time figures it found changed (`candidates` says why),
+re-measured against a build of the baseline's commit on this machine, in rounds
+(fresh/rounds.py), judged on the paired differences (judging/stage2.py). Its verdicts
 replace the first stage's for those figures and keep them (`stage1`), so a reader sees what
-each stage said and why a figure was re-measured.
+each stage said and why a figure was re-measured; a checked kernel-time figure it cannot
+decide becomes inconclusive.
 
 The stage runs when the baseline's sessions recorded the commit they were saved at, that
 commit is in this clone, and the run compares with the baseline (not in save mode, not in
@@ -66,12 +68,26 @@ def newest_commit(
     return commit, note
 
 
-def candidates(results: list[Result]) -> list[tuple[Result, str, str]]:
-    """(result, metric, class) of each throughput-class figure the first stage left
-    inconclusive: what the paired stage re-measures. A launch-bound wall time is left to
-    the first stage (its noise is per process)."""
-    from ..core.figures import LAUNCH, MEMORY, RECORDED, metrics_of
+CHANGED = ("regressed", "improved")
 
+
+def candidates(
+    results: list[Result], entries: dict[str, dict[str, Any]] | None = None,
+    env: dict[str, Any] | None = None,
+) -> list[tuple[Result, str, str]]:  # fmt: skip
+    """(result, metric, class) of each throughput-class figure the paired stage
+    re-measures: those the first stage left inconclusive, and the GPU kernel-time figures
+    it found changed (`checked`). A launch-bound wall time is left to the first stage (its
+    noise is per process). Why kernel time is checked: on the H200 the kernel time of
+    nearly launch-bound matmuls moved 3-8% with the GPU's recent load at the same SM
+    clock, while 3 sessions saved a minute apart agreed to 0.5%, so the first stage called
+    an unchanged build 4-10% faster in 6 of 6 runs; rounds that alternate the builds share
+    that state. A kernel-time figure whose baseline entry was saved with other versions
+    (driver, torch, ...; `env` against `entries`) is not checked: both builds of this
+    machine share a new version's change, so only the first stage sees it."""
+    from ..core.figures import LAUNCH, MEMORY, RECORDED, TIMED, kernels_name, metrics_of
+
+    kernel_figures = {kernels_name(n) for n in TIMED}
     out = []
     for r in results:
         if r.kind != "measured":
@@ -79,10 +95,30 @@ def candidates(results: list[Result]) -> list[tuple[Result, str, str]]:
         figs = metrics_of(r)
         for metric, v in r.verdicts.items():
             cls = (figs.get(metric) or {}).get("noise_class")
-            if v.get("status") != "inconclusive" or cls in (None, MEMORY, RECORDED, LAUNCH):
+            if cls in (None, MEMORY, RECORDED, LAUNCH):
                 continue
-            out.append((r, metric, str(cls)))
+            status = v.get("status")
+            check = (status in CHANGED and metric in kernel_figures
+                     and not _versions_changed([r.key], entries or {}, env or {}))  # fmt: skip
+            if status == "inconclusive" or check:
+                out.append((r, metric, str(cls)))
     return out
+
+
+def checked(todo: list[tuple[Result, str, str]]) -> int:
+    """How many of the stage's figures the first stage had decided (kernel time it found
+    changed), not left inconclusive."""
+    return sum(1 for r, m, _ in todo if r.verdicts[m].get("status") in CHANGED)
+
+
+def _what(todo: list[tuple[Result, str, str]], tests: int | None = None) -> str:
+    """The figures the stage takes, in words."""
+    n, k = len(todo), checked(todo)
+    of = f" of {tests} test(s)" if tests is not None else ""
+    if not k:
+        return f"{n} figure(s){of} the first stage left inconclusive"
+    return (f"{n} figure(s){of}: {n - k} the first stage left inconclusive, {k} GPU "
+            "kernel-time figure(s) it found changed (checked)")  # fmt: skip
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -113,14 +149,16 @@ def _env(gpu: str | None, select: Path) -> dict[str, str]:
 
 def run_stage(
     config: Any, results: list[Result], entries: dict[str, dict[str, Any]], *,
-    rounds: int, false_alarm: float, budget_s: float,
+    rounds: int, false_alarm: float, budget_s: float, env: dict[str, Any] | None = None,
 ) -> Stage | None:  # fmt: skip
-    """Re-measure and judge what the first stage left inconclusive; None when there is
-    nothing to re-measure. The verdicts of the figures it decides are replaced."""
-    todo = candidates(results)
+    """Re-measure and judge what the first stage left inconclusive (and the kernel-time
+    figures it found changed: `candidates`); None when there is nothing to re-measure. The
+    verdicts of the figures it decides are replaced; a checked figure it cannot decide
+    becomes inconclusive."""
+    todo = candidates(results, entries, env)
     if not todo:
         return None
-    what = f"{len(todo)} figure(s) the first stage left inconclusive"
+    what = _what(todo)
     root = _repo(config)
     if root is None:
         return Stage(f"paired stage off: {config.rootpath} is not in a git repository; the "
@@ -137,7 +175,7 @@ def run_stage(
     tests = sorted({r.nodeid for r, _, _ in todo})
     mixed += (f"; {len(others)} figure(s) saved at another commit or none left to the first "
               "stage" if others else "")  # fmt: skip
-    what = f"{len(todo)} figure(s) of {len(tests)} test(s) the first stage left inconclusive"
+    what = _what(todo, len(tests))
     if _git(root, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
         return Stage(f"paired stage off: the baseline's commit {commit[:12]} is not in this "
                      "clone (a shallow clone? git fetch --unshallow, or fetch that commit); "
@@ -271,12 +309,27 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         new["stage1"] = {k: first.get(k) for k in ("status", "change", "uncertainty", "reason")}
         new["paired"] = {"commit": commit, "rounds": n, "processes": PAIRS,
                          "confidence": confidence}  # fmt: skip
-        if v.status == "inconclusive":  # undecided here too: the first stage's figures stand
+        said = _stage1_said(first)
+        if said and v.status == "inconclusive":  # a checked figure not borne out
+            new["reason"] = f"{said}, not borne out by the paired stage: {v.reason}"
+        elif said:
+            new["reason"] = f"{new.get('reason')}; {said}, checked here"
+        elif v.status == "inconclusive":  # undecided here too: the first stage's figures stand
             new = {**first, "paired": new["paired"],
                    "reason": f"{first.get('reason')}; paired stage: {v.reason}"}  # fmt: skip
         r.verdicts = {**r.verdicts, metric: new}
         counts[str(new["status"])] = counts.get(str(new["status"]), 0) + 1
     return counts
+
+
+def _stage1_said(first: dict[str, Any]) -> str:
+    """ "the first stage found it regressed (-8.30%) against the baseline's sessions" for a
+    checked figure (one the first stage decided), else ""."""
+    if first.get("status") not in CHANGED:
+        return ""
+    change = 100 * float(first.get("change") or 0.0)
+    return (f"the first stage found it {first['status']} ({change:+.2f}%) against the "
+            "baseline's sessions")  # fmt: skip
 
 
 def environment_shifts(
@@ -355,7 +408,7 @@ def after_judgement(
     try:
         stage = run_stage(
             config, results, base.entries, rounds=options.paired_rounds,
-            false_alarm=options.false_alarm * STAGE_SHARE, budget_s=budget,
+            false_alarm=options.false_alarm * STAGE_SHARE, budget_s=budget, env=env,
         )  # fmt: skip
     except KeyboardInterrupt:
         return ["gpuperf: paired stage interrupted (Ctrl-C)"], True

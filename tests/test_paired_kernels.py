@@ -1,0 +1,103 @@
+"""The paired stage checks the GPU kernel-time figures the first stage found changed
+(run/paired.py `candidates`, `_apply`): on the H200 the kernel time of nearly launch-bound
+matmuls moved 3-8% with the GPU's recent load while 3 sessions saved a minute apart agreed
+to 0.5%, and the first stage called an unchanged build 4-10% faster in 6 of 6 runs. A
+checked figure takes the paired verdict, or becomes inconclusive where the rounds cannot
+decide it; one whose baseline was saved with other versions keeps the first stage's."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from pytest_gpuperf.core.figures import KERNELS
+from pytest_gpuperf.core.results import Result
+from pytest_gpuperf.run.paired import _apply, _what, candidates
+
+from .test_kernel_time import launch_bound
+
+ENV = {"driver": "580.159.04", "torch": "2.11.0"}
+
+
+def _run(status: str, metric: str = KERNELS, change: float = 0.0919) -> Result:
+    r = launch_bound(0.010, 0.002, unit="flop", work=1e9, bound="compute", key="t.py::mm")
+    r.outcome = "ok"
+    r.verdicts = {
+        "throughput": {"status": "inconclusive", "reason": "wide"},
+        KERNELS: {"status": "unchanged", "reason": "within"},
+    }
+    r.verdicts[metric] = {"status": status, "change": change, "uncertainty": 0.04,
+                          "reason": "beyond tolerance and significant"}  # fmt: skip
+    return r
+
+
+def _entries(env: dict[str, str]) -> dict[str, dict]:
+    return {"t.py::mm": {"environment": env, "metrics": {}}}
+
+
+@pytest.mark.parametrize("status", ["regressed", "improved"])
+def test_a_kernel_time_figure_the_first_stage_found_changed_is_checked(status):
+    r = _run(status)
+    picked = {(m, c) for _, m, c in candidates([r], _entries(ENV), ENV)}
+    assert picked == {(KERNELS, "compute")}  # the launch-bound wall time is left to stage 1
+    assert _what([(r, KERNELS, "compute")], 1) == (
+        "1 figure(s) of 1 test(s): 0 the first stage left inconclusive, 1 GPU kernel-time "
+        "figure(s) it found changed (checked)"
+    )
+
+
+def test_a_wall_time_figure_the_first_stage_decided_is_not_re_measured():
+    r = _run("unchanged")
+    r.launch_bound = False  # GPU-bound: its wall figure is in its class, not launch-bound
+    r.verdicts["throughput"] = {"status": "regressed", "change": -0.09, "reason": "beyond"}
+    assert candidates([r], _entries(ENV), ENV) == []
+
+
+def test_a_kernel_figure_saved_with_other_versions_keeps_the_first_stages_verdict():
+    # both builds on this machine share the new driver's change: only stage 1 can see it
+    r = _run("regressed", change=-0.08)
+    old = {**ENV, "driver": "570.1"}
+    assert candidates([r], _entries(old), ENV) == []
+    assert len(candidates([r], _entries(ENV), ENV)) == 1
+
+
+def _rounds(base_s: list[float], head_s: list[float]) -> types.SimpleNamespace:
+    def side(times):
+        return [[launch_bound(0.010, t, unit="flop", work=1e9, bound="compute",
+                              key="t.py::mm").to_dict()] for t in times]  # fmt: skip
+
+    return types.SimpleNamespace(rounds={"base": side(base_s), "head": side(head_s)},
+                                 pair=[0, 0, 0, 1, 1, 1])  # fmt: skip
+
+
+def test_a_checked_figure_the_rounds_find_unchanged_reads_unchanged_and_says_why():
+    r = _run("improved")
+    same = [0.002 * (1 + d / 2000) for d in (-1, 0, 1, 0, 1, -1)]
+    counts = _apply([(r, KERNELS, "compute")], _rounds(same, same), 0.005, "c" * 40)
+    v = r.verdicts[KERNELS]
+    assert counts == {"unchanged": 1} and v["status"] == "unchanged"
+    assert v["stage1"]["status"] == "improved" and v["paired"]["rounds"] == 6
+    assert ("the first stage found it improved (+9.19%) against the baseline's sessions, "
+            "checked here") in v["reason"]  # fmt: skip
+
+
+def test_a_checked_figure_the_rounds_cannot_decide_becomes_inconclusive():
+    r = _run("improved")
+    base = [0.002 * (1 + d / 20) for d in (-1, 1, -1, 1, -1, 1)]  # ±5% round to round
+    head = [0.002 * (1 + d / 20) for d in (1, -1, 1, -1, 1, -1)]
+    _apply([(r, KERNELS, "compute")], _rounds(base, head), 0.005, "c" * 40)
+    v = r.verdicts[KERNELS]
+    assert v["status"] == "inconclusive" and v["stage1"]["status"] == "improved"
+    assert v["reason"].startswith("the first stage found it improved (+9.19%) against the "
+                                  "baseline's sessions, not borne out by the paired stage: ")  # fmt: skip
+
+
+def test_a_real_regression_checked_by_the_rounds_stays_regressed():
+    r = _run("regressed", change=-0.0834)
+    base = [0.002 * (1 + d / 2000) for d in (-1, 0, 1, 0, 1, -1)]
+    head = [t * 1.10 for t in base]  # 10% more kernel time per call
+    _apply([(r, KERNELS, "compute")], _rounds(base, head), 0.005, "c" * 40)
+    v = r.verdicts[KERNELS]
+    assert v["status"] == "regressed" and v["change"] == pytest.approx(1 / 1.1 - 1, abs=2e-3)
+    assert "the first stage found it regressed (-8.34%)" in v["reason"]
