@@ -294,7 +294,7 @@ def paired_stage(first, d, scur, tol, cls, sigma, r_fa=0.005, only_tp=True, hone
     return code, sh, worse_o, half_o
 
 
-def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,), loo=False):
+def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,), loo=False, kcheck=False):
     """Stage 2 as pytest_gpuperf.judging.stage2.judge_paired (a5ee751) judges it, less the
     per-process screen (one-way ANOVA over the process pairs; no process effect here): the
     figures stage 1 left INCONCLUSIVE in a throughput class (launch-bound excluded, as
@@ -310,6 +310,9 @@ def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,), lo
     s2 = x.var(axis=-1, ddof=1)
     tpc = [c for c in TP if c not in exclude]
     sel = (code1 == 3) & np.isin(cls, tpc)[None, :]
+    if kcheck:  # added 2026-12-02 (gate-sim-2026-12-02-kcheck): the GPU kernel-time figures
+        # (--lb-gpu's) that stage 1 found changed are re-measured too, the paired verdict final
+        sel = sel | (np.isin(code1, (1, 2)) & KMASK[None, :] & np.isin(cls, tpc)[None, :])
     STATS["paired"] = STATS.get("paired", 0) + int(sel.sum()); STATS["runs"] = STATS.get("runs", 0) + n
     nsel = np.maximum(sel.sum(axis=1), 1)
     conf2 = np.maximum(0.99, 1 - r_fa / nsel)[:, None]
@@ -372,8 +375,9 @@ def r_new_two_stage(d, scur, tol, cls, sigma=None, stage2="proj", **kw):
     --fa2: 'proj' the project's rule, 'sim' evaluate.py's paired_stage, 'sim-exlb' the
     same with launch-bound left to stage 1."""
     first = r_new(d, scur, tol, cls, **kw)
-    if stage2 in ("proj", "projloo"):
-        return paired_project(first, d, scur, tol, cls, sigma, r_fa=ARGS.fa2, loo=stage2 == "projloo")
+    if stage2 in ("proj", "projloo", "projloo-kcheck"):
+        return paired_project(first, d, scur, tol, cls, sigma, r_fa=ARGS.fa2,
+                              loo=stage2.startswith("projloo"), kcheck=stage2.endswith("kcheck"))
     return paired_stage(first, d, scur, tol, cls, sigma, r_fa=ARGS.fa2,
                         only_tp=True) if stage2 == "sim" else _paired_exlb(first, d, scur, tol, cls, sigma)
 
@@ -426,6 +430,9 @@ def main():
     ap.add_argument("--lb-gpu", type=float, default=0.0, help="scenario: launch-bound metrics timed on the GPU with this sigma")
     ap.add_argument("--fa", type=float, default=0.01, help="run-wide false-alarm budget of the new rule")
     ap.add_argument("--scens", default="aa,d5,d10,sub2,cw5,env5")
+    ap.add_argument("--kstate", type=float, default=0.05, help="scenario kst: an A/A run whose "
+                    "kernel-time figures (and its confirmation's) share a state offset of this sd "
+                    "that the baseline's sessions and the paired rounds do not")
     ap.add_argument("--rules", default="shipped,shipped+confirm,shipped+confirm-same0.5,shipped+confirm-same1,oracle,cand,cand+confirm,cand-honest")
     global ARGS
     ARGS = ap.parse_args()
@@ -436,6 +443,8 @@ def main():
     PAIR_R = ARGS.pair_r
     PRIOR_DF = np.array([max(2.0, float(m.get("n") or 0) - 1) for m in ms])
     cls_orig = cls.copy()
+    global KMASK
+    KMASK = (cls == 3) if ARGS.lb_gpu else np.zeros(len(cls), bool)  # the kernel-time figures
     if ARGS.lb_gpu:  # launch-bound benchmarks timed on the GPU: quiet, model-step class
         lb = cls == 3
         sigma, scur, cls = sigma.copy(), scur.copy(), cls.copy()
@@ -474,6 +483,7 @@ def main():
         "new+paired-exlb+confirm": (r_new_two_stage, {"stage2": "sim-exlb", "confirm": "fresh"}),
         "new+paired-proj+confirm": (r_new_two_stage, {"stage2": "proj", "confirm": "fresh"}),
         "new+paired-projloo+confirm": (r_new_two_stage, {"stage2": "projloo", "confirm": "fresh"}),
+        "new+paired-projloo-kcheck+confirm": (r_new_two_stage, {"stage2": "projloo-kcheck", "confirm": "fresh"}),
         "new+paired-proj": (r_new_two_stage, {"stage2": "proj"}),
         "cand-sum": (r_cand, {"cur_term": "sum"}),
         "cand-off6": (r_cand, {"min_off": 6}),
@@ -495,10 +505,11 @@ def main():
                 del dv, mm, ddv
             res = {nm: dict(fa=0, pm=np.zeros(M), dec=0, dec3=0, unx=0, un=0, n=0) for nm in names}
             for scen, N, x in (("aa", ARGS.aa, 0.0), ("d5", ARGS.det, 0.05), ("d10", ARGS.det, 0.10),
-                               ("sub2", ARGS.det, 0.02), ("cw5", ARGS.det, 0.05), ("env5", ARGS.det, 0.05)):
+                               ("sub2", ARGS.det, 0.02), ("cw5", ARGS.det, 0.05), ("env5", ARGS.det, 0.05),
+                               ("kst", ARGS.aa, 0.0)):
                 if scen not in ARGS.scens.split(","):
                     continue
-                sid = {"aa": 1, "d5": 2, "d10": 3, "sub2": 4, "cw5": 5, "env5": 6}[scen]
+                sid = {"aa": 1, "d5": 2, "d10": 3, "sub2": 4, "cw5": 5, "env5": 6, "kst": 7}[scen]
                 acc = {nm: dict(hit=0, tries=0, un=0, fail=0, n=0, shift=0, cwun=0, cwreg=0) for nm in names}
                 for i0 in range(0, N, ARGS.chunk):
                     n = min(ARGS.chunk, N - i0)
@@ -515,6 +526,11 @@ def main():
                         rho = float(nm.split("same")[1]) if "same" in nm else 0.0
                         rng.bit_generator.state = base_state  # every rule sees the same runs
                         dd = simulate(rng, n, k, cls, sigma, tau, mask, x, rho=rho, env=scen == "env5")
+                        if scen == "kst":  # its own generator: the other draws stay as they were
+                            st = np.random.default_rng([ARGS.seed, k, int(tol * 1000), 77, i0]).standard_normal((n, M))
+                            off = np.where(KMASK[None, :], st * ARGS.kstate, 0.0)
+                            dd["cur"] = dd["cur"] + off
+                            dd["fresh"] = dd["fresh"] + off
                         kw = dict(kw, var_d=var_d) if nm == "oracle" else kw
                         kw = dict(kw, sigma=sigma) if "paired" in nm else kw
                         code, shreg, worse, half = run_cell(rule, dd, scur, tol, cls, kw)
@@ -534,6 +550,11 @@ def main():
                             else:
                                 r["unx"] += int((un & (np.abs(worse[:, tp]) + half[:, tp] > tol)).sum())
                             r["n"] += n
+                        elif scen == "kst":
+                            a["fail"] += int(((code == 1).any(axis=1) | shreg).sum())
+                            a["hit"] += int(np.isin(code[:, KMASK], (1, 2)).sum())
+                            a["tries"] += int(n * max(1, KMASK.sum()))
+                            a["n"] += n
                         elif scen in ("cw5", "env5"):
                             a["fail"] += int(((code == 1).any(axis=1) | shreg).sum())
                             a["shift"] += int(shreg.sum())
@@ -552,7 +573,8 @@ def main():
                         res[nm][scen] = acc[nm]
             print(f"\n== k={k} tol={tol:.0%}  (A/A {ARGS.aa} runs; detection {ARGS.det} runs per row)")
             print(f"{'rule':26s} {'run FA':>7s} {'95% CP':>17s} {'worst metric':>13s} {'tput decided':>12s} {'excl.LB':>7s} "
-                  f"{'UNCH crossing':>13s} {'det5%':>6s} {'det10%':>6s} {'UNCH@5%':>7s} {'reg@2%':>6s} {'cw5%: fails':>11s} {'model UNCH':>10s} {'env5% fails':>11s}")
+                  f"{'UNCH crossing':>13s} {'det5%':>6s} {'det10%':>6s} {'UNCH@5%':>7s} {'reg@2%':>6s} {'cw5%: fails':>11s} {'model UNCH':>10s} {'env5% fails':>11s}"
+                  + (f" {'kst fails':>9s} {'kst chg':>7s}" if "kst" in ARGS.scens.split(",") else ""))
             if STATS:
                 print(f"   paired stage: {STATS['paired'] / STATS['runs']:.1f} benchmarks re-measured per run (all scenarios, all paired rules)")
                 STATS.clear()
@@ -563,11 +585,12 @@ def main():
                 wm = r["pm"].max()
                 wlo, whi = cp(int(wm), n)
                 nil = dict(hit=0, tries=1, un=0, fail=0, n=1, shift=0, cwun=0, cwreg=0)
-                d5, d10, s2, cw, en = (r.get(x, nil) for x in ("d5", "d10", "sub2", "cw5", "env5"))
+                d5, d10, s2, cw, en, ks = (r.get(x, nil) for x in ("d5", "d10", "sub2", "cw5", "env5", "kst"))
                 print(f"{nm:26s} {r['fa']/n:7.3%} [{lo:6.3%},{hi:6.3%}] {wm/n:7.3%} m{int(r['pm'].argmax()):<3d} "
                       f"{r['dec']/(n*tp.sum()):11.1%} {r['dec3']/(n*tp3.sum()):7.1%} {r['unx']/max(1,r['un']):12.2%} "
                       f"{d5['hit']/d5['tries']:6.1%} {d10['hit']/d10['tries']:6.1%} {d5['un']/d5['tries']:7.1%} "
-                      f"{s2['hit']/s2['tries']:6.2%} {cw['fail']/cw['n']:11.1%} {cw['cwun']/(cw['n']*(cls==2).sum()):10.1%} {en['fail']/en['n']:11.1%}", flush=True)
+                      f"{s2['hit']/s2['tries']:6.2%} {cw['fail']/cw['n']:11.1%} {cw['cwun']/(cw['n']*(cls==2).sum()):10.1%} {en['fail']/en['n']:11.1%}"
+                      + (f" {ks['fail']/ks['n']:9.3%} {ks['hit']/ks['tries']:7.2%}" if "kst" in ARGS.scens.split(",") else ""), flush=True)
 
 
 if __name__ == "__main__":

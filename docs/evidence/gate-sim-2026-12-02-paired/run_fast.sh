@@ -4,7 +4,8 @@
 #   sh run_fast.sh            launch-bound figures as they are (wall time, left to stage 1)
 #   sh run_fast.sh 0.011      launch-bound figures given a GPU kernel-time figure with 1.1% spread,
 #                             in the model class, re-measured in stage 2 (any spread: sh run_fast.sh 0.02)
-# PAIR_R (rounds, default 6) and RULES (a comma list) override the defaults; the
+# PAIR_R (rounds, default 6), RULES (a comma list) and SCENS (scenarios, e.g. aa,d5,d10,cw5,kst)
+# override the defaults; the
 # leave-one-out screen of 2026-12-02: RULES=new+paired-proj+confirm,new+paired-projloo+confirm.
 # Needs numpy and scipy (e.g. /work/venv). Prints the table to stdout.
 set -e
@@ -17,5 +18,5 @@ cp "$HERE/evaluate_paired.py" "$T/fast/"
 cd "$T/fast"
 LB=${1:-0}
 nice -n 10 python3 evaluate_paired.py --sim-dir .. --aa 20000 --det 2000 --ks 3,5,10 --tols 0.03 \
-    --fa 0.005 --fa2 0.005 --pair-r "${PAIR_R:-6}" --scens aa,d5,d10,cw5 --lb-gpu "$LB" \
+    --fa 0.005 --fa2 0.005 --pair-r "${PAIR_R:-6}" --scens "${SCENS:-aa,d5,d10,cw5}" --lb-gpu "$LB" \
     --rules "${RULES:-new+confirm,new+paired+confirm,new+paired-exlb+confirm,new+paired-proj+confirm}"
