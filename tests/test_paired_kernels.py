@@ -62,10 +62,17 @@ def test_a_kernel_figure_saved_with_other_versions_keeps_the_first_stages_verdic
     assert len(candidates([r], _entries(ENV), ENV)) == 1
 
 
-def _rounds(base_s: list[float], head_s: list[float]) -> types.SimpleNamespace:
+def _rounds(base_s: list[float | None], head_s: list[float | None]) -> types.SimpleNamespace:
+    """Rounds of the result; a time of None: a round whose kernel pass made no figure."""
+
+    def one(t):
+        r = launch_bound(0.010, t or 0.002, unit="flop", work=1e9, bound="compute", key="t.py::mm")
+        if t is None:
+            r.kernel_time = None
+        return [r.to_dict()]
+
     def side(times):
-        return [[launch_bound(0.010, t, unit="flop", work=1e9, bound="compute",
-                              key="t.py::mm").to_dict()] for t in times]  # fmt: skip
+        return [one(t) for t in times]
 
     return types.SimpleNamespace(rounds={"base": side(base_s), "head": side(head_s)},
                                  pair=[0, 0, 0, 1, 1, 1])  # fmt: skip
@@ -101,3 +108,24 @@ def test_a_real_regression_checked_by_the_rounds_stays_regressed():
     v = r.verdicts[KERNELS]
     assert v["status"] == "regressed" and v["change"] == pytest.approx(1 / 1.1 - 1, abs=2e-3)
     assert "the first stage found it regressed (-8.34%)" in v["reason"]
+
+
+def test_a_checked_figure_missing_from_a_round_keeps_the_first_stages_verdict():
+    # a round whose kernel pass made no figure re-measured nothing: a confirmed stage-1
+    # regression must still fail the run, as where the stage could not run at all
+    r = _run("regressed", change=-0.0834)
+    base = [0.002] * 6
+    head = [0.0022, None, 0.0022, 0.0022, 0.0022, 0.0022]
+    _apply([(r, KERNELS, "compute")], _rounds(base, head), 0.005, "c" * 40)
+    v = r.verdicts[KERNELS]
+    assert v["status"] == "regressed" and v["change"] == -0.0834 and "stage1" not in v
+    assert v["paired"]["rounds"] == 6 and "; paired stage: " in v["reason"]
+
+
+def test_a_latencys_kernel_figure_found_changed_is_checked_and_its_per_clock_figure_not():
+    r = _run("unchanged")
+    r.verdicts = {"latency_kernels": {"status": "regressed", "change": 0.06},
+                  "latency_per_clock": {"status": "regressed", "change": 0.06}}  # fmt: skip
+    r.higher_is_better = False  # a latency: its figures are latency, latency_kernels, ...
+    picked = [m for _, m, _ in candidates([r], _entries(ENV), ENV)]
+    assert picked == ["latency_kernels"]

@@ -80,7 +80,7 @@ def candidates(
     it found changed (`checked`). A launch-bound wall time is left to the first stage (its
     noise is per process). Why kernel time is checked: on the H200 the kernel time of
     nearly launch-bound matmuls moved 3-8% with the GPU's recent load at the same SM
-    clock, while 3 sessions saved a minute apart agreed to 0.5%, so the first stage called
+    clock, while 3 sessions saved a minute apart agreed within 1%, so the first stage called
     an unchanged build 4-10% faster in 6 of 6 runs; rounds that alternate the builds share
     that state. A kernel-time figure whose baseline entry was saved with other versions
     (driver, torch, ...; `env` against `entries`) is not checked: both builds of this
@@ -296,7 +296,9 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
 
     n = len(measured.pair)
     tol = {r.key: tolerances(r, None, None)[0] for r, _, _ in todo}
-    verdicts, confidence = judge_paired(_paired_figures(todo, measured), tol, false_alarm)
+    figures = _paired_figures(todo, measured)
+    verdicts, confidence = judge_paired(figures, tol, false_alarm)
+    unmeasured = {(f.key, f.metric) for f in figures if not f.base}  # missing from a round
     counts: dict[str, int] = {}
     for r, metric, _ in todo:
         v = verdicts[(r.key, metric)]
@@ -310,7 +312,10 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         new["paired"] = {"commit": commit, "rounds": n, "processes": PAIRS,
                          "confidence": confidence}  # fmt: skip
         said = _stage1_said(first)
-        if said and v.status == "inconclusive":  # a checked figure not borne out
+        if said and (r.key, metric) in unmeasured:  # not re-measured: stage 1's verdict stands
+            new = {**first, "paired": new["paired"],
+                   "reason": f"{first.get('reason')}; paired stage: {v.reason}"}  # fmt: skip
+        elif said and v.status == "inconclusive":  # a checked figure not borne out
             new["reason"] = f"{said}, not borne out by the paired stage: {v.reason}"
         elif said:
             new["reason"] = f"{new.get('reason')}; {said}, checked here"
