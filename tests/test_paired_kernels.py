@@ -62,6 +62,39 @@ def test_a_kernel_figure_saved_with_other_versions_keeps_the_first_stages_verdic
     assert len(candidates([r], _entries(ENV), ENV)) == 1
 
 
+@pytest.mark.parametrize(
+    ("saved", "checked"),
+    [({"python": "3.11.9"}, False), ({"triton": "3.5.0"}, False), ({"cuda": "12.8"}, False),
+     ({"gpu": "NVIDIA H100"}, True), ({"gpus": 8, "interconnect": "NVLink"}, True),
+     ({"torch": None}, True), ({}, True)],
+)  # fmt: skip
+def test_other_software_in_the_baselines_environment_leaves_stage_1s_verdict(saved, checked):
+    env = {**ENV, "python": "3.12.3", "triton": "3.6.0", "cuda": "13.0", "gpu": "NVIDIA H200",
+           "gpus": 1, "interconnect": None}  # fmt: skip
+    r = _run("regressed", change=-0.08)
+    got = candidates([r], _entries({**env, **saved}), env)
+    assert bool(got) is checked
+
+
+def test_the_stage_checks_against_the_runs_own_environment(monkeypatch):
+    # after_judgement hands the run's environment to the stage: a driver the baseline was
+    # not saved with leaves the figure to stage 1, so no rounds are measured for it
+    import pytest_gpuperf.run.paired as paired
+
+    r = _run("regressed", change=-0.08)
+    r.verdicts["throughput"] = {"status": "unchanged", "reason": "launch-bound wall"}
+    base = types.SimpleNamespace(entries=_entries({**ENV, "driver": "570.1"}), judgement=None)
+    opts = types.SimpleNamespace(paired_budget=100.0, paired_rounds=6, false_alarm=0.01)
+    monkeypatch.setattr(paired, "_repo", lambda config: pytest.fail("a stage with nothing to do"))
+    assert paired.after_judgement(None, base, [r], opts, 10.0, ENV) == ([], False)
+    base.entries = _entries(ENV)
+    monkeypatch.setattr(paired, "_repo", lambda config: None)
+    config = types.SimpleNamespace(rootpath="/nowhere")
+    notes, _ = paired.after_judgement(config, base, [r], opts, 10.0, ENV)
+    assert notes == ["gpuperf: paired stage off: /nowhere is not in a git repository; the "
+                     "first stage's verdicts stand"]  # fmt: skip
+
+
 def _rounds(base_s: list[float | None], head_s: list[float | None]) -> types.SimpleNamespace:
     """Rounds of the result; a time of None: a round whose kernel pass made no figure."""
 

@@ -82,8 +82,8 @@ def candidates(
     nearly launch-bound matmuls moved 3-8% with the GPU's recent load at the same SM
     clock, while 3 sessions saved a minute apart agreed within 1%, so the first stage called
     an unchanged build 4-10% faster in 6 of 6 runs; rounds that alternate the builds share
-    that state. A kernel-time figure whose baseline entry was saved with other versions
-    (driver, torch, ...; `env` against `entries`) is not checked: both builds of this
+    that state. A kernel-time figure whose baseline entry was saved with other software
+    (`software_changed`: `env` against `entries`) is not checked: both builds of this
     machine share a new version's change, so only the first stage sees it."""
     from ..core.figures import LAUNCH, MEMORY, RECORDED, TIMED, kernels_name, metrics_of
 
@@ -99,10 +99,26 @@ def candidates(
                 continue
             status = v.get("status")
             check = (status in CHANGED and metric in kernel_figures
-                     and not _versions_changed([r.key], entries or {}, env or {}))  # fmt: skip
+                     and not software_changed(r.key, entries or {}, env or {}))  # fmt: skip
             if status == "inconclusive" or check:
                 out.append((r, metric, str(cls)))
     return out
+
+
+MACHINE = ("gpu", "mig_profile", "memory", "gpus", "interconnect", "emulated")  # not software
+
+
+def software_changed(key: str, entries: dict[str, dict[str, Any]], env: dict[str, Any]) -> bool:
+    """Whether the baseline entry `key` was saved with other software than this run's
+    environment `env`: any recorded key but the machine's (MACHINE) that both name and that
+    differs (a driver, CUDA, python, torch, a version a pytest_gpuperf_environment hook
+    added)."""
+    saved = (entries.get(key) or {}).get("environment") or {}
+    return any(
+        name not in MACHINE and old is not None and env.get(name) is not None
+        and old != env.get(name)
+        for name, old in saved.items()
+    )  # fmt: skip
 
 
 def checked(todo: list[tuple[Result, str, str]]) -> int:
