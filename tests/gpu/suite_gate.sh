@@ -11,11 +11,10 @@
 # (exit code, wall time, the verdicts line, the paired stage's line, and the decided share
 # of throughput figures) in OUTDIR/s.log.
 set -u
-parts=$1; out=$2; mkdir -p "$out"
+parts=$1; mkdir -p "$2"; out=$(cd "$2" && pwd)  # absolute: the runs start in the clone
 bundle=${SUITE_BUNDLE:-.carry/main.bundle}
 clone=${SUITE_CLONE:-/tmp/suite}
-base=${SUITE_BASELINES:-/tmp/sb}
-mkdir -p "$base"
+mkdir -p "${SUITE_BASELINES:-/tmp/sb}"; base=$(cd "${SUITE_BASELINES:-/tmp/sb}" && pwd)
 if [ ! -d "$clone/.git" ]; then
   git clone -q "$bundle" "$clone" || exit 1
   (cd "$clone" && python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1) || exit 3
