@@ -5,29 +5,35 @@
 #   compare:M  one judged run of module M (stage 1, confirmation, the paired stage)
 # in a clone of SUITE_BUNDLE (a `git bundle` of main, carried: the runner's own .git is
 # stale, and each session must record a real commit that the paired stage can build), with
-# the plugin installed editable from that clone. The baseline lives in SUITE_BASELINES
-# (carried between machines: sessions saved on earlier machines count), never in the
-# shipped baselines/. Each part's log and JSON go to OUTDIR, with one summary line per part
+# the plugin installed editable from that clone. The baseline lives in the clone's
+# gate-baselines/ (inside the checkout, so that each save records its commit; never the
+# shipped baselines/), copied in from SUITE_BASELINES first and back after each part where
+# that is set (carried between machines: sessions saved on earlier machines count). Each part's log and JSON go to OUTDIR, with one summary line per part
 # (exit code, wall time, the verdicts line, the paired stage's line, and the decided share
-# of throughput figures) in OUTDIR/s.log.
+# of throughput figures) in OUTDIR/s.log. SUITE_PROFILE: the profile (h200; cpu to try the
+# script on a machine without a GPU).
 set -u
 parts=$1; mkdir -p "$2"; out=$(cd "$2" && pwd)  # absolute: the runs start in the clone
 bundle=${SUITE_BUNDLE:-.carry/main.bundle}
 clone=${SUITE_CLONE:-/tmp/suite}
-mkdir -p "${SUITE_BASELINES:-/tmp/sb}"; base=$(cd "${SUITE_BASELINES:-/tmp/sb}" && pwd)
+carried=${SUITE_BASELINES:-}
+[ -z "$carried" ] || { mkdir -p "$carried" && carried=$(cd "$carried" && pwd); }
 if [ ! -d "$clone/.git" ]; then
-  git clone -q "$bundle" "$clone" || exit 1
+  git clone -q --branch "${SUITE_BRANCH:-main}" "$bundle" "$clone" || exit 1
   (cd "$clone" && python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1) || exit 3
 fi
+base=$clone/gate-baselines; mkdir -p "$base"
+[ -z "$carried" ] || cp -a "$carried/." "$base/"
 echo "clone at $(git -C "$clone" rev-parse --short HEAD)" | tee -a "$out/s.log"
 module() { case $1 in all) echo benchmarks ;; *) echo "benchmarks/test_$1.py" ;; esac; }
 for part in $parts; do
   mode=${part%%:*}; m=${part#*:}; label="$mode-$m-$(date +%H%M%S)"; s=$SECONDS
   (cd "$clone" && timeout -s INT "${SUITE_TIMEOUT:-560}" python3 -m pytest "$(module "$m")" \
-    -m "not scale" -q -p no:cacheprovider -rs --gpu-profile=h200 \
+    -m "not scale" -q -p no:cacheprovider -rs "--gpu-profile=${SUITE_PROFILE:-h200}" \
     "--gpuperf-baseline=$mode" "--gpuperf-baseline-dir=$base" \
     "--gpuperf-json=$out/$label.json") > "$out/$label.log" 2>&1
   rc=$?
+  [ -z "$carried" ] || cp -a "$base/." "$carried/"
   echo "$label rc=$rc $((SECONDS - s)) s $(grep -E '^verdicts:' "$out/$label.log" | tail -1)" | tee -a "$out/s.log"
   grep -E "gpuperf: paired stage" "$out/$label.log" | sed 's/^/    /' | tee -a "$out/s.log"
   python3 - "$out/$label.json" <<'PY' | tee -a "$out/s.log"
