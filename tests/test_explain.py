@@ -17,12 +17,14 @@ from .reportdata import measured
 NODE = "tests/x.py::test_y[b8 it's]"  # a parameter id a shell would split and unquote
 
 
-def _regressed(nodeid=NODE, paired=None):
+def _regressed(nodeid=NODE, paired=None, stage1=True, **rounds):
     r = measured(nodeid, 900.0, {})
     vd = {"status": "regressed", "change": -0.1, "uncertainty": 0.01, "tolerance": 0.03,
           "basis": "±1.00% from its own 3 sessions", "confirmed": True, "reason": "slower"}  # fmt: skip
-    if paired:
-        vd["paired"] = {"commit": paired, "rounds": 6}
+    if paired:  # a verdict the paired stage decided keeps the first stage's under stage1
+        vd["paired"] = {"commit": paired, "rounds": 6, **rounds}
+        if stage1:
+            vd["stage1"] = {"status": "inconclusive", "change": -0.02}
     r.verdicts = {"throughput": vd}
     return r
 
@@ -72,6 +74,27 @@ def test_a_paired_verdict_names_the_ab_line_with_its_base_commit():
     # for a test without a failing verdict
     commands = rerun_commands([_regressed(paired=commit), measured("t.py::ok", 1.0, {})], rerun)
     assert [shlex.split(c)[:2] for c in commands] == [["pytest", NODE], ["gpuperf", "ab"]]
+
+
+def test_a_paired_verdict_shows_the_rounds_medians_not_the_runs_against_the_history():
+    # 1000 -> 900 against the sessions, but the paired rounds measured 950 -> 855: the line's
+    # two figures are the ones its -10.00% came from
+    r = _regressed(paired="0123456789abcdef0123", base_median=950.0, head_median=855.0)
+    r.verdicts["throughput"]["confirmed"] = None  # as _apply writes it: no fresh process
+    (line,) = failure_lines([r], _entries(), "h200")
+    assert "950 tokens/s -> 855 tokens/s (the paired rounds' medians, base build -> this one): " \
+        "regressed -10.00%" in line  # fmt: skip
+    assert "decided by the paired stage" in line
+    (plain,) = failure_lines([_regressed(paired="0123456789abcdef0123")], _entries(), "h200")
+    assert "1,000 tokens/s -> 900 tokens/s: regressed" in plain  # no medians recorded
+
+
+def test_a_first_stage_verdict_the_paired_stage_left_standing_is_not_called_its_own():
+    # a checked figure missing from a round: stage 1's confirmed regression stands
+    r = _regressed(paired="0123456789abcdef0123", stage1=False)
+    rerun = Rerun("h200", "baselines")
+    (line,) = failure_lines([r], _entries(), "h200", None, rerun)
+    assert "; confirmed in a fresh process" in line and "paired" not in line
 
 
 def test_the_line_counts_the_sessions_judged_against_since_a_restart():

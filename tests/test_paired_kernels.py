@@ -141,6 +141,8 @@ def test_a_real_regression_checked_by_the_rounds_stays_regressed():
     v = r.verdicts[KERNELS]
     assert v["status"] == "regressed" and v["change"] == pytest.approx(1 / 1.1 - 1, abs=2e-3)
     assert "the first stage found it regressed (-8.34%)" in v["reason"]
+    p = v["paired"]  # the rounds' own medians, for the failure line
+    assert p["head_median"] / p["base_median"] == pytest.approx(1 / 1.1, rel=2e-3)
 
 
 def test_a_checked_figure_missing_from_a_round_keeps_the_first_stages_verdict():

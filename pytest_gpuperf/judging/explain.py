@@ -66,10 +66,24 @@ def _emulate(rerun: Rerun) -> str:
 
 
 def paired_commit(verdict: dict[str, Any]) -> str | None:
-    """The base commit of a verdict the paired stage decided (None: the first stage's)."""
+    """The base commit of a verdict the paired stage decided (None: the first stage's, also
+    where the stage re-measured it but the first stage's verdict stands: no `stage1`)."""
     paired = verdict.get("paired")
+    if not isinstance(verdict.get("stage1"), dict):
+        return None
     commit = paired.get("commit") if isinstance(paired, dict) else None
     return commit if isinstance(commit, str) and commit else None
+
+
+def _paired_medians(verdict: dict[str, Any]) -> tuple[float, float] | None:
+    """The base build's and this build's medians over the paired rounds of a verdict the
+    paired stage decided, where it recorded them."""
+    if paired_commit(verdict) is None:
+        return None
+    p = verdict["paired"]
+    b, h = p.get("base_median"), p.get("head_median")
+    ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (b, h))
+    return (float(b), float(h)) if ok else None
 
 
 def rerun_commands(results: Iterable[Result], rerun: Rerun) -> list[str]:
@@ -120,11 +134,14 @@ def failure_lines(
             v = as_verdict(vd)
             base_m = base_entry["metrics"][name]
             ref = statistics.median(values_of(base_m)) if values_of(base_m) else math.nan
-            unit = metrics[name]["unit"]
+            now, unit = metrics[name]["median"], metrics[name]["unit"]
+            rounds = _paired_medians(vd)
+            ref, now, of = (*rounds, " (the paired rounds' medians, base build -> this one)") \
+                if rounds else (ref, now, "")  # fmt: skip
             change = f"{v.change * 100:+.2f}%" if v.change is not None else "from 0"
             lines.append(
                 f"PERFORMANCE REGRESSION {r.key} {name}: {format_value(ref, unit)} -> "
-                f"{format_value(metrics[name]['median'], unit)}: regressed {change} "
+                f"{format_value(now, unit)}{of}: regressed {change} "
                 f"(tolerance {v.tolerance * 100:.1f}%; {v.basis or 'no spread'}; at {conf}); "
                 f"baseline "
                 + _base_text(base_entry, name, profile)

@@ -16,6 +16,7 @@ re-measures)."""
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import time
 from collections.abc import Iterable
@@ -315,6 +316,8 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     figures = _paired_figures(todo, measured)
     verdicts, confidence = judge_paired(figures, tol, false_alarm)
     unmeasured = {(f.key, f.metric) for f in figures if not f.base}  # missing from a round
+    medians = {(f.key, f.metric): (statistics.median(f.base), statistics.median(f.head))
+               for f in figures if f.base}  # fmt: skip
     counts: dict[str, int] = {}
     for r, metric, _ in todo:
         v = verdicts[(r.key, metric)]
@@ -327,6 +330,8 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         new["stage1"] = {k: first.get(k) for k in ("status", "change", "uncertainty", "reason")}
         new["paired"] = {"commit": commit, "rounds": n, "processes": PAIRS,
                          "confidence": confidence}  # fmt: skip
+        if (r.key, metric) in medians:  # the rounds' own figures, for the failure line
+            new["paired"]["base_median"], new["paired"]["head_median"] = medians[(r.key, metric)]
         said = _stage1_said(first)
         if said and (r.key, metric) in unmeasured:  # not re-measured: stage 1's verdict stands
             new = {**first, "paired": new["paired"],
