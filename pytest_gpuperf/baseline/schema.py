@@ -35,6 +35,7 @@ Merging keeps entries not saved in this run, and keys this version does not know
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,27 +98,36 @@ def file_error(path: Path | str, what: str) -> BaselineError:
     return BaselineError(f"baseline file {path}: {what}")
 
 
+def _each_entrys_metrics(
+    data: dict[str, Any], change: Callable[[dict[str, Any]], dict[str, Any] | None]
+) -> dict[str, Any]:
+    """`data` with each entry's metrics (a dict) replaced by `change(metrics)` where that is
+    not None; the rest as it is. A migration's walk over the file."""
+    entries = data.get("entries")
+    if not isinstance(entries, dict):
+        return data
+    out: dict[str, Any] = {}
+    for key, entry in entries.items():
+        metrics = entry.get("metrics") if isinstance(entry, dict) else None
+        new = change(metrics) if isinstance(metrics, dict) else None
+        out[key] = entry if new is None else {**entry, "metrics": new}
+    return {**data, "entries": out}
+
+
 def migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
     """A version-1 file as version 2: each entry's `peak_reserved` (the process's peak,
     which depended on what ran before) becomes `process_peak_reserved`, informational
     (gate false), so the step's own peak starts a history of its own. Nothing is dropped."""
-    out = {**data, "version": VERSION}
-    entries = data.get("entries")
-    if not isinstance(entries, dict):
+
+    def moved(metrics: dict[str, Any]) -> dict[str, Any] | None:
+        if "peak_reserved" not in metrics or MIGRATED_PEAK in metrics:
+            return None
+        out = dict(metrics)
+        old = out.pop("peak_reserved")
+        out[MIGRATED_PEAK] = {**old, "gate": False} if isinstance(old, dict) else old
         return out
-    new_entries: dict[str, Any] = {}
-    for key, entry in entries.items():
-        metrics = entry.get("metrics") if isinstance(entry, dict) else None
-        if isinstance(metrics, dict) and "peak_reserved" in metrics and MIGRATED_PEAK not in (
-            metrics
-        ):
-            moved = dict(metrics)
-            old = moved.pop("peak_reserved")
-            moved[MIGRATED_PEAK] = {**old, "gate": False} if isinstance(old, dict) else old
-            entry = {**entry, "metrics": moved}
-        new_entries[key] = entry
-    out["entries"] = new_entries
-    return out
+
+    return {**_each_entrys_metrics(data, moved), "version": VERSION}
 
 
 OLD_LATENCY_NAMES = (THROUGHPUT, PER_CLOCK, KERNELS)  # a latency's figures before 2026-12-02
@@ -130,18 +140,13 @@ def migrate_latency(data: dict[str, Any]) -> dict[str, Any]:
     an entry holds both names of one figure (an older version saved beside a newer one),
     their sessions are merged when unit and direction agree, else the old name is kept as
     it is. Nothing is dropped; the file on disk changes only when a save rewrites it."""
-    entries = data.get("entries")
-    if not isinstance(entries, dict):
-        return data
-    out: dict[str, Any] = {}
-    for key, entry in entries.items():
-        metrics = entry.get("metrics") if isinstance(entry, dict) else None
-        old = metrics.get(THROUGHPUT) if isinstance(metrics, dict) else None
-        if isinstance(old, dict) and old.get("direction") == "lower":
-            assert isinstance(metrics, dict)
-            entry = {**entry, "metrics": _latency_metrics(metrics)}
-        out[key] = entry
-    return {**data, "entries": out}
+
+    def renamed(metrics: dict[str, Any]) -> dict[str, Any] | None:
+        old = metrics.get(THROUGHPUT)
+        is_latency = isinstance(old, dict) and old.get("direction") == "lower"
+        return _latency_metrics(metrics) if is_latency else None
+
+    return _each_entrys_metrics(data, renamed)
 
 
 def _latency_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
