@@ -135,9 +135,9 @@ def failure_lines(
             base_m = base_entry["metrics"][name]
             ref = statistics.median(values_of(base_m)) if values_of(base_m) else math.nan
             now, unit = metrics[name]["median"], metrics[name]["unit"]
-            rounds = _paired_medians(vd)
-            ref, now, of = (*rounds, " (the paired rounds' medians, base build -> this one)") \
-                if rounds else (ref, now, "")  # fmt: skip
+            rounds = _paired_medians(vd)  # a paired verdict: the figures its change is of
+            ref, now = rounds or (ref, now)
+            of = " (the paired rounds' medians, base build -> this one)" if rounds else ""
             change = f"{v.change * 100:+.2f}%" if v.change is not None else "from 0"
             lines.append(
                 f"PERFORMANCE REGRESSION {r.key} {name}: {format_value(ref, unit)} -> "

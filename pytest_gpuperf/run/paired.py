@@ -19,7 +19,7 @@ import os
 import statistics
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,11 +115,17 @@ def software_changed(key: str, entries: dict[str, dict[str, Any]], env: dict[str
     differs (a driver, CUDA, python, torch, a version a pytest_gpuperf_environment hook
     added)."""
     saved = (entries.get(key) or {}).get("environment") or {}
-    return any(
-        name not in MACHINE and old is not None and env.get(name) is not None
-        and old != env.get(name)
-        for name, old in saved.items()
-    )  # fmt: skip
+    return any(name not in MACHINE for name, _, _ in _differences(saved, env, saved))
+
+
+def _differences(saved: dict[str, Any], env: dict[str, Any],
+                 names: Iterable[str]) -> Iterator[tuple[str, Any, Any]]:  # fmt: skip
+    """(name, saved value, this run's) of each of `names` both environments record and
+    that differs."""
+    for name in names:
+        old, new = saved.get(name), env.get(name)
+        if old is not None and new is not None and old != new:
+            yield name, old, new
 
 
 def checked(todo: list[tuple[Result, str, str]]) -> int:
@@ -333,16 +339,15 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         if (r.key, metric) in medians:  # the rounds' own figures, for the failure line
             new["paired"]["base_median"], new["paired"]["head_median"] = medians[(r.key, metric)]
         said = _stage1_said(first)
-        if said and (r.key, metric) in unmeasured:  # not re-measured: stage 1's verdict stands
+        # the first stage's verdict stands where this stage is undecided on a figure it
+        # left inconclusive, or re-measured nothing of a checked one (missing from a round)
+        if v.status == "inconclusive" and (not said or (r.key, metric) in unmeasured):
             new = {**first, "paired": new["paired"],
                    "reason": f"{first.get('reason')}; paired stage: {v.reason}"}  # fmt: skip
         elif said and v.status == "inconclusive":  # a checked figure not borne out
             new["reason"] = f"{said}, not borne out by the paired stage: {v.reason}"
         elif said:
             new["reason"] = f"{new.get('reason')}; {said}, checked here"
-        elif v.status == "inconclusive":  # undecided here too: the first stage's figures stand
-            new = {**first, "paired": new["paired"],
-                   "reason": f"{first.get('reason')}; paired stage: {v.reason}"}  # fmt: skip
         r.verdicts = {**r.verdicts, metric: new}
         counts[str(new["status"])] = counts.get(str(new["status"]), 0) + 1
     return counts
@@ -415,10 +420,8 @@ def _versions_changed(keys: Iterable[str], entries: dict[str, dict[str, Any]],
     seen: dict[str, str] = {}
     for k in keys:
         saved = (entries.get(k) or {}).get("environment") or {}
-        for name in VERSIONS:
-            old, new = saved.get(name), env.get(name)
-            if old is not None and new is not None and old != new:
-                seen.setdefault(name, f"{name} {old} -> {new}")
+        for name, old, new in _differences(saved, env, VERSIONS):
+            seen.setdefault(name, f"{name} {old} -> {new}")
     return "versions changed: " + ", ".join(seen.values()) if seen else ""
 
 
