@@ -7,6 +7,8 @@ decide it; one whose baseline was saved with other versions keeps the first stag
 
 from __future__ import annotations
 
+import json
+import statistics
 import types
 
 import pytest
@@ -143,6 +145,13 @@ def test_a_real_regression_checked_by_the_rounds_stays_regressed():
     assert "the first stage found it regressed (-8.34%)" in v["reason"]
     p = v["paired"]  # the rounds' own medians, for the failure line
     assert p["head_median"] / p["base_median"] == pytest.approx(1 / 1.1, rel=2e-3)
+    # and each round's figure of both builds, with the process pair that measured it
+    assert p["round_pairs"] == [0, 0, 0, 1, 1, 1]
+    assert [h / b for b, h in zip(p["base_rounds"], p["head_rounds"], strict=True)] == \
+        pytest.approx([1 / 1.1] * 6, rel=1e-6)
+    assert statistics.median(p["base_rounds"]) == p["base_median"]
+    assert statistics.median(p["head_rounds"]) == p["head_median"]
+    json.dumps(v)  # written as it is into --gpuperf-json
 
 
 def test_a_checked_figure_missing_from_a_round_keeps_the_first_stages_verdict():

@@ -322,8 +322,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     figures = _paired_figures(todo, measured)
     verdicts, confidence = judge_paired(figures, tol, false_alarm)
     unmeasured = {(f.key, f.metric) for f in figures if not f.base}  # missing from a round
-    medians = {(f.key, f.metric): (statistics.median(f.base), statistics.median(f.head))
-               for f in figures if f.base}  # fmt: skip
+    measured_figs = {(f.key, f.metric): f for f in figures if f.base}
     counts: dict[str, int] = {}
     for r, metric, _ in todo:
         v = verdicts[(r.key, metric)]
@@ -336,8 +335,8 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         new["stage1"] = {k: first.get(k) for k in ("status", "change", "uncertainty", "reason")}
         new["paired"] = {"commit": commit, "rounds": n, "processes": PAIRS,
                          "confidence": confidence}  # fmt: skip
-        if (r.key, metric) in medians:  # the rounds' own figures, for the failure line
-            new["paired"]["base_median"], new["paired"]["head_median"] = medians[(r.key, metric)]
+        if (f := measured_figs.get((r.key, metric))) is not None:
+            new["paired"].update(_round_record(f))
         said = _stage1_said(first)
         # the first stage's verdict stands where this stage is undecided on a figure it
         # left inconclusive, or re-measured nothing of a checked one (missing from a round)
@@ -351,6 +350,15 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         r.verdicts = {**r.verdicts, metric: new}
         counts[str(new["status"])] = counts.get(str(new["status"]), 0) + 1
     return counts
+
+
+def _round_record(f: Any) -> dict[str, Any]:
+    """A figure's rounds as the verdict keeps them: each build's median over the rounds
+    (the failure line's "base -> now") and each round's figure of both builds with the
+    process pair that measured it, so a reader can see where the noise was."""
+    return {"base_median": statistics.median(f.base), "head_median": statistics.median(f.head),
+            "base_rounds": list(f.base), "head_rounds": list(f.head),
+            "round_pairs": list(f.pair)}  # fmt: skip
 
 
 def _stage1_said(first: dict[str, Any]) -> str:
