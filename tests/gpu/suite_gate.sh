@@ -11,7 +11,10 @@
 # that is set (carried between machines: sessions saved on earlier machines count). Each part's log and JSON go to OUTDIR, with one summary line per part
 # (exit code, wall time, the verdicts line, the paired stage's line, and the decided share
 # of throughput figures) in OUTDIR/s.log. SUITE_PROFILE: the profile (h200; cpu to try the
-# script on a machine without a GPU).
+# script on a machine without a GPU). SUITE_K: a -k expression for every part (a judged run
+# of the finetune module takes longer than one 10-minute call: split it in two with
+# SUITE_K='qlora_batch_sweep' and 'not qlora_batch_sweep'); SUITE_OPTS: more pytest
+# options, split on spaces (e.g. --gpuperf-paired-budget=240).
 set -u
 parts=$1; mkdir -p "$2"; out=$(cd "$2" && pwd)  # absolute: the runs start in the clone
 bundle=${SUITE_BUNDLE:-.carry/main.bundle}
@@ -28,10 +31,13 @@ echo "clone at $(git -C "$clone" rev-parse --short HEAD)" | tee -a "$out/s.log"
 module() { case $1 in all) echo benchmarks ;; *) echo "benchmarks/test_$1.py" ;; esac; }
 for part in $parts; do
   mode=${part%%:*}; m=${part#*:}; label="$mode-$m-$(date +%H%M%S)"; s=$SECONDS
+  sel=(); [ -z "${SUITE_K:-}" ] || sel=(-k "$SUITE_K")
+  # shellcheck disable=SC2206  # SUITE_OPTS: more pytest options, split on spaces
+  more=(${SUITE_OPTS:-})
   (cd "$clone" && timeout -s INT "${SUITE_TIMEOUT:-560}" python3 -m pytest "$(module "$m")" \
-    -m "not scale" -q -p no:cacheprovider -rs "--gpu-profile=${SUITE_PROFILE:-h200}" \
-    "--gpuperf-baseline=$mode" "--gpuperf-baseline-dir=$base" \
-    "--gpuperf-json=$out/$label.json") > "$out/$label.log" 2>&1
+    -m "not scale" -q -p no:cacheprovider -rs --durations=12 "${sel[@]}" "${more[@]}" \
+    "--gpu-profile=${SUITE_PROFILE:-h200}" "--gpuperf-baseline=$mode" \
+    "--gpuperf-baseline-dir=$base" "--gpuperf-json=$out/$label.json") > "$out/$label.log" 2>&1
   rc=$?
   [ -z "$carried" ] || cp -a "$base/." "$carried/"
   echo "$label rc=$rc $((SECONDS - s)) s $(grep -E '^verdicts:' "$out/$label.log" | tail -1)" | tee -a "$out/s.log"
