@@ -11,6 +11,7 @@ them is schema.py's. Pure: no I/O.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .results import LATENCY, THROUGHPUT  # a result's figure_name: one of them, or "value"
@@ -26,6 +27,29 @@ def per_clock_name(timed: str) -> str:
 def kernels_name(timed: str) -> str:
     """The kernel-time twin of a measured figure (launch-bound work on a GPU)."""
     return f"{timed}_kernels"
+
+
+def kernels_of(name: str) -> str | None:
+    """The measured figure a kernel-time twin belongs to (`throughput` for
+    `throughput_kernels`); None for any other name."""
+    timed = name.removesuffix("_kernels")
+    return timed if timed != name and timed in TIMED else None
+
+
+def same_class_twins(figures: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The kernel-time figures among one result's `figures` (name -> metric) whose
+    wall-time figure is in the same noise class: work busy enough not to be launch-bound
+    (the band below KERNEL_BUSY_BELOW) has both, and they share most of their noise. Such
+    a twin is judged, but never votes beside its wall-time figure in the class's offsets,
+    pool or line: one benchmark would count twice."""
+    out = set()
+    for name, m in figures.items():
+        timed = kernels_of(name)
+        if timed is not None and timed in figures and (
+            figures[timed].get("noise_class") == m.get("noise_class")
+        ):
+            out.add(name)
+    return out
 
 
 PER_CLOCK = per_clock_name(THROUGHPUT)  # judged with the throughput of compute-bound work

@@ -21,7 +21,15 @@ from ..baseline.history import (
     series_of,
     since_restart,
 )
-from ..core.figures import PEAK, PER_CLOCKS, TIMED, metrics_of, per_clock_name, result_classes
+from ..core.figures import (
+    PEAK,
+    PER_CLOCKS,
+    TIMED,
+    metrics_of,
+    per_clock_name,
+    result_classes,
+    same_class_twins,
+)
 from ..core.results import Result
 from ..core.settings import BY_NAME, FALSE_ALARM
 from .busy import busy_verdicts
@@ -162,6 +170,9 @@ def _fit_models(
         for name, m in ms.items()
     }
     derived = {f"{r.key}::value" for r in results if r.derived_from is not None}
+    # a kernel-time figure beside its wall time in one class: judged, but no vote (one
+    # benchmark counted twice would weigh double in the class's offsets and pool)
+    derived |= {f"{key}::{name}" for key, ms in figures.items() for name in same_class_twins(ms)}
     series = series_of(entries, exclude_session, current, derived)
     return figures, NoiseModel.fit(series), NoiseModel.fit(series, offsets=False)
 

@@ -33,7 +33,9 @@ What `fit` does, class by class:
    of freedom). A metric clearly noisier than the pool (F test at SCREEN_P) is left out of
    the pool and keeps its own spread; the others take the larger of their own and the pool,
    with the pool's degrees of freedom. Recorded values (a user's own figures) share no noise
-   source and are never pooled.
+   source and are never pooled. A figure derived from another (judge.py marks a copy of a
+   measurement, and a kernel-time figure beside its wall time in one class) never votes:
+   not in the offsets, not in the pool; it takes the pool where it is as quiet as the pool.
 """
 
 from __future__ import annotations

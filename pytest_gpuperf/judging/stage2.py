@@ -31,6 +31,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from ..core.figures import kernels_of
 from .noise import f_isf
 from .verdict import INCONCLUSIVE, Verdict, per_metric_confidence, quantile, status_of
 
@@ -97,13 +98,19 @@ def per_process(fig: PairedFigure) -> float | None:
 
 def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, float]]:
     """Each figure's variance of d and its degrees of freedom: pooled within its class over
-    the figures the F screen keeps, when at least MIN_POOL of them agree; else its own."""
+    the figures the F screen keeps, when at least MIN_POOL of them agree; else its own. A
+    kernel-time figure re-measured beside its wall time in one class (core.figures.
+    same_class_twins) never counts in the pool, and takes it where the pool explains it."""
     out: dict[tuple[str, str], tuple[float, float]] = {}
     by_cls: dict[str, list[PairedFigure]] = {}
+    have = {(f.key, f.metric, f.cls) for f in figs}
+    twins: dict[str, list[PairedFigure]] = {}
     for f in figs:
         out[(f.key, f.metric)] = (statistics.variance(f.diffs()), len(f.base) - 1.0)
-        by_cls.setdefault(f.cls, []).append(f)
-    for members in by_cls.values():
+        timed = kernels_of(f.metric)
+        twin = timed is not None and (f.key, timed, f.cls) in have
+        (twins if twin else by_cls).setdefault(f.cls, []).append(f)
+    for cls, members in by_cls.items():
         if len(members) < MIN_POOL:
             continue
         keep = {(f.key, f.metric) for f in members}
@@ -118,6 +125,8 @@ def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, f
             continue
         df_sum = sum(out[k][1] for k in keep)
         sp = sum(out[k][0] * out[k][1] for k in keep) / df_sum
+        keep |= {(f.key, f.metric) for f in twins.get(cls, [])
+                 if _fits(out, keep, (f.key, f.metric))}  # fmt: skip
         for k in keep:
             out[k] = (max(out[k][0], sp), df_sum)
     return out

@@ -1,0 +1,121 @@
+"""A kernel-time figure beside its wall time in one noise class (work busy enough not to be
+launch-bound, the band below KERNEL_BUSY_BELOW, has both): one benchmark, whose two figures
+share most of their noise. It is judged, but it never votes beside its wall time: not in the
+class's session offsets or pool (noise.py), not in the run's class shift or the offsets its
+class-mates are judged after (offsets.py), not in the paired stage's pool (stage2.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_gpuperf.baseline.schema import entries_to_save
+from pytest_gpuperf.baseline.store import load, save
+from pytest_gpuperf.core.figures import KERNELS, LAUNCH, metrics_of, same_class_twins
+from pytest_gpuperf.judging.judge import judge_run
+from pytest_gpuperf.judging.stage2 import PairedFigure, pooled
+
+from .test_kernel_time import launch_bound
+
+TESTS = ("t.py::a", "t.py::b", "t.py::c", "t.py::d")  # a has a kernel figure; b-d do not
+SESSIONS = (1.0, 1.012, 0.991)  # a machine's shift of the whole class, session by session
+OWN = {"t.py::a": (0.000, 0.002, -0.001), "t.py::b": (0.001, -0.002, 0.000),
+       "t.py::c": (-0.001, 0.000, 0.002), "t.py::d": (0.002, 0.001, -0.002)}  # fmt: skip
+
+
+def busy(key: str, wall_s: float, kernel_s: float | None) -> object:
+    """A 90%-busy copy (bandwidth class): not launch-bound, a kernel figure where given."""
+    r = launch_bound(wall_s, kernel_s or wall_s, unit="bytes", work=1e9, bound="memory", key=key)
+    r.launch_bound, r.busy_fraction = False, 0.9
+    if kernel_s is None:
+        r.kernel_time = None
+    return r
+
+
+def _run(slow: dict[str, float] | None = None, shift: float = 1.0) -> list:
+    slow = slow or {}
+    return [
+        busy(k, 0.001 * shift * slow.get(k, 1.0),
+             0.0009 * shift * slow.get(k, 1.0) if k == "t.py::a" else None)
+        for k in TESTS
+    ]  # fmt: skip
+
+
+def _baseline(tmp_path):
+    path = tmp_path / "h200.json"
+    for i, f in enumerate(SESSIONS):
+        rs = [busy(k, 0.001 / f * (1 + OWN[k][i]),
+                   0.0009 / f * (1 + OWN[k][i] * 0.8) if k == "t.py::a" else None)
+              for k in TESTS]  # fmt: skip
+        for r in rs:
+            r.gpu_uuid = "GPU-a"
+        save(path, "h200", entries_to_save(rs, {}, date=f"d{i}", commit=None, session=f"s{i}"),
+             now=f"n{i}")  # fmt: skip
+    return load(path).entries
+
+
+def test_a_busy_results_kernel_figure_is_the_twin_of_its_wall_time():
+    figs = metrics_of(busy("t.py::a", 0.001, 0.0009))
+    assert figs["throughput"]["noise_class"] == figs[KERNELS]["noise_class"] == "bandwidth"
+    assert same_class_twins(figs) == {KERNELS}
+    # launch-bound work: the wall time is launch-bound, the kernels in their own class
+    lb = metrics_of(launch_bound(0.010, 0.002), LAUNCH)
+    assert lb["throughput"]["noise_class"] == LAUNCH and same_class_twins(lb) == set()
+    assert same_class_twins(metrics_of(busy("t.py::b", 0.001, None))) == set()
+
+
+def test_the_class_shift_counts_benchmarks_and_the_twin_takes_its_wall_times_offset(tmp_path):
+    entries = _baseline(tmp_path)
+    run = _run(shift=1 / 1.02)  # a machine 2% faster for the whole class
+    j = judge_run(run, entries, {})
+    median, members = j.offsets[("bandwidth", None)]
+    assert members == 4  # a, b, c, d: a's kernel figure is not a fifth voter
+    assert median == pytest.approx(0.0198, abs=0.004)
+    off = j.metric_offsets
+    assert off["t.py::a::throughput_kernels"] == off["t.py::a::throughput"]
+    a = run[0].verdicts
+    assert a["throughput"]["status"] == a[KERNELS]["status"] == "unchanged", a
+
+
+def test_one_benchmark_slower_in_both_figures_moves_its_class_mates_offsets_once(tmp_path):
+    """a 10% slower in wall and kernel time: b's offset is the median of a, c, d (a once),
+    so b is judged after c and d's shift, not dragged by a twice; a is regressed in both."""
+    entries = _baseline(tmp_path)
+    run = _run(slow={"t.py::a": 1.10})
+    j = judge_run(run, entries, {})
+    assert j.offsets[("bandwidth", None)][1] == 4
+    b_off = j.metric_offsets["t.py::b::throughput"]
+    assert b_off[1] == 3  # its 3 class-mates a, c, d: not a's kernel figure as a fourth
+    a = run[0].verdicts
+    assert a["throughput"]["status"] == a[KERNELS]["status"] == "regressed", a
+    assert all(r.verdicts["throughput"]["status"] == "unchanged" for r in run[1:])
+
+
+def test_the_class_pool_is_made_of_benchmarks_not_figures(tmp_path):
+    entries = _baseline(tmp_path)
+    run = _run()
+    judge_run(run, entries, {})
+    basis = run[0].verdicts[KERNELS]["basis"]
+    wall = run[1].verdicts["throughput"]["basis"]
+    # each of the 4 benchmarks gives its 3 sessions (2 df) to the pool; the twin takes it
+    assert "of 4 memory-bandwidth-bound metrics (8 df)" in wall, wall
+    assert "of 4 memory-bandwidth-bound metrics (8 df)" in basis, basis
+
+
+def _fig(key, metric, d, pair=(0, 0, 0, 1, 1, 1)):
+    base = tuple(100.0 for _ in d)
+    head = tuple(100.0 * (1 + x) for x in d)
+    return PairedFigure(key, metric, "bandwidth", True, base, head, pair)
+
+
+def test_the_paired_pool_counts_a_benchmark_once():
+    d1 = (0.001, -0.001, 0.002, 0.0, -0.002, 0.001)
+    d2 = (-0.001, 0.002, 0.0, 0.001, -0.001, -0.002)
+    d3 = (0.002, 0.0, -0.001, -0.002, 0.001, 0.0)
+    figs = [_fig("x", "throughput", d1), _fig("x", KERNELS, d1), _fig("y", "throughput", d2),
+            _fig("z", "throughput", d3)]  # fmt: skip
+    out = pooled(figs)
+    assert out[("x", "throughput")][1] == 15  # x, y, z: 5 df each
+    assert out[("x", KERNELS)][1] == 15  # the twin takes the pool, adds nothing to it
+    # x's two figures and y: two benchmarks, fewer than a pool needs: each its own
+    two = pooled(figs[:3])
+    assert all(df == 5 for _, df in two.values())
