@@ -107,15 +107,31 @@ def _fig(key, metric, d, pair=(0, 0, 0, 1, 1, 1)):
     return PairedFigure(key, metric, "bandwidth", True, base, head, pair)
 
 
-def test_the_paired_pool_counts_a_benchmark_once():
-    d1 = (0.001, -0.001, 0.002, 0.0, -0.002, 0.001)
-    d2 = (-0.001, 0.002, 0.0, 0.001, -0.001, -0.002)
-    d3 = (0.002, 0.0, -0.001, -0.002, 0.001, 0.0)
-    figs = [_fig("x", "throughput", d1), _fig("x", KERNELS, d1), _fig("y", "throughput", d2),
-            _fig("z", "throughput", d3)]  # fmt: skip
+D = ((0.001, -0.001, 0.002, 0.0, -0.002, 0.001), (-0.001, 0.002, 0.0, 0.001, -0.001, -0.002),
+     (0.002, 0.0, -0.001, -0.002, 0.001, 0.0), (0.0, 0.001, -0.002, 0.002, -0.001, 0.001))  # fmt: skip
+
+
+def test_the_paired_pool_counts_a_benchmark_once_kernel_time_apart_from_wall_time():
+    figs = [_fig("x", "throughput", D[0]), _fig("x", KERNELS, D[0]),
+            _fig("y", "throughput", D[1]), _fig("z", "throughput", D[2])]  # fmt: skip
     out = pooled(figs)
     assert out[("x", "throughput")][1] == 15  # x, y, z: 5 df each
-    assert out[("x", KERNELS)][1] == 15  # the twin takes the pool, adds nothing to it
-    # x's two figures and y: two benchmarks, fewer than a pool needs: each its own
-    two = pooled(figs[:3])
+    assert out[("x", KERNELS)][1] == 5  # alone of its kind: its own, adds nothing to theirs
+    two = pooled(figs[:3])  # x's two figures and y: two benchmarks, too few for a pool
     assert all(df == 5 for _, df in two.values())
+    kernels = pooled([_fig(k, KERNELS, d) for k, d in zip("abc", D, strict=False)])
+    assert all(df == 15 for _, df in kernels.values())  # kernel figures pool among themselves
+
+
+def test_noisy_kernel_figures_do_not_let_a_noisy_wall_figure_into_the_quiet_pool():
+    """Three quiet wall-time figures (0.1-0.2% a round), one wall-time figure ten times
+    noisier, and three kernel-time figures as noisy as it: in one pool the kernel figures
+    would make the noisy wall figure look ordinary; by kind, the screen keeps it out."""
+    loud = [tuple(10 * v for v in d) for d in D]
+    figs = [_fig(k, "throughput", d) for k, d in zip("abc", D[:3], strict=True)]
+    figs += [_fig("w", "throughput", loud[3])]
+    figs += [_fig(k, KERNELS, d) for k, d in zip("pqr", loud[:3], strict=True)]
+    out = pooled(figs)
+    assert out[("w", "throughput")][1] == 5  # its own variance and degrees of freedom
+    assert all(out[(k, "throughput")][1] == 15 for k in "abc")
+    assert all(out[(k, KERNELS)][1] == 15 for k in "pqr")  # a pool of their own

@@ -11,9 +11,10 @@ in their ratio. The rule, as gate-sim's fast simulator of the two-stage design m
 
 - the figures re-measured: every throughput-class figure stage 1 left INCONCLUSIVE;
 - d_i = log(head_i / base_i) per round; a figure's variance of d is
-  pooled over the re-measured figures of its class (an F screen at 1% against the pool of
-  the others keeps a noisier figure on its own variance), each kept figure judged with
-  max(own, pooled) and the pool's degrees of freedom;
+  pooled over the re-measured figures of its class and kind (wall time or GPU kernel time;
+  an F screen at 1% against the pool of the others keeps a noisier figure on its own
+  variance), each kept figure judged with max(own, pooled) and the pool's degrees of
+  freedom;
 - the interval t * sqrt(var / rounds) at the stage's share of the run's false-alarm budget
   (Bonferroni over the figures re-measured), the verdict ladder of verdict.status_of.
 
@@ -97,20 +98,20 @@ def per_process(fig: PairedFigure) -> float | None:
 
 
 def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, float]]:
-    """Each figure's variance of d and its degrees of freedom: pooled within its class over
-    the figures the F screen keeps, when at least MIN_POOL of them agree; else its own. A
-    kernel-time figure re-measured beside its wall time in one class (core.figures.
-    same_class_twins) never counts in the pool, and takes it where the pool explains it."""
+    """Each figure's variance of d and its degrees of freedom: pooled over the figures of
+    its kind (wall time, or GPU kernel time) in its class that the F screen keeps, when at
+    least MIN_POOL of them agree; else its own. Kernel time and wall time never share a
+    pool: their round-to-round noise has other causes (a kernel figure's level can be drawn
+    per process), and a few noisy kernel figures in a pool would let a noisy wall-time
+    figure in beside them (gate-sim: all 8 kernel figures at 3% a round took the run-wide
+    A/A from 0.175% to 1.375%; pooled by kind, 0.275%). A kernel-time figure beside its
+    own wall time so never counts that benchmark twice."""
     out: dict[tuple[str, str], tuple[float, float]] = {}
-    by_cls: dict[str, list[PairedFigure]] = {}
-    have = {(f.key, f.metric, f.cls) for f in figs}
-    twins: dict[str, list[PairedFigure]] = {}
+    groups: dict[tuple[str, bool], list[PairedFigure]] = {}
     for f in figs:
         out[(f.key, f.metric)] = (statistics.variance(f.diffs()), len(f.base) - 1.0)
-        timed = kernels_of(f.metric)
-        twin = timed is not None and (f.key, timed, f.cls) in have
-        (twins if twin else by_cls).setdefault(f.cls, []).append(f)
-    for cls, members in by_cls.items():
+        groups.setdefault((f.cls, kernels_of(f.metric) is not None), []).append(f)
+    for members in groups.values():
         if len(members) < MIN_POOL:
             continue
         keep = {(f.key, f.metric) for f in members}
@@ -125,8 +126,6 @@ def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, f
             continue
         df_sum = sum(out[k][1] for k in keep)
         sp = sum(out[k][0] * out[k][1] for k in keep) / df_sum
-        keep |= {(f.key, f.metric) for f in twins.get(cls, [])
-                 if _fits(out, keep, (f.key, f.metric))}  # fmt: skip
         for k in keep:
             out[k] = (max(out[k][0], sp), df_sum)
     return out

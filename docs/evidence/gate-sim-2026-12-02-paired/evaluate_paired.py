@@ -250,8 +250,7 @@ def paired_stage(first, d, scur, tol, cls, sigma, r_fa=0.005, only_tp=True, hone
     at the other half of the 1%."""
     code1, sh, worse1, half1 = first
     n, M = code1.shape
-    w = np.array([sigma[j] if (cls[j] == 3 or j in PROCESS_LEVEL) else min(sigma[j], W_CLASS.get(int(cls[j]), sigma[j]))
-                  for j in range(M)])
+    w = pair_w(cls, sigma)
     x = d["slow"][:, :, None] + math.sqrt(2) * w[None, :, None] * d["pair"]  # log(head/base) per round
     mean = x.mean(axis=-1)
     s2 = x.var(axis=-1, ddof=1)
@@ -318,8 +317,12 @@ def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,), lo
     conf2 = np.maximum(0.99, 1 - r_fa / nsel)[:, None]
     var = s2.copy()
     dfm = np.full((n, M), R - 1.0)
-    for c in tpc:
-        idx = np.where(cls == c)[0]
+    groups = [(c, None) for c in tpc]
+    if ARGS.kpool_kind:  # added 2026-12-02 (gate-sim-2026-12-02-kpair): kernel-time figures
+        # pool only with kernel-time figures of their class, wall-time figures with wall-time
+        groups = [(c, k) for c in tpc for k in (False, True)]
+    for c, kind in groups:
+        idx = np.where((cls == c) & ((KMASK == kind) if kind is not None else True))[0]
         if len(idx) == 0:
             continue
         v, s = s2[:, idx], sel[:, idx]
@@ -363,10 +366,25 @@ def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,), lo
     return code, sh, np.where(sel, -np.expm1(mean), worse1), np.where(sel, half, half1)
 
 
-def pair_x(d, cls, sigma):
-    """log(head/base) per round (runs x metrics x PAIR_R), as paired_stage draws it."""
+def pair_w(cls, sigma):
+    """Each metric's within-machine spread of one paired round: its class's (W_CLASS, at
+    most its own sigma), its own sigma for launch-bound wall time and per-process figures,
+    and --kpair for the kernel-time figures where that is given (measured on the H200:
+    0.3% for a launch-bound step of 200 small kernels, 2-3% for a near-launch-bound matmul)."""
     w = np.array([sigma[j] if (cls[j] == 3 or j in PROCESS_LEVEL) else min(sigma[j], W_CLASS.get(int(cls[j]), sigma[j]))
                   for j in range(len(sigma))])
+    if ARGS.kpair:  # one spread, or a comma list given to the kernel-time figures in turn
+        spreads = [float(x) for x in str(ARGS.kpair).split(",")]
+        kidx = np.where(KMASK)[0]
+        w = w.copy()
+        for n, j in enumerate(kidx):
+            w[j] = spreads[n % len(spreads)]
+    return w
+
+
+def pair_x(d, cls, sigma):
+    """log(head/base) per round (runs x metrics x PAIR_R), as paired_stage draws it."""
+    w = pair_w(cls, sigma)
     return d["slow"][:, :, None] + math.sqrt(2) * w[None, :, None] * d["pair"]
 
 
@@ -433,6 +451,11 @@ def main():
     ap.add_argument("--kstate", type=float, default=0.05, help="scenario kst: an A/A run whose "
                     "kernel-time figures (and its confirmation's) share a state offset of this sd "
                     "that the baseline's sessions and the paired rounds do not")
+    ap.add_argument("--kpair", default="", help="the kernel-time figures' within-machine "
+                    "spread of one paired round, or a comma list given to them in turn (empty: "
+                    "their class's, as before)")
+    ap.add_argument("--kpool-kind", action="store_true", help="stage 2 pools kernel-time "
+                    "figures only with kernel-time figures of their class")
     ap.add_argument("--rules", default="shipped,shipped+confirm,shipped+confirm-same0.5,shipped+confirm-same1,oracle,cand,cand+confirm,cand-honest")
     global ARGS
     ARGS = ap.parse_args()
