@@ -42,6 +42,10 @@ for r in d.get("results", []):
               f"{100 * (v.get('change') or 0):+.2f}% ±{100 * (v.get('uncertainty') or 0):.2f}%"
               + (f" (stage 1 {s1}; paired {p.get('rounds')} rounds)" if s1 else "")
               + (" [" + (v.get("reason") or "")[:140] + "]" if v.get("status") != "unchanged" else ""))
+        if p.get("base_rounds"):  # each round's head/base, with its process pair
+            print("      rounds: " + " ".join(
+                f"{100 * (h / b - 1):+.1f}%({q})"
+                for b, h, q in zip(p["base_rounds"], p["head_rounds"], p["round_pairs"])))
 for s in d.get("class_shifts") or []:
     print(f"  {label} {s[:200]}")
 PY

@@ -1,0 +1,62 @@
+"""Probe (a GPU only; not a test): is the kernel time of test_v_sweep[256]'s matmuls drawn per
+process, per allocation, or by the card's state? On the H200 a session's figure sat at one of
+two levels, 136-143 or 147-150 us per call of 10 matmuls (docs/performance.md, 2026-12-02,
+third session). One process here: 4 allocations of the operands in turn (each kept alive, so
+each is at a new address), each timed 3 times by the plugin's own profiler pass
+(measure/kernels.py), with NVML's SM clock around each pass; one JSON line per pass.
+
+    for i in 1 2 3 4 5 6; do python3 tests/gpu/kernel_levels.py $i; done > levels.jsonl
+
+Levels that change between the allocations of one process: the placement in memory; one
+level per process: the process (a library's choice at start); neither: the card's state."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import pynvml
+import torch
+
+from pytest_gpuperf.measure import kernels
+
+CALLS = 20  # as test_v_sweep[256] since 2026-12-02 (third session)
+
+
+def main(proc: str) -> None:
+    pynvml.nvmlInit()
+    handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+
+    def clock() -> int:
+        return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+
+    kept = []
+    for alloc in range(4):
+        a = torch.randn(256, 4096, device="cuda").to(torch.bfloat16)
+        w = torch.randn(4096, 4096, device="cuda").to(torch.bfloat16)
+        kept.append((a, w))
+
+        def work(a=a, w=w) -> None:
+            for _ in range(CALLS):
+                a @ w
+
+        for _ in range(50):
+            work()
+        torch.cuda.synchronize()
+        for rep in range(3):
+            c0 = clock()
+            traced = kernels.profile_chunks(torch, work, None, 20, 10.0)
+            c1 = clock()
+            s = kernels.kernel_summary(traced, 1, 0.95) if not isinstance(traced, str) else traced
+            line = {"proc": proc, "alloc": alloc, "rep": rep, "w_ptr_mod_2mib": w.data_ptr() % (2 << 20),
+                    "clk0": c0, "clk1": c1, "t": round(time.time(), 2)}  # fmt: skip
+            if isinstance(s, str):
+                line["error"] = s
+            else:
+                line.update(kern_us=s.median * 1e6, lo_us=s.ci_low * 1e6, hi_us=s.ci_high * 1e6)
+            print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "1")
