@@ -12,7 +12,10 @@ from pytest_gpuperf.baseline.schema import entries_to_save
 from pytest_gpuperf.baseline.store import load, save
 from pytest_gpuperf.core.figures import KERNELS, LAUNCH, metrics_of, same_class_twins
 from pytest_gpuperf.judging.judge import judge_run
-from pytest_gpuperf.judging.stage2 import PairedFigure, pooled
+from pytest_gpuperf.judging.offsets import ClassShift
+from pytest_gpuperf.judging.stage2 import PairedFigure, judge_paired, pooled
+from pytest_gpuperf.judging.verdict import Verdict
+from pytest_gpuperf.run.paired import environment_shifts
 
 from .test_kernel_time import launch_bound
 
@@ -61,6 +64,13 @@ def test_a_busy_results_kernel_figure_is_the_twin_of_its_wall_time():
     lb = metrics_of(launch_bound(0.010, 0.002), LAUNCH)
     assert lb["throughput"]["noise_class"] == LAUNCH and same_class_twins(lb) == set()
     assert same_class_twins(metrics_of(busy("t.py::b", 0.001, None))) == set()
+    # launch-bound work with a declared class has both figures in it, but its wall time is
+    # the host's: its kernel figure keeps its vote
+    declared = launch_bound(0.010, 0.002)
+    declared.noise_class = "model"
+    figs = metrics_of(declared)
+    assert figs["throughput"]["noise_class"] == figs[KERNELS]["noise_class"] == "model"
+    assert same_class_twins(figs) == set()
 
 
 def test_the_class_shift_counts_benchmarks_and_the_twin_takes_its_wall_times_offset(tmp_path):
@@ -135,3 +145,47 @@ def test_noisy_kernel_figures_do_not_let_a_noisy_wall_figure_into_the_quiet_pool
     assert out[("w", "throughput")][1] == 5  # its own variance and degrees of freedom
     assert all(out[(k, "throughput")][1] == 15 for k in "abc")
     assert all(out[(k, KERNELS)][1] == 15 for k in "pqr")  # a pool of their own
+
+
+def test_a_run_of_some_tests_fits_the_same_pool_as_the_whole_run(tmp_path):
+    """The twins are read from the baseline file too: a run of b alone (a -k subset, or the
+    fresh-process confirmation of b) must not let a's saved kernel figure vote again."""
+    entries = _baseline(tmp_path)
+    whole, alone = _run(), [busy("t.py::b", 0.001, None)]
+    judge_run(whole, entries, {})
+    judge_run(alone, entries, {})
+    want = "of 4 memory-bandwidth-bound metrics (8 df)"
+    assert want in whole[1].verdicts["throughput"]["basis"]
+    assert want in alone[0].verdicts["throughput"]["basis"], alone[0].verdicts["throughput"]
+
+
+def _class_line(status: str, keys: tuple[str, ...]) -> ClassShift:
+    return ClassShift("bandwidth", None, Verdict(status, -0.05, 0.05, 0.01, 0.03, "moved"),
+                      len(keys), keys)  # fmt: skip
+
+
+def test_an_environment_shift_needs_most_benchmarks_of_the_class_re_measured():
+    """A class line of 6 benchmarks, 3 with a kernel figure beside the wall time: 2 of them
+    re-measured unchanged in both figures is 2 benchmarks (4 figures), not most of 6; 3 is."""
+    keys = tuple(f"t.py::b{i}" for i in range(6))
+    same = {"status": "unchanged", "paired": {"commit": "c"}, "stage1": {"status": "inconclusive"}}
+
+    def run(remeasured: int) -> list:
+        res = [busy(k, 0.001, 0.0009 if i < 3 else None) for i, k in enumerate(keys)]
+        for i, r in enumerate(res):
+            v = dict(same) if i < remeasured else {"status": "inconclusive"}
+            r.verdicts = {"throughput": v, **({KERNELS: dict(v)} if i < 3 else {})}
+        return res
+
+    shifts = [_class_line("regressed", keys)]
+    assert environment_shifts(shifts, run(2), {}, {}) == []
+    assert shifts[0].verdict.status == "regressed"  # 2 of 6 benchmarks: the code may have
+    shifts = [_class_line("regressed", keys)]
+    assert len(environment_shifts(shifts, run(3), {}, {})) == 1
+    assert shifts[0].verdict.status == "inconclusive"
+
+
+def test_a_paired_kernel_figures_pool_is_named_for_what_it_is():
+    figs = [_fig(k, KERNELS, d) for k, d in zip("abc", D, strict=False)]
+    verdicts, _ = judge_paired(figs, {k: 0.03 for k in "abc"}, 0.005)
+    assert "(pooled over its class's kernel-time figures, 15 df)" in verdicts[("a", KERNELS)].basis

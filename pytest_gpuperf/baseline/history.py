@@ -21,6 +21,7 @@ from ..core.figures import (
     RECORDED,
     TIMED,
     classify,
+    kernels_of,
     per_clock_name,
 )
 
@@ -70,6 +71,31 @@ def metric_class(name: str, base_m: dict[str, Any], entry: dict[str, Any]) -> st
     if name in TIMED and per_clock_name(name) in (entry.get("metrics") or {}):
         return COMPUTE
     return classify(name, str(base_m.get("unit")), launch_bound=False, bound=None, declared=None)
+
+
+def saved_twins(
+    entries: dict[str, dict[str, Any]], classes: dict[str, str] | None = None
+) -> set[str]:
+    """The saved kernel-time figures ("key::throughput_kernels") beside their wall-time
+    figure in one class, in entries not launch-bound (core.figures.same_class_twins, read
+    from the file: a test this run does not measure, or whose kernel pass made no figure
+    this time, still has both series, and they must not both vote). `classes` as in
+    `series_of`."""
+    classes = classes or {}
+    out = set()
+    for key, entry in entries.items():
+        ms = entry.get("metrics") or {}
+        if (entry.get("flags") or {}).get("launch_bound"):
+            continue
+        for name, m in ms.items():
+            timed = kernels_of(name)
+            if timed is None or not isinstance(ms.get(timed), dict):
+                continue
+            mine = classes.get(f"{key}::{name}") or metric_class(name, m, entry)
+            wall = classes.get(f"{key}::{timed}") or metric_class(timed, ms[timed], entry)
+            if mine == wall != LAUNCH:
+                out.add(f"{key}::{name}")
+    return out
 
 
 def series_of(

@@ -45,8 +45,13 @@ def same_class_twins(figures: Mapping[str, Mapping[str, Any]]) -> set[str]:
     out = set()
     for name, m in figures.items():
         timed = kernels_of(name)
-        if timed is not None and timed in figures and (
-            figures[timed].get("noise_class") == m.get("noise_class")
+        wall = figures.get(timed) if timed is not None else None
+        if (
+            wall is not None
+            and wall.get("noise_class") == m.get("noise_class")
+            # launch-bound work whose class is declared has both figures in it, but its wall
+            # time is the host's: there the kernel figure is the one to keep voting
+            and "launch-bound" not in (wall.get("flags") or ())
         ):
             out.add(name)
     return out

@@ -18,6 +18,7 @@ from ..baseline.history import (
     env_for,
     incomparable_reason,
     restart_note,
+    saved_twins,
     series_of,
     since_restart,
 )
@@ -173,6 +174,7 @@ def _fit_models(
     # a kernel-time figure beside its wall time in one class: judged, but no vote (one
     # benchmark counted twice would weigh double in the class's offsets and pool)
     derived |= {f"{key}::{name}" for key, ms in figures.items() for name in same_class_twins(ms)}
+    derived |= saved_twins(entries, current)  # the file's too: a subset run, a confirmation
     series = series_of(entries, exclude_session, current, derived)
     return figures, NoiseModel.fit(series), NoiseModel.fit(series, offsets=False)
 

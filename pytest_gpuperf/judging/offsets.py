@@ -148,7 +148,10 @@ def _groups(its: list[Item]) -> dict[str | None, list[Item]]:
 def kernel_twins(items: Iterable[Item]) -> set[str]:
     """The keys of the kernel-time figures among `items` whose wall-time figure is among
     them in the same class (core.figures.same_class_twins): each is judged after its
-    wall-time figure's offset, and never votes in its class's shift."""
+    wall-time figure's offset, and never votes in its class's shift. Found among the items,
+    not the run's figures: where the wall-time figure was decided apart (new, or its only
+    session excluded) the kernel figure is the benchmark's one voter here, though the noise
+    fit counts it as derived."""
     have = {(i.result.key, i.name, i.cls) for i in items}
     return {
         i.key for i in items

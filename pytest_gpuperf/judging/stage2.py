@@ -181,7 +181,8 @@ def judge_paired(
         if p is not None and p < PROCESS_P:  # a process effect too small to matter, but real
             half += pair_spread(f)  # its whole size joins the interval
         v = status_of(d, half, higher_is_better=f.higher, tolerance=tolerance[f.key])
-        pool = f"pooled over its class, {df:.0f} df" if df > n - 1 else f"its own, {n - 1} df"
+        kind = "'s kernel-time figures" if kernels_of(f.metric) is not None else ""
+        pool = f"pooled over its class{kind}, {df:.0f} df" if df > n - 1 else f"its own, {n - 1} df"
         out[(f.key, f.metric)] = replace(
             v,
             reason=f"{v.reason} over {n} paired rounds",
