@@ -318,7 +318,7 @@ def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,), lo
     var = s2.copy()
     dfm = np.full((n, M), R - 1.0)
     groups = [(c, None) for c in tpc]
-    if ARGS.kpool_kind:  # added 2026-12-02 (gate-sim-2026-12-02-kpair): kernel-time figures
+    if getattr(ARGS, "kpool_kind", False):  # added 2026-12-02 (gate-sim-2026-12-02-kpair): kernel-time figures
         # pool only with kernel-time figures of their class, wall-time figures with wall-time
         groups = [(c, k) for c in tpc for k in (False, True)]
     for c, kind in groups:
@@ -373,7 +373,7 @@ def pair_w(cls, sigma):
     0.3% for a launch-bound step of 200 small kernels, 2-3% for a near-launch-bound matmul)."""
     w = np.array([sigma[j] if (cls[j] == 3 or j in PROCESS_LEVEL) else min(sigma[j], W_CLASS.get(int(cls[j]), sigma[j]))
                   for j in range(len(sigma))])
-    if ARGS.kpair:  # one spread, or a comma list given to the kernel-time figures in turn
+    if getattr(ARGS, "kpair", ""):  # one spread, or a comma list given to the kernel-time figures in turn
         spreads = [float(x) for x in str(ARGS.kpair).split(",")]
         kidx = np.where(KMASK)[0]
         w = w.copy()

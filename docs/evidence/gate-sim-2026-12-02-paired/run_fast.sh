@@ -6,7 +6,8 @@
 #                             in the model class, re-measured in stage 2 (any spread: sh run_fast.sh 0.02)
 # PAIR_R (rounds, default 6), RULES (a comma list), SCENS (scenarios, e.g. aa,d5,d10,cw5,kst)
 # KPAIR (the kernel-time figures' spread of one paired round, or a comma list given to them in
-# turn; default their class's) and KPOOL_KIND=1 (stage 2 pools kernel figures only with kernel figures)
+# turn; default their class's) and KPOOL_KIND=1 (stage 2 pools kernel figures only with kernel figures:
+# the project's rule since 149eb60, with RULES=new+paired-projloo-kcheck+confirm)
 # override the defaults; the
 # leave-one-out screen of 2026-12-02: RULES=new+paired-proj+confirm,new+paired-projloo+confirm.
 # Needs numpy and scipy (e.g. /work/venv). Prints the table to stdout.
