@@ -19,6 +19,12 @@ round = the run's true change + sqrt(2) * the figure's within-machine spread (W_
 gate-sim's fast/evaluate.py `paired_stage`) * a standard normal, in PAIRS process pairs with
 no process effect. The run's budget (--false-alarm) is split as the plugin splits it:
 stage 1 at (1 - STAGE_SHARE), stage 2 at STAGE_SHARE.
+
+--kernels (with --lb-gpu): the launch-bound figures are what the plugin makes of such work,
+a launch-bound wall-time `throughput` (floored, never re-measured) beside a GPU kernel-time
+`throughput_kernels` with the simulated values; the kernel figure is the one counted (as
+fast/evaluate.py's --lb-gpu counts it). --kpair S: the kernel figures' within-machine spread
+of one paired round (default their class's, W_CLASS), as evaluate_paired.py's --kpair.
 """
 
 from __future__ import annotations
@@ -45,12 +51,16 @@ W_CLASS = {0: 0.0013, 1: 0.0067, 2: 0.0040}
 PROCESS_LEVEL = (54, 60, 70)
 PAIR_R = 6  # run/options.py's default --gpuperf-paired-rounds
 PAIRED_STATS = {"remeasured": 0, "per_process": 0, "held": 0, "runs": 0}
+KERNELS = "throughput_kernels"
+KERN: frozenset[int] = frozenset()  # --kernels: the figures made kernel-time figures
+KPAIR = 0.0  # --kpair: their paired spread a round (0: their class's)
 
 
 def within_sd(cls, sigma):
     """Each figure's within-machine sd of a session median (evaluate.py paired_stage's w)."""
     return np.array([
-        sigma[j] if (cls[j] == 3 or j in PROCESS_LEVEL)
+        KPAIR if (KPAIR and j in KERN)
+        else sigma[j] if (cls[j] == 3 or j in PROCESS_LEVEL)
         else min(sigma[j], W_CLASS.get(int(cls[j]), sigma[j]))
         for j in range(len(sigma))
     ])  # fmt: skip
@@ -94,9 +104,17 @@ def _entries(base_i, names):
     out = {}
     for j, name in enumerate(names):
         hist = [{"median": math.exp(x), "date": f"s{s}"} for s, x in enumerate(base_i[j])]
-        out[f"m{j}"] = {"environment": {}, "metrics": {"throughput": {
-            "unit": "tokens/s", "direction": "higher", "median": hist[-1]["median"],
-            "noise_class": name, "history": hist}}}  # fmt: skip
+        metric = {"unit": "tokens/s", "direction": "higher", "median": hist[-1]["median"],
+                  "noise_class": name, "history": hist}  # fmt: skip
+        if j not in KERN:
+            out[f"m{j}"] = {"environment": {}, "metrics": {"throughput": metric}}
+            continue
+        # launch-bound work: its wall time the host's (a fifth of the kernels' rate, flagged)
+        wall = [{**h, "median": h["median"] / 5, "flags": ["launch-bound"]} for h in hist]
+        out[f"m{j}"] = {"environment": {}, "flags": {"launch_bound": True}, "metrics": {
+            "throughput": {**metric, "median": wall[-1]["median"], "noise_class": "launch-bound",
+                           "history": wall},
+            KERNELS: metric}}  # fmt: skip
     return out
 
 
@@ -111,6 +129,11 @@ def _results(cur_i, scur, names, tol, only=None):
         r.time = types.SimpleNamespace(n=10)  # type: ignore[assignment]
         r.throughput = Throughput("tokens/s", y, y - h, y + h)
         r.config = {"tolerance": tol, "memory_tolerance": tol}
+        if j in KERN:  # launch-bound: wall time a fifth of the kernels' rate, kernel time y
+            r.noise_class, r.launch_bound, r.bound = None, True, "memory"
+            r.throughput = Throughput("tokens/s", y / 5, (y - h) / 5, (y + h) / 5)
+            r.kernel_time = types.SimpleNamespace(  # type: ignore[assignment]
+                n=10, median=1 / y, ci_low=1 / (y + h), ci_high=1 / (y - h) if y > h else 1e9)
         out.append(r)
     return out
 
@@ -138,7 +161,9 @@ def rule(base, cur, scur, tol, names, false_alarm=0.01, pair_x=None):
         if pair_x is not None:
             paired(results, pair_x[i], tol, false_alarm * STAGE_SHARE)
         for r in results:
-            codes[i, int(r.nodeid[1:])] = CODES.get(r.verdicts["throughput"]["status"], 3)
+            col = int(r.nodeid[1:])
+            figure = KERNELS if col in KERN else "throughput"
+            codes[i, col] = CODES.get(r.verdicts[figure]["status"], 3)
         shifts.append([CODES.get(s.verdict.status, 3) for s in j.shifts])
     width = max((len(s) for s in shifts), default=0)
     sh = np.zeros((n, width), dtype=np.int8)
@@ -164,8 +189,12 @@ def _model(sim_dir, lb_gpu=0.0):
 def _aa_chunk(job: tuple) -> tuple:
     """One worker's share of A/A runs: per-metric 'regressed' counts, runs with any false
     alarm (a metric's or a class-shift verdict's), inconclusive and decided counts."""
-    sim_dir, k, n, tol, seed, confirm_, fa, paired_, rounds, lb_gpu = job
+    sim_dir, k, n, tol, seed, confirm_, fa, paired_, rounds, lb_gpu, kernels, kpair = job
     sim, _, cls, sigma, scur, tau = _model(sim_dir, lb_gpu)
+    global KERN, KPAIR
+    if kernels:  # the --lb-gpu figures, as evaluate_paired.py's KMASK
+        _, _, cls0, _, _, _ = _model(sim_dir, 0.0)
+        KERN, KPAIR = frozenset(int(j) for j in np.where(cls0 == 3)[0]), kpair
     names = [sim.CLASSES[c] for c in cls]
     rng = np.random.default_rng(seed)
     m = len(sigma)
@@ -199,7 +228,8 @@ def aa_only(args: argparse.Namespace) -> None:
     chunk = 50
     for k in (int(x) for x in args.ks.split(",")):
         jobs = [(args.sim_dir, k, min(chunk, args.runs - i), args.tol, args.seed + 7919 * k + i,
-                 args.confirm, args.false_alarm, args.paired, args.pair_rounds, args.lb_gpu)
+                 args.confirm, args.false_alarm, args.paired, args.pair_rounds, args.lb_gpu,
+                 args.kernels, args.kpair)
                 for i in range(0, args.runs, chunk)]  # fmt: skip
         with multiprocessing.Pool(args.jobs) as pool:
             parts = pool.map(_aa_chunk, jobs)
@@ -215,7 +245,8 @@ def aa_only(args: argparse.Namespace) -> None:
                   f"(held at stage 1: {st['held']}) of {st['remeasured']}"
                   if args.paired else "")  # fmt: skip
         print(f"k={k} tol={args.tol} A/A runs={n} confirm={args.confirm} paired={args.paired} "
-              f"budget={args.false_alarm} lb_gpu={args.lb_gpu}: run-wide false alarms {run_fa} "
+              f"budget={args.false_alarm} lb_gpu={args.lb_gpu}"
+              f"{f' kernels kpair={args.kpair}' if args.kernels else ''}: run-wide false alarms {run_fa} "
               f"({run_fa / n:.3%} {_cp(run_fa, n)}); worst metric {worst} ({worst / n:.3%} "
               f"{_cp(worst, n)}, metric m{int(per_metric.argmax())}); metrics with any: "
               f"{int((per_metric > 0).sum())} of {m}; all metrics' false alarms "
@@ -251,7 +282,14 @@ def main() -> None:
         default=0.0,
         help="launch-bound figures timed on the GPU with this spread (--aa-only)",
     )
+    ap.add_argument("--kernels", action="store_true",
+                    help="with --lb-gpu: those figures as kernel-time figures beside a "
+                         "launch-bound wall time (--aa-only)")  # fmt: skip
+    ap.add_argument("--kpair", type=float, default=0.0,
+                    help="with --kernels: their paired spread a round")  # fmt: skip
     args = ap.parse_args()
+    if args.kernels and not args.lb_gpu:
+        ap.error("--kernels needs --lb-gpu (the spread of the kernel figures between sessions)")
     if args.aa_only:
         aa_only(args)
         return
