@@ -189,3 +189,20 @@ def test_a_paired_kernel_figures_pool_is_named_for_what_it_is():
     figs = [_fig(k, KERNELS, d) for k, d in zip("abc", D, strict=False)]
     verdicts, _ = judge_paired(figs, {k: 0.03 for k in "abc"}, 0.005)
     assert "(pooled over its class's kernel-time figures, 15 df)" in verdicts[("a", KERNELS)].basis
+
+
+def test_the_run_offsets_find_the_same_twins_as_the_figures():
+    """offsets.kernel_twins (over the judged items) is same_class_twins: a busy result's
+    kernel figure is a twin; a launch-bound result's with a declared class is not."""
+    from pytest_gpuperf.judging.noise import Spread
+    from pytest_gpuperf.judging.offsets import Item, kernel_twins
+
+    declared = launch_bound(0.010, 0.002, key="t.py::lb")
+    declared.noise_class = "model"
+    items = [
+        Item(r, name, m, str(m["noise_class"]), Spread(0.0, 1e-4, 4, 3, "own"), 0.03, 0.0)
+        for r in (busy("t.py::a", 0.001, 0.0009), declared)
+        for name, m in metrics_of(r).items()
+        if name in ("throughput", KERNELS)
+    ]
+    assert kernel_twins(items) == {"t.py::a::throughput_kernels"}

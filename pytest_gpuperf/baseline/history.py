@@ -21,8 +21,8 @@ from ..core.figures import (
     RECORDED,
     TIMED,
     classify,
-    kernels_of,
     per_clock_name,
+    same_class_twins,
 )
 
 ENV_PACKAGES = ("torch", "transformers", "peft", "bitsandbytes")
@@ -76,25 +76,21 @@ def metric_class(name: str, base_m: dict[str, Any], entry: dict[str, Any]) -> st
 def saved_twins(
     entries: dict[str, dict[str, Any]], classes: dict[str, str] | None = None
 ) -> set[str]:
-    """The saved kernel-time figures ("key::throughput_kernels") beside their wall-time
-    figure in one class, in entries not launch-bound (core.figures.same_class_twins, read
-    from the file: a test this run does not measure, or whose kernel pass made no figure
-    this time, still has both series, and they must not both vote). `classes` as in
-    `series_of`."""
+    """The saved kernel-time figures ("key::throughput_kernels") that are twins of their
+    wall-time figure (core.figures.same_class_twins, read from the file: a test this run
+    does not measure, or whose kernel pass made no figure this time, still has both series,
+    and they must not both vote). `classes` as in `series_of`."""
     classes = classes or {}
     out = set()
     for key, entry in entries.items():
-        ms = entry.get("metrics") or {}
-        if (entry.get("flags") or {}).get("launch_bound"):
-            continue
-        for name, m in ms.items():
-            timed = kernels_of(name)
-            if timed is None or not isinstance(ms.get(timed), dict):
-                continue
-            mine = classes.get(f"{key}::{name}") or metric_class(name, m, entry)
-            wall = classes.get(f"{key}::{timed}") or metric_class(timed, ms[timed], entry)
-            if mine == wall != LAUNCH:
-                out.add(f"{key}::{name}")
+        launch = bool((entry.get("flags") or {}).get("launch_bound"))
+        figures = {}
+        for name, m in (entry.get("metrics") or {}).items():
+            if isinstance(m, dict):
+                cls = classes.get(f"{key}::{name}") or metric_class(name, m, entry)
+                figures[name] = {"noise_class": cls,
+                                 "flags": ["launch-bound"] if launch or cls == LAUNCH else []}
+        out |= {f"{key}::{name}" for name in same_class_twins(figures)}
     return out
 
 

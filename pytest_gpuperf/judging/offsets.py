@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.figures import CLASS_NAMES, TIMED, kernels_of, per_clock_name
+from ..core.figures import CLASS_NAMES, TIMED, kernels_of, per_clock_name, same_class_twins
 from ..core.results import Result
 from .noise import MIN_OFFSET_METRICS, SCREEN_P, ClassFit, NoiseModel, Spread, f_isf, leave_one_out
 from .verdict import (
@@ -152,11 +152,11 @@ def kernel_twins(items: Iterable[Item]) -> set[str]:
     not the run's figures: where the wall-time figure was decided apart (new, or its only
     session excluded) the kernel figure is the benchmark's one voter here, though the noise
     fit counts it as derived."""
-    have = {(i.result.key, i.name, i.cls) for i in items}
-    return {
-        i.key for i in items
-        if (timed := kernels_of(i.name)) is not None and (i.result.key, timed, i.cls) in have
-    }  # fmt: skip
+    by_result: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for i in items:
+        by_result[i.result.key][i.name] = {**i.metric, "noise_class": i.cls}
+    return {f"{key}::{name}" for key, figures in by_result.items()
+            for name in same_class_twins(figures)}  # fmt: skip
 
 
 def _votes(i: Item, paired: set[str]) -> bool:
