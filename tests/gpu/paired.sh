@@ -8,6 +8,7 @@
 #   5 10  3 judged runs each with the code 5% / 10% slower (slowdown.txt edited, uncommitted:
 #         the paired stage's base build is the baseline's commit, at 0)
 #   aa:N 5:N 10:N  N such runs (numbered from 1); e.g. "aa:2 5:2"
+#   aa:A-B 5:A-B 10:A-B  runs numbered A to B (a later call going on where one stopped)
 # PAIRED_OPTS: more pytest options for every run (e.g. --gpuperf-paired-budget=100).
 # Each run's log and JSON go to OUTDIR; one summary line per run to OUTDIR/p.log.
 set -u
@@ -62,8 +63,9 @@ for part in $parts; do
     10) for i in 1 2 3; do run "slow10-$i" compare 0.10; done ;;
     aa:*|5:*|10:*)
         kind=${part%%:*}; n=${part#*:}
+        case $n in *-*) first=${n%-*}; last=${n#*-} ;; *) first=1; last=$n ;; esac
         case $kind in aa) label=aa; slow=0 ;; 5) label=slow5; slow=0.05 ;; *) label=slow10; slow=0.10 ;; esac
-        for i in $(seq "$n"); do run "$label-$i" compare "$slow"; done ;;
+        for i in $(seq "$first" "$last"); do run "$label-$i" compare "$slow"; done ;;
   esac
 done
 echo 0 > "$repo/slowdown.txt"
