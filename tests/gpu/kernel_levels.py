@@ -8,7 +8,12 @@ each is at a new address), each timed 3 times by the plugin's own profiler pass
     for i in 1 2 3 4 5 6; do python3 tests/gpu/kernel_levels.py $i; done > levels.jsonl
 
 Levels that change between the allocations of one process: the placement in memory; one
-level per process: the process (a library's choice at start); neither: the card's state."""
+level per process: the process (a library's choice at start); neither: the card's state.
+On 2026-12-02 (fourth session) they changed at every allocation (271-308 us for 20 matmuls,
+each allocation within 0.2%; docs/performance.md). A second argument tells placement from
+values: `values` keeps one allocation and copies new random values into it each step,
+`place` allocates anew each step but copies in the same values each time, `both` (the
+default) does both, as the first probe did."""
 
 from __future__ import annotations
 
@@ -24,17 +29,29 @@ from pytest_gpuperf.measure import kernels
 CALLS = 20  # as test_v_sweep[256] since 2026-12-02 (third session)
 
 
-def main(proc: str) -> None:
+def main(proc: str, mode: str = "both") -> None:
+    if mode not in ("both", "values", "place"):
+        raise SystemExit(f"mode must be both, values or place, not {mode!r}")
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(0)
 
     def clock() -> int:
         return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
 
+    g = torch.Generator(device="cuda").manual_seed(0)
+    fixed = (torch.randn(256, 4096, device="cuda", generator=g).to(torch.bfloat16),
+             torch.randn(4096, 4096, device="cuda", generator=g).to(torch.bfloat16))  # fmt: skip
     kept = []
     for alloc in range(4):
-        a = torch.randn(256, 4096, device="cuda").to(torch.bfloat16)
-        w = torch.randn(4096, 4096, device="cuda").to(torch.bfloat16)
+        if mode == "values" and kept:  # the same storage, new values
+            a, w = kept[0]
+            a.copy_(torch.randn(256, 4096, device="cuda"))
+            w.copy_(torch.randn(4096, 4096, device="cuda"))
+        elif mode == "place":  # new storage, the same values
+            a, w = fixed[0].clone(), fixed[1].clone()
+        else:
+            a = torch.randn(256, 4096, device="cuda").to(torch.bfloat16)
+            w = torch.randn(4096, 4096, device="cuda").to(torch.bfloat16)
         kept.append((a, w))
 
         def work(a=a, w=w) -> None:
@@ -49,7 +66,7 @@ def main(proc: str) -> None:
             traced = kernels.profile_chunks(torch, work, None, 20, 10.0)
             c1 = clock()
             s = kernels.kernel_summary(traced, 1, 0.95) if not isinstance(traced, str) else traced
-            line = {"proc": proc, "alloc": alloc, "rep": rep, "w_ptr_mod_2mib": w.data_ptr() % (2 << 20),
+            line = {"proc": proc, "mode": mode, "alloc": alloc, "rep": rep, "w_ptr_mod_2mib": w.data_ptr() % (2 << 20),
                     "clk0": c0, "clk1": c1, "t": round(time.time(), 2)}  # fmt: skip
             if isinstance(s, str):
                 line["error"] = s
@@ -59,4 +76,4 @@ def main(proc: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "1")
+    main(sys.argv[1] if len(sys.argv) > 1 else "1", sys.argv[2] if len(sys.argv) > 2 else "both")
