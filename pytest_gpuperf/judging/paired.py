@@ -6,6 +6,7 @@ writes the report."""
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -133,7 +134,7 @@ def judge_rounds(figures: Any, tolerance: Any, false_alarm: Any) -> dict[str, An
         v = paired(a, b, higher_is_better=higher, tolerance=tolerance, confidence=confidence)
         vd = verdict_dict(v, len(a))
         if v.status == INCONCLUSIVE:
-            vd["advice"] = "run more rounds (--rounds) or measure longer"
+            vd["advice"] = _more_rounds(a, b, confidence, tolerance)
         verdicts.setdefault(key, {})[metric] = vd
         values.setdefault(key, {})[metric] = {"unit": unit, "base": a, "head": b}
     for key, metric in sorted(seen["head"] - seen["base"]):
@@ -147,3 +148,18 @@ def judge_rounds(figures: Any, tolerance: Any, false_alarm: Any) -> dict[str, An
         "values": values,
         "missing": sorted({k for k, _ in seen["base"] - seen["head"]}),
     }
+
+
+def _more_rounds(base: list[float], head: list[float], confidence: float, tolerance: float) -> str:
+    """The advice for an inconclusive A/B figure: the rounds that would narrow its interval
+    to half the tolerance at its rounds' spread (stage2.rounds_to_settle), where known."""
+    from .stage2 import rounds_to_settle
+
+    r = None
+    if len(base) >= 2 and all(math.isfinite(x) and x > 0 for x in (*base, *head)):
+        d = [math.log(h / b) for b, h in zip(base, head, strict=True)]
+        r = rounds_to_settle(statistics.variance(d), confidence, tolerance)
+    if r is None:
+        return "run more rounds (--rounds) or measure longer"
+    return (f"run more rounds: about {r} would narrow its interval to half the tolerance at "
+            f"its rounds' spread (--rounds {r}), or measure longer")  # fmt: skip

@@ -36,6 +36,8 @@ from ..core.figures import kernels_of
 from .noise import f_isf
 from .verdict import INCONCLUSIVE, Verdict, per_metric_confidence, quantile, status_of
 
+SETTLE_CAP = 1000  # paired rounds: a projection beyond this says "more than"
+LEVEL_RATIO = 4.0  # base rounds spread this many times a round's own interval: set per run
 SCREEN_P = 0.01  # a figure this unlikely under its class pool keeps its own variance
 PROCESS_P = 0.01  # process pairs this unlikely to agree: the figure's noise is per process
 MIN_POOL = 3  # figures of a class with a variance before they pool
@@ -53,6 +55,9 @@ class PairedFigure:
     base: tuple[float, ...]
     head: tuple[float, ...]
     pair: tuple[int, ...]
+    # each round's own interval of the base build's figure, relative half-width (its
+    # samples' spread within the round); () where the rounds did not record one
+    within: tuple[float, ...] = ()
 
     def diffs(self) -> list[float]:
         """log(head / base) per round."""
@@ -189,3 +194,61 @@ def judge_paired(
             basis=f"±{math.expm1(half) * 100:.2f}% over {n} paired rounds ({pool})",
         )
     return out, confidence
+
+
+def rounds_to_settle(var: float, confidence: float, tolerance: float) -> int | None:
+    """The paired rounds after which a figure whose paired difference varies `var` a round
+    (log units) has an interval of half the tolerance at `confidence` on its own degrees
+    of freedom: it is decided then whether it moved 1.5 times the tolerance or less than
+    half of it. None when not even SETTLE_CAP rounds would do, or `var` is not finite."""
+    if not (math.isfinite(var) and var >= 0):
+        return None
+    target = math.log1p(tolerance) / 2
+
+    def fits(n: int) -> bool:  # monotone in n: both t and 1/sqrt(n) fall
+        return quantile(confidence, n - 1) * math.sqrt(var / n) <= target
+
+    lo, hi = 2, SETTLE_CAP
+    if fits(lo):
+        return lo
+    if not fits(hi):
+        return None
+    while hi - lo > 1:  # fits(hi), not fits(lo)
+        mid = (lo + hi) // 2
+        hi, lo = (mid, lo) if fits(mid) else (hi, mid)
+    return hi
+
+
+def settle_advice(fig: PairedFigure, tolerance: float, confidence: float,
+                  round_s: float | None = None) -> str:  # fmt: skip
+    """What would settle a figure the paired stage left inconclusive, in words: its
+    rounds' spread, whether its level is set each time the test runs (the base build's
+    rounds, the same code each time, spread far more than a round's own interval), the
+    rounds that would narrow it to half the tolerance, and its test's time a round of both
+    builds (`round_s`, where known). "" for a figure without two usable rounds."""
+    if not fig.usable():
+        return ""
+    n, sd = len(fig.base), statistics.stdev(fig.diffs())
+    tips = [f"its paired difference varies ±{math.expm1(sd) * 100:.1f}% a round (sd over "
+            f"{n} rounds)"]  # fmt: skip
+    base_sd = statistics.stdev(math.log(b) for b in fig.base)
+    own = [w for w in fig.within if w > 0]  # 0: a round that recorded no interval
+    within = statistics.median(own) if own else None
+    if within is not None and base_sd > max(LEVEL_RATIO * within, math.log1p(tolerance) / 4):
+        tips.append(
+            f"the base build's own rounds spread ±{math.expm1(base_sd) * 100:.1f}% where a "
+            f"round's own interval is ±{within * 100:.2f}%: its level is set each time the "
+            "test runs (where its tensors land in memory, what they hold), not by the code, "
+            "so more rounds narrow it and longer ones do not"
+        )
+    r = rounds_to_settle(sd * sd, confidence, tolerance)
+    if r is None:
+        tips.append(f"not even {SETTLE_CAP} paired rounds would narrow it to half the tolerance")
+    else:
+        cost = f"; its test takes {round_s:.1f} s a round of both builds" if round_s else ""
+        tips.append(
+            f"about {r} paired rounds would narrow its interval to half the tolerance "
+            f"(--gpuperf-paired-rounds={r}{cost}, --gpuperf-paired-budget)"
+        )
+    tips.append("or widen this benchmark's tolerance (@pytest.mark.gpuperf(tolerance=...))")
+    return "; ".join(tips)

@@ -15,6 +15,7 @@ re-measures)."""
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import subprocess
@@ -269,17 +270,22 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
         raise RoundsError(str(exc)) from None
 
 
-def _round_figures(measured: Any) -> dict[str, list[dict[tuple[str, str], float]]]:
-    """Each side's figures per round: (result key, metric) -> median."""
+def _round_figures(measured: Any) -> dict[str, list[dict[tuple[str, str], tuple[float, float]]]]:
+    """Each side's figures per round: (result key, metric) -> (median, the relative
+    half-width of the round's own interval; 0 where it recorded none)."""
     from ..core.figures import metrics_of
     from ..core.results import Result as R
 
-    def figures(side: str, i: int) -> dict[tuple[str, str], float]:
+    def figures(side: str, i: int) -> dict[tuple[str, str], tuple[float, float]]:
         out = {}
         for d in measured.rounds[side][i]:
             r = R.from_dict(d)
             for name, m in metrics_of(r).items():
-                out[(r.key, name)] = float(m["median"])
+                med, lo, hi = float(m["median"]), m.get("ci_low"), m.get("ci_high")
+                half = 0.0
+                if isinstance(lo, int | float) and isinstance(hi, int | float) and med != 0:
+                    half = (hi - lo) / 2 / abs(med)
+                out[(r.key, name)] = (med, half)
         return out
 
     return {s: [figures(s, i) for i in range(len(measured.pair))] for s in ("base", "head")}
@@ -299,9 +305,10 @@ def _paired_figures(todo: list[tuple[Result, str, str]], measured: Any) -> list[
             k = (r.key, name)
             if all(k in per[s][i] for s in ("base", "head") for i in range(n)):
                 out.append(PairedFigure(r.key, name, c, r.higher_is_better,
-                                        tuple(per["base"][i][k] for i in range(n)),
-                                        tuple(per["head"][i][k] for i in range(n)),
-                                        tuple(measured.pair)))  # fmt: skip
+                                        tuple(per["base"][i][k][0] for i in range(n)),
+                                        tuple(per["head"][i][k][0] for i in range(n)),
+                                        tuple(measured.pair),
+                                        tuple(per["base"][i][k][1] for i in range(n))))  # fmt: skip
             elif name == metric:  # missing from a round: undecided, never judged
                 out.append(PairedFigure(r.key, name, c, r.higher_is_better, (), (), ()))
     return out
@@ -314,10 +321,11 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     regresses only in time AND per clock cycle, as in stage 1 (verdict.combine_clocked)."""
     from ..core.figures import TIMED, per_clock_name
     from ..judging.judge import tolerances, verdict_dict
-    from ..judging.stage2 import judge_paired
+    from ..judging.stage2 import judge_paired, settle_advice
     from ..judging.verdict import combine_clocked
 
     n = len(measured.pair)
+    took = getattr(measured, "seconds", None) or {}  # each test's, over all rounds and sides
     tol = {r.key: tolerances(r, None, None)[0] for r, _, _ in todo}
     figures = _paired_figures(todo, measured)
     verdicts, confidence = judge_paired(figures, tol, false_alarm)
@@ -337,14 +345,23 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
                          "confidence": confidence}  # fmt: skip
         if (f := measured_figs.get((r.key, metric))) is not None:
             new["paired"].update(_round_record(f))
+        tip = ""
+        if v.status == "inconclusive" and f is not None:
+            round_s = took[r.nodeid] / n if took.get(r.nodeid) and n else None
+            said_so = settle_advice(f, tol[r.key], confidence, round_s)
+            tip = f"paired stage: {said_so}" if said_so else ""
         said = _stage1_said(first)
         # the first stage's verdict stands where this stage is undecided on a figure it
         # left inconclusive, or re-measured nothing of a checked one (missing from a round)
         if v.status == "inconclusive" and (not said or (r.key, metric) in unmeasured):
             new = {**first, "paired": new["paired"],
                    "reason": f"{first.get('reason')}; paired stage: {v.reason}"}  # fmt: skip
+            if tip:  # the first stage's advice first (more sessions), then the rounds'
+                new["advice"] = "; ".join(a for a in (first.get("advice"), tip) if a)
         elif said and v.status == "inconclusive":  # a checked figure not borne out
             new["reason"] = f"{said}, not borne out by the paired stage: {v.reason}"
+            if tip:
+                new["advice"] = tip
         elif said:
             new["reason"] = f"{new.get('reason')}; {said}, checked here"
         r.verdicts = {**r.verdicts, metric: new}
@@ -355,10 +372,13 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
 def _round_record(f: Any) -> dict[str, Any]:
     """A figure's rounds as the verdict keeps them: each build's median over the rounds
     (the failure line's "base -> now") and each round's figure of both builds with the
-    process pair that measured it, so a reader can see where the noise was."""
+    process pair that measured it, so a reader can see where the noise was; and the sd of
+    the paired difference a round, relative (`round_spread`)."""
+    sd = statistics.stdev(f.diffs()) if len(f.base) >= 2 else None
     return {"base_median": statistics.median(f.base), "head_median": statistics.median(f.head),
             "base_rounds": list(f.base), "head_rounds": list(f.head),
-            "round_pairs": list(f.pair)}  # fmt: skip
+            "round_pairs": list(f.pair),
+            "round_spread": math.expm1(sd) if sd is not None else None}  # fmt: skip
 
 
 def _stage1_said(first: dict[str, Any]) -> str:
