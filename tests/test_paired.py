@@ -359,3 +359,32 @@ def test_a_compute_bound_head_slower_only_at_a_lower_clock_is_not_a_regression()
     v = run.verdicts["throughput"]
     assert v["status"] != "regressed", v
     assert v["per_cycle"] == "unchanged" and v["stage1"]["status"] == "inconclusive"
+
+
+LEVEL_BENCH = """
+from vclock import spin
+
+import work
+
+def test_step(gpu_benchmark, virtual_clock):
+    level = 1 + virtual_clock.rng.gauss(0.0, 0.04)  # set each time the test runs
+    gpu_benchmark(lambda: spin(0.002 * work.FACTOR * level), work=64, unit="tokens")
+"""
+
+
+@pytest.mark.slow
+def test_each_round_runs_a_lone_test_anew(repo):
+    """A round process with one test once reported its first round's figures again in every
+    later round (pytest kept the test's setup for itself as its own next item, and did not
+    run it again): the paired rounds of a figure whose level is set each time its test runs
+    were then a few values repeated, an interval far too narrow."""
+    (repo.path / "test_p.py").write_text(LEVEL_BENCH)
+    git(repo.path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "levels")
+    for _ in range(3):
+        repo.runpytest(*FAST, "--gpuperf-baseline=save").assert_outcomes(passed=1)
+    repo.runpytest(*FAST, "--gpuperf-json=run.json", "--gpuperf-paired-budget=600")
+    v = json.loads((repo.path / "run.json").read_text())["results"][0]["verdicts"]["throughput"]
+    p = v["paired"]
+    assert p["round_pairs"][:6] == [0, 0, 0, 1, 1, 1], p
+    for side in ("base_rounds", "head_rounds"):  # 3 rounds of one process, 3 levels
+        assert len(set(p[side][:3])) == 3 and len(set(p[side][3:6])) == 3, p

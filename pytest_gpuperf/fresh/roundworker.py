@@ -5,7 +5,8 @@ pytest_gpuperf predates it runs it too: it imports nothing of pytest_gpuperf).
 Such a process collects the tests named in the file ROUNDS_SELECT (and only those), then
 waits on the pipe named in ROUNDS_FDS ("<read fd>,<write fd>"): it answers "ready", and
 on each "go <round> more|last" runs every selected test once through pytest's own protocol
-(fixtures of a wider scope, a model built once, stay up between rounds), writes the
+(fixtures of a wider scope, a model built once, stay up between rounds; a test's own are set
+up anew each round, one selected test too), writes the
 results that gpu_benchmark attached to the reports (`report.gpuperf`, the plugin's channel
 to pytest-xdist's controller as well) to ROUNDS_OUT/round-<round>.json, and answers
 "done <round>". "stop", or the pipe closed, ends the loop and the session ends as usual.
@@ -75,7 +76,11 @@ class Worker:
     def run_round(self, session: Any, items: list[Any], i: int, *, last: bool) -> None:
         self.round, self.outcomes, self.seconds = [], {}, {}
         for n, item in enumerate(items):
-            nextitem = items[n + 1] if n + 1 < len(items) else (None if last else items[0])
+            nextitem: Any = items[n + 1] if n + 1 < len(items) else (None if last else items[0])
+            if len(items) == 1 and not last:  # one test: as its own next item pytest would
+                # keep its setup, and the next round would report this round's figures
+                # again without running it; its parent keeps only what outlives a test
+                nextitem = item.parent
             item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         payload = {"results": self.round, "outcomes": self.outcomes, "modules": _origins(),
                    "seconds": self.seconds}  # fmt: skip
