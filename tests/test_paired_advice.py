@@ -76,6 +76,9 @@ def test_a_level_set_per_run_is_named_with_the_rounds_that_would_settle_it():
     assert f"about {r} paired rounds would narrow its interval to half the tolerance " \
            f"(--gpuperf-paired-rounds={r}; its test takes 2.6 s a round of both builds" in text
     assert text.endswith("or widen this benchmark's tolerance (@pytest.mark.gpuperf(tolerance=...))")
+    # with a second look of twice the asked rounds, a third of them asked buys them all
+    more = settle_advice(_fig(LEVELS, head, [0.001] * 4), 0.03, CONF, 2.6, more=2)
+    assert f"(--gpuperf-paired-rounds={math.ceil(r / 3)};" in more
 
 
 @pytest.mark.parametrize("within", [[0.02] * 4, [], [0.0] * 4])

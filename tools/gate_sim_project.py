@@ -25,6 +25,12 @@ a launch-bound wall-time `throughput` (floored, never re-measured) beside a GPU 
 `throughput_kernels` with the simulated values; the kernel figure is the one counted (as
 fast/evaluate.py's --lb-gpu counts it). --kpair S: the kernel figures' within-machine spread
 of one paired round (default their class's, W_CLASS), as evaluate_paired.py's --kpair.
+
+--more M (default run.paired.MORE, as the plugin): stage 2 in two looks, each at half of its
+share over all the figures it re-measured; a figure the first look (--pair-rounds) leaves
+inconclusive gets M times as many rounds more, in PAIRS more process pairs (drawn after the
+first look's, so the first look sees the draws --more 0 sees), and is judged on all of them. --more 0: one look at the
+whole share, the rule before 2026-12-02 (fourth session).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import argparse
 import math
 import sys
 import types
+from dataclasses import replace
 
 import numpy as np
 
@@ -40,7 +47,8 @@ from pytest_gpuperf.core.results import Result, Throughput
 from pytest_gpuperf.judging.confirmation import confirm, flagged_tests
 from pytest_gpuperf.judging.judge import judge_run
 from pytest_gpuperf.judging.stage2 import PROCESS_P, PairedFigure, judge_paired, per_process
-from pytest_gpuperf.run.paired import PAIRS, STAGE_SHARE, candidates
+from pytest_gpuperf.run.paired import MORE, PAIRS, STAGE_SHARE, candidates
+from pytest_gpuperf.run.pairedfigs import second_look
 
 CODES = {"unchanged": 0, "regressed": 1, "improved": 2}  # anything else: 3 (inconclusive)
 
@@ -50,7 +58,8 @@ CODES = {"unchanged": 0, "regressed": 1, "improved": 2}  # anything else: 3 (inc
 W_CLASS = {0: 0.0013, 1: 0.0067, 2: 0.0040}
 PROCESS_LEVEL = (54, 60, 70)
 PAIR_R = 6  # run/options.py's default --gpuperf-paired-rounds
-PAIRED_STATS = {"remeasured": 0, "per_process": 0, "held": 0, "runs": 0}
+PAIRED_STATS = {"remeasured": 0, "per_process": 0, "held": 0, "runs": 0, "more": 0}
+LOOK1 = PAIR_R  # the first look's rounds (--pair-rounds); x holds more where --more > 0
 KERNELS = "throughput_kernels"
 KERN: frozenset[int] = frozenset()  # --kernels: the figures made kernel-time figures
 KPAIR = 0.0  # --kpair: their paired spread a round (0: their class's)
@@ -76,20 +85,33 @@ def pair_draws(rng, n, cls, sigma, slow, rounds=PAIR_R):
 
 def paired(results, x, tol, false_alarm):
     """Stage 2 on one run: the project's candidates re-measured as the rounds `x` (metrics x
-    rounds, log ratios), judged by judge_paired; a decided verdict replaces stage 1's."""
+    rounds, log ratios), judged by judge_paired; a decided verdict replaces stage 1's. Where
+    `x` holds more than LOOK1 rounds, in two looks as run/paired.py `_apply` judges them."""
     todo = candidates(results)
     PAIRED_STATS["runs"] += 1
     if not todo:
         return
-    rounds = x.shape[1]
+    rounds, total = LOOK1, x.shape[1]
     per = [rounds // PAIRS + (1 if p < rounds % PAIRS else 0) for p in range(PAIRS)]
     pair = tuple(p for p, c in enumerate(per) for _ in range(c))  # in order, as fresh/rounds.py
     figs = [
         PairedFigure(r.key, metric, cls, r.higher_is_better, (1.0,) * rounds,
-                     tuple(math.exp(v) for v in x[int(r.nodeid[1:])]), pair)
+                     tuple(math.exp(v) for v in x[int(r.nodeid[1:])][:rounds]), pair)
         for r, metric, cls in todo
     ]  # fmt: skip
-    verdicts, _ = judge_paired(figs, {f.key: tol for f in figs}, false_alarm)
+    tols = {f.key: tol for f in figs}
+    share = false_alarm / 2 if total > rounds else false_alarm
+    verdicts, _ = judge_paired(figs, tols, share)
+    if total > rounds:  # the second look: the undecided figures on all their rounds, the
+        # extra ones in PAIRS more process pairs (in order, as run/paired.py measures them)
+        extra = total - rounds
+        per2 = [extra // PAIRS + (1 if p < extra % PAIRS else 0) for p in range(PAIRS)]
+        pair2 = tuple(PAIRS + p for p, c in enumerate(per2) for _ in range(c))
+        more = [replace(f, base=(1.0,) * total,
+                        head=tuple(math.exp(v) for v in x[int(f.key[1:])]), pair=pair + pair2)
+                for f in second_look(todo, figs, verdicts)]  # fmt: skip
+        PAIRED_STATS["more"] += len(more)
+        verdicts.update(judge_paired(more, tols, share, count=len(figs))[0])
     PAIRED_STATS["remeasured"] += len(figs)
     PAIRED_STATS["per_process"] += sum(1 for f in figs if (per_process(f) or 1.0) < PROCESS_P)
     for r, metric, _ in todo:
@@ -189,7 +211,7 @@ def _model(sim_dir, lb_gpu=0.0):
 def _aa_chunk(job: tuple) -> tuple:
     """One worker's share of A/A runs: per-metric 'regressed' counts, runs with any false
     alarm (a metric's or a class-shift verdict's), inconclusive and decided counts."""
-    sim_dir, k, n, tol, seed, confirm_, fa, paired_, rounds, lb_gpu, kernels, kpair = job
+    sim_dir, k, n, tol, seed, confirm_, fa, paired_, rounds, lb_gpu, kernels, kpair, more = job
     sim, _, cls, sigma, scur, tau = _model(sim_dir, lb_gpu)
     global KERN, KPAIR
     if kernels:  # the --lb-gpu figures, as evaluate_paired.py's KMASK
@@ -201,6 +223,11 @@ def _aa_chunk(job: tuple) -> tuple:
     base, cur = sim.simulate(rng, n, k, cls, sigma, tau, np.zeros(m, bool), 0.0, "normal",
                              confirm_)  # fmt: skip
     x = pair_draws(rng, n, cls, sigma, np.zeros((n, m)), rounds) if paired_ else None
+    global LOOK1
+    LOOK1 = rounds
+    if x is not None and more:  # the second look's rounds, drawn after the first look's
+        x = np.concatenate([x, pair_draws(rng, n, cls, sigma, np.zeros((n, m)), more * rounds)],
+                           axis=2)  # fmt: skip
     for key in PAIRED_STATS:
         PAIRED_STATS[key] = 0
     v, sh = rule(base, cur, scur, tol, names, false_alarm=fa, pair_x=x)
@@ -229,7 +256,7 @@ def aa_only(args: argparse.Namespace) -> None:
     for k in (int(x) for x in args.ks.split(",")):
         jobs = [(args.sim_dir, k, min(chunk, args.runs - i), args.tol, args.seed + 7919 * k + i,
                  args.confirm, args.false_alarm, args.paired, args.pair_rounds, args.lb_gpu,
-                 args.kernels, args.kpair)
+                 args.kernels, args.kpair, args.more)
                 for i in range(0, args.runs, chunk)]  # fmt: skip
         with multiprocessing.Pool(args.jobs) as pool:
             parts = pool.map(_aa_chunk, jobs)
@@ -242,7 +269,8 @@ def aa_only(args: argparse.Namespace) -> None:
         worst = int(per_metric.max())
         stage2 = (f"; stage 2: {st['remeasured'] / n:.1f} figures re-measured per run, "
                   f"process pairs disagree (p < {PROCESS_P}) {st['per_process']} "
-                  f"(held at stage 1: {st['held']}) of {st['remeasured']}"
+                  f"(held at stage 1: {st['held']}) of {st['remeasured']}; more={args.more}: "
+                  f"{st['more'] / n:.2f} figures a second look per run"
                   if args.paired else "")  # fmt: skip
         print(f"k={k} tol={args.tol} A/A runs={n} confirm={args.confirm} paired={args.paired} "
               f"budget={args.false_alarm} lb_gpu={args.lb_gpu}"
@@ -276,6 +304,8 @@ def main() -> None:
         help="stage 2 (judge_paired) after stage 1, the budget split (--aa-only)",
     )
     ap.add_argument("--pair-rounds", type=int, default=PAIR_R)
+    ap.add_argument("--more", type=int, default=MORE,
+                    help="the second look's rounds, times --pair-rounds (0: one look)")  # fmt: skip
     ap.add_argument(
         "--lb-gpu",
         type=float,

@@ -356,7 +356,7 @@ def _round(procs: dict[str, _Proc], got: Measured, i: int, last: bool, deadline:
 
 
 def _pair(procs: dict[str, _Proc], got: Measured, per: list[int], p: int, deadline: float,
-          tree: Path) -> list[int]:  # fmt: skip
+          tree: Path, pair0: int = 0) -> list[int]:  # fmt: skip
     """Pair p's rounds, re-planning the rest of the stage (`plan`) after each; the plan.
     Out of time in the last pair, the rounds it measured are kept (at least MIN_PER_PAIR)."""
     t0 = time.monotonic()
@@ -376,7 +376,7 @@ def _pair(procs: dict[str, _Proc], got: Measured, per: list[int], p: int, deadli
                 raise
             got.cut = f"out of time after {j} rounds of the last process pair"
             return [*per[:p], j]
-        got.pair.append(p)
+        got.pair.append(pair0 + p)
         timing.record(j, time.monotonic() - t)
         j += 1
         per = plan(per, p, j, timing, deadline - time.monotonic())
@@ -385,13 +385,14 @@ def _pair(procs: dict[str, _Proc], got: Measured, per: list[int], p: int, deadli
 
 def measure_rounds(
     builds: dict[str, Build], env: dict[str, str], work: Path, root: Path, tree: Path,
-    *, rounds: int, pairs: int, budget_s: float,
+    *, rounds: int, pairs: int, budget_s: float, pair0: int = 0,
 ) -> Measured:  # fmt: skip
     """Up to `rounds` paired rounds in `pairs` process pairs (split between them in order),
     within `budget_s` seconds: after each round the rest is re-planned from what the rounds
     cost (fewer rounds a pair, the same in each, when the asked ones do not fit); RoundsError
     when not even MIN_PER_PAIR a pair fit. On an error or Ctrl-C the processes' groups are
-    ended at once."""
+    ended at once. The pairs are numbered from `pair0` (the paired stage's second look
+    starts new pairs after the first look's)."""
     probe = work / "probe"
     if not probe.is_dir():
         install_worker(work)
@@ -402,10 +403,10 @@ def measure_rounds(
     got = Measured(asked=rounds)
     per = [rounds // pairs + (1 if p < rounds % pairs else 0) for p in range(pairs)]
     for p in range(pairs):
-        procs = {s: _start(builds[s], work, f"{s}-{p}", env, probe) for s in SIDES}
+        procs = {s: _start(builds[s], work, f"{s}-{pair0 + p}", env, probe) for s in SIDES}
         ok = False
         try:
-            per = _pair(procs, got, per, p, deadline, tree)
+            per = _pair(procs, got, per, p, deadline, tree, pair0)
             ok = True
         finally:
             _stop(list(procs.values()), kill=not ok or bool(got.cut))
@@ -413,6 +414,31 @@ def measure_rounds(
             _check_imports(proc, root, tree)
     got.wall_s = time.monotonic() - t0
     return got
+
+
+def measure_more(
+    builds: dict[str, Build], env: dict[str, str], work: Path, root: Path, tree: Path,
+    got: Measured, tests: list[str], *, rounds: int, pairs: int, budget_s: float, pair0: int,
+) -> tuple[Measured | None, str]:  # fmt: skip
+    """The paired stage's second look: up to `rounds` more rounds of `tests` alone (the
+    first look's undecided) in `pairs` new process pairs numbered from `pair0`, within
+    `budget_s`; (None, why) where the budget left cannot hold MIN_PER_PAIR rounds a pair of
+    them by what the first look's rounds (`got`) cost them, or where they fail: the first
+    look's verdicts then stand. Ctrl-C is not caught."""
+    n = len(got.pair)
+    per_round = sum(got.seconds.get(t, 0.0) for t in tests) / n if n else 0.0
+    need = pairs * (got.timing.start_s + MIN_PER_PAIR * per_round + STOP_S)
+    if budget_s < need:
+        left = max(budget_s, 0.0)
+        return None, (f"the budget left ({left:.0f} s) held fewer than {MIN_PER_PAIR} "
+                      f"rounds a process pair of them (about {need:.0f} s)")  # fmt: skip
+    try:
+        return measure_rounds(builds, env, work, root, tree, rounds=rounds, pairs=pairs,
+                              budget_s=budget_s, pair0=pair0), ""  # fmt: skip
+    except RoundsError as exc:
+        return None, str(exc)
+    except Exception as exc:  # an OS error or a bug here must not cost the first look
+        return None, f"{type(exc).__name__}: {exc}"
 
 
 ROUND_MAX_TIME = 0.5  # seconds of sampling a round's measurement takes at most

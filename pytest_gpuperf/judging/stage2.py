@@ -16,7 +16,10 @@ in their ratio. The rule, as gate-sim's fast simulator of the two-stage design m
   variance), each kept figure judged with max(own, pooled) and the pool's degrees of
   freedom;
 - the interval t * sqrt(var / rounds) at the stage's share of the run's false-alarm budget
-  (Bonferroni over the figures re-measured), the verdict ladder of verdict.status_of.
+  (Bonferroni over the figures re-measured), the verdict ladder of verdict.status_of. The
+  project spends that share in two looks of a half each (run/paired.py; gate-sim's
+  `paired_project_ext`): the second judges the figures the first left undecided on all
+  their rounds, over the count of all the figures the first judged (`count`).
 
 One addition the simulator does not have: the rounds run in two or more pairs of processes
 (one per side each). A figure whose paired difference differs between process pairs more
@@ -154,11 +157,14 @@ def judge_paired(
     figs: Sequence[PairedFigure],
     tolerance: Mapping[str, float],
     false_alarm: float,
+    count: int | None = None,
 ) -> tuple[dict[tuple[str, str], Verdict], float]:
     """The stage-2 verdict of each figure (by key, metric) and the confidence each was
-    judged at: `false_alarm` is the stage's share of the run's budget, split over the
-    figures re-measured; `tolerance` each key's."""
-    confidence = per_metric_confidence(false_alarm, len(figs))
+    judged at: `false_alarm` is the share of the run's budget this look spends, split over
+    the figures re-measured (`count`, where the look judges fewer: the second look judges
+    the figures the first left undecided, over all the stage re-measured); `tolerance`
+    each key's."""
+    confidence = per_metric_confidence(false_alarm, count if count is not None else len(figs))
     out: dict[tuple[str, str], Verdict] = {}
     good = []
     for f in figs:
@@ -220,12 +226,13 @@ def rounds_to_settle(var: float, confidence: float, tolerance: float) -> int | N
 
 
 def settle_advice(fig: PairedFigure, tolerance: float, confidence: float,
-                  round_s: float | None = None) -> str:  # fmt: skip
+                  round_s: float | None = None, more: int = 0) -> str:  # fmt: skip
     """What would settle a figure the paired stage left inconclusive, in words: its
     rounds' spread, whether its level is set each time the test runs (the base build's
     rounds, the same code each time, spread far more than a round's own interval), the
-    rounds that would narrow it to half the tolerance, and its test's time a round of both
-    builds (`round_s`, where known). "" for a figure without two usable rounds."""
+    rounds that would narrow it to half the tolerance and the --gpuperf-paired-rounds that
+    buy them (a second look adds `more` times the asked), and its test's time a round of
+    both builds (`round_s`, where known). "" for a figure without two usable rounds."""
     if not fig.usable():
         return ""
     n, sd = len(fig.base), statistics.stdev(fig.diffs())
@@ -246,9 +253,10 @@ def settle_advice(fig: PairedFigure, tolerance: float, confidence: float,
         tips.append(f"not even {SETTLE_CAP} paired rounds would narrow it to half the tolerance")
     else:
         cost = f"; its test takes {round_s:.1f} s a round of both builds" if round_s else ""
+        asked = max(2, math.ceil(r / (1 + more)))  # the second look adds `more` times these
         tips.append(
             f"about {r} paired rounds would narrow its interval to half the tolerance "
-            f"(--gpuperf-paired-rounds={r}{cost}, --gpuperf-paired-budget)"
+            f"(--gpuperf-paired-rounds={asked}{cost}, --gpuperf-paired-budget)"
         )
     tips.append("or widen this benchmark's tolerance (@pytest.mark.gpuperf(tolerance=...))")
     return "; ".join(tips)

@@ -11,7 +11,8 @@ commit is in this clone, and the run compares with the baseline (not in save mod
 a fresh process of the gate's own). Otherwise, or when the rounds cannot be measured, it
 says why in one line and the first stage's verdicts stand. The run's false-alarm budget is
 split: half for the first stage, half for this one (Bonferroni over the figures it
-re-measures)."""
+re-measures), spent in two looks of a half each: the asked rounds, then up to MORE times as
+many of the tests the first look left undecided, in PAIRS more process pairs (`_measure`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import os
 import statistics
 import subprocess
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,8 @@ PAIRS = 2  # process pairs: per-process noise shows as pairs that disagree
 BUDGET_FLOOR_S = 180.0  # the stage's budget at the least: 4 process starts and 6 rounds of a
 # small file's few tests (a suite whose own tests take longer gets their time)
 LEFT_TO_STAGE1 = "launch-bound"  # wall time whose noise is per process: stage 2 cannot help
+MORE = 2  # the second look's rounds, at the most, as a multiple of the rounds asked (gate-sim:
+# a kernel figure at 3% a round caught 5% slower 76.6% -> 91.3% with 12 more after 6)
 
 
 @dataclass
@@ -207,22 +210,42 @@ def run_stage(
     from ..fresh.rounds import RoundsError
 
     t0 = time.monotonic()
+
+    def undecided(measured: Any) -> list[str]:  # the first look's undecided figures' tests
+        from .pairedfigs import undecided_tests
+
+        return undecided_tests(todo, measured, false_alarm / 2)
+
     try:
-        measured = _measure(config, results, root, commit, tests, rounds, budget_s)
+        measured, again, note = _measure(config, results, root, commit, tests, rounds,
+                                         budget_s, undecided)  # fmt: skip
     except RoundsError as exc:
         return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
                      f"{exc}; the first stage's verdicts stand")  # fmt: skip
     except Exception as exc:  # a bug here must not cost the run its stage-1 verdicts
         return Stage(f"paired stage against {commit[:12]}: {what}, not measured: "
                      f"{type(exc).__name__}: {exc}; the first stage's verdicts stand")  # fmt: skip
-    decided = _apply(todo, measured, false_alarm, commit)
+    decided = _apply(todo, measured, false_alarm, commit, again)
     took = time.monotonic() - t0
     counts = ", ".join(f"{n} {s}" for s, n in sorted(decided.items()))
     return Stage(
         f"paired stage against the baseline's commit {commit[:12]}{mixed}: {what} "
-        f"re-measured in {_rounds_said(measured, budget_s)} ({PAIRS} processes a side) in "
-        f"{took:.0f} s: {counts}"
+        f"re-measured in {_rounds_said(measured, budget_s)} ({PAIRS} processes a side)"
+        f"{_more_said(again, note)} in {took:.0f} s: {counts}"
     )
+
+
+def _more_said(again: Any, note: str) -> str:
+    """The second look in words: "; 1 test(s) it left undecided re-measured in 12 more
+    rounds (2 more processes a side, a round of both builds 3.1 s)", or why it measured none."""
+    if again is None:
+        return f"; {note}" if note else ""
+    tests = len({d.get("nodeid") for side in again.rounds.values() for r in side for d in r})
+    n, asked = len(again.pair), again.asked
+    cut = f" of the {asked} asked ({again.cut or 'what the budget held'})" if n < asked else ""
+    return (f"; {tests} test(s) it left undecided re-measured in {n} more rounds{cut} "
+            f"({len(set(again.pair))} more processes a side, a round of both builds "
+            f"{again.timing.round_cost:.1f} s)")  # fmt: skip
 
 
 def _rounds_said(measured: Any, budget_s: float) -> str:
@@ -244,13 +267,26 @@ def _rounds_said(measured: Any, budget_s: float) -> str:
 
 
 def _measure(config: Any, results: list[Result], root: Path, commit: str, tests: list[str],
-             rounds: int, budget_s: float) -> Any:  # fmt: skip
-    """The rounds of both builds (fresh/rounds.measure_rounds) in a worktree of `commit`."""
+             rounds: int, budget_s: float,
+             more: Callable[[Any], list[str]] | None = None) -> tuple[Any, Any, str]:  # fmt: skip
+    """The rounds of both builds (fresh/rounds.measure_rounds) in a worktree of `commit`, in
+    two looks: the asked rounds in PAIRS process pairs, then, where `more` names tests (the
+    first look's undecided), up to MORE times as many rounds as asked of those alone in
+    PAIRS more pairs (so that noise per process stays as visible as in the first look) with
+    what is left of the budget. The first look's rounds, the second's (None where it
+    measured none) and why it measured none ("" where it was not needed)."""
     import json
 
     from ..fresh.abtree import base_path, base_worktree, prune_stale
     from ..fresh.confirm import gpu_of
-    from ..fresh.rounds import RoundsError, base_build, head_build, install_worker, measure_rounds
+    from ..fresh.rounds import (
+        RoundsError,
+        base_build,
+        head_build,
+        install_worker,
+        measure_more,
+        measure_rounds,
+    )
     from ..judging.paired import ABError
     from ..measure.memory import release_cached
 
@@ -264,91 +300,69 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
             extra = [p for p in base_path(root, tree, None).split(os.pathsep) if p]
             builds = {"head": head, "base": base_build(head, root, tree, extra)}
             release_cached()  # this process's cached GPU memory is the rounds' to use
-            return measure_rounds(builds, _env(gpu_of(results, tests), select), work, root,
-                                  tree, rounds=rounds, pairs=PAIRS, budget_s=budget_s)  # fmt: skip
+            t0 = time.monotonic()
+            got = measure_rounds(builds, _env(gpu_of(results, tests), select), work, root,
+                                 tree, rounds=rounds, pairs=PAIRS, budget_s=budget_s)  # fmt: skip
+            try:
+                again = more(got) if more is not None else []
+            except Exception as exc:  # a bug here must not cost the first look
+                return got, None, f"no second look: {type(exc).__name__}: {exc}"
+            if not again:
+                return got, None, ""
+            select2 = work / "select-more.json"
+            select2.write_text(json.dumps(again), encoding="utf-8")
+            left = budget_s - (time.monotonic() - t0)
+            more_got, why = measure_more(builds, _env(gpu_of(results, again), select2), work,
+                                         root, tree, got, again, rounds=MORE * rounds,
+                                         pairs=PAIRS, budget_s=left, pair0=PAIRS)  # fmt: skip
+            if why:
+                why = f"the {len(again)} test(s) it left undecided not re-measured: {why}"
+            return got, more_got, why
     except ABError as exc:  # git could not add the worktree
         raise RoundsError(str(exc)) from None
 
 
-def _round_figures(measured: Any) -> dict[str, list[dict[tuple[str, str], tuple[float, float]]]]:
-    """Each side's figures per round: (result key, metric) -> (median, the relative
-    half-width of the round's own interval; 0 where it recorded none)."""
-    from ..core.figures import metrics_of
-    from ..core.results import Result as R
-
-    def figures(side: str, i: int) -> dict[tuple[str, str], tuple[float, float]]:
-        out = {}
-        for d in measured.rounds[side][i]:
-            r = R.from_dict(d)
-            for name, m in metrics_of(r).items():
-                med, lo, hi = float(m["median"]), m.get("ci_low"), m.get("ci_high")
-                half = 0.0
-                if isinstance(lo, int | float) and isinstance(hi, int | float) and med != 0:
-                    half = (hi - lo) / 2 / abs(med)
-                out[(r.key, name)] = (med, half)
-        return out
-
-    return {s: [figures(s, i) for i in range(len(measured.pair))] for s in ("base", "head")}
-
-
-def _paired_figures(todo: list[tuple[Result, str, str]], measured: Any) -> list[Any]:
-    """The stage's figures: each re-measured one, and beside a compute-bound throughput its
-    per-clock twin where every round has it (judged together, as stage 1 judges them)."""
-    from ..core.figures import CLOCK, TIMED, per_clock_name
-    from ..judging.stage2 import PairedFigure
-
-    per, n = _round_figures(measured), len(measured.pair)
-    out = []
-    for r, metric, cls in todo:
-        names = [(metric, cls)] + ([(per_clock_name(metric), CLOCK)] if metric in TIMED else [])
-        for name, c in names:
-            k = (r.key, name)
-            if all(k in per[s][i] for s in ("base", "head") for i in range(n)):
-                out.append(PairedFigure(r.key, name, c, r.higher_is_better,
-                                        tuple(per["base"][i][k][0] for i in range(n)),
-                                        tuple(per["head"][i][k][0] for i in range(n)),
-                                        tuple(measured.pair),
-                                        tuple(per["base"][i][k][1] for i in range(n))))  # fmt: skip
-            elif name == metric:  # missing from a round: undecided, never judged
-                out.append(PairedFigure(r.key, name, c, r.higher_is_better, (), (), ()))
-    return out
-
-
 def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: float,
-           commit: str) -> dict[str, int]:  # fmt: skip
+           commit: str, again: Any = None) -> dict[str, int]:  # fmt: skip
     """Judge the rounds and write the stage-2 verdicts of the figures it decides (the
-    first stage's kept in `stage1`); the count of each status. A compute-bound throughput
+    first stage's kept in `stage1`); the count of each status. Two looks, each at half of
+    the stage's share over all the figures it re-measured (Bonferroni: together they spend
+    the share): the first on `measured`, the second on the figures the first left
+    inconclusive with the rounds of `again` after theirs. A compute-bound throughput
     regresses only in time AND per clock cycle, as in stage 1 (verdict.combine_clocked)."""
-    from ..core.figures import TIMED, per_clock_name
     from ..judging.judge import tolerances, verdict_dict
     from ..judging.stage2 import judge_paired, settle_advice
-    from ..judging.verdict import combine_clocked
+    from .pairedfigs import extended, paired_figures, second_look, written
 
     n = len(measured.pair)
     took = getattr(measured, "seconds", None) or {}  # each test's, over all rounds and sides
     tol = {r.key: tolerances(r, None, None)[0] for r, _, _ in todo}
-    figures = _paired_figures(todo, measured)
-    verdicts, confidence = judge_paired(figures, tol, false_alarm)
-    unmeasured = {(f.key, f.metric) for f in figures if not f.base}  # missing from a round
+    figures = paired_figures(todo, measured)
+    verdicts, confidence = judge_paired(figures, tol, false_alarm / 2)
     measured_figs = {(f.key, f.metric): f for f in figures if f.base}
+    if again is not None:  # the second look: the undecided figures with more rounds
+        more = extended(second_look(todo, figures, verdicts), again)
+        verdicts.update(judge_paired(more, tol, false_alarm / 2, count=len(figures))[0])
+        measured_figs.update({(f.key, f.metric): f for f in more})
+    unmeasured = {(f.key, f.metric) for f in figures if not f.base}  # missing from a round
     counts: dict[str, int] = {}
     for r, metric, _ in todo:
-        v = verdicts[(r.key, metric)]
-        twin = verdicts.get((r.key, per_clock_name(metric))) if metric in TIMED else None
-        if twin is not None and r.bound == "compute":
-            v = combine_clocked(v, twin, None, None, "each round at its own SM clock")
+        v = written(r, metric, verdicts)
         first = dict(r.verdicts[metric])
-        new = verdict_dict(v, n)
+        f = measured_figs.get((r.key, metric))
+        n_f = len(f.base) if f is not None else n  # more rounds where the second look took it
+        new = verdict_dict(v, n_f)
         new.pop("advice", None)
         new["stage1"] = {k: first.get(k) for k in ("status", "change", "uncertainty", "reason")}
-        new["paired"] = {"commit": commit, "rounds": n, "processes": PAIRS,
+        pairs = len(set(f.pair)) if f is not None else PAIRS  # 3 where the second look took it
+        new["paired"] = {"commit": commit, "rounds": n_f, "processes": pairs,
                          "confidence": confidence}  # fmt: skip
-        if (f := measured_figs.get((r.key, metric))) is not None:
+        if f is not None:
             new["paired"].update(_round_record(f))
         tip = ""
         if v.status == "inconclusive" and f is not None:
             round_s = took[r.nodeid] / n if took.get(r.nodeid) and n else None
-            said_so = settle_advice(f, tol[r.key], confidence, round_s)
+            said_so = settle_advice(f, tol[r.key], confidence, round_s, MORE)
             tip = f"paired stage: {said_so}" if said_so else ""
         said = _stage1_said(first)
         # the first stage's verdict stands where this stage is undecided on a figure it

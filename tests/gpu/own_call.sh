@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call of the own-file runs (tests/gpu/paired.sh), from the repository's root on
 # a GPU machine: tests/gpu/own_call.sh TAG PART..., PART a paired.sh part (save, aa:1-2,
-# 5:3-3, ...) or `probe` (tests/gpu/kernel_levels.py in 6 processes). It installs the wheels
+# 5:3-3, ...), `probe` (tests/gpu/kernel_levels.py in 6 processes) or `probe2` (its values
+# and place modes, 3 processes each). It installs the wheels
 # carried in .whl and the plugin, restores /tmp/paired-repo from .carry/paired-repo.tgz when
 # a fresh machine lacks it, skips a part that would not end by DEADLINE (575 s) at NEED
 # (175 s) a part, and leaves under $OUT: call.log, p-TAG.tgz (the runs' logs and JSON) and
@@ -24,6 +25,10 @@ for part in "$@"; do
   if [ "$part" = probe ]; then
     timeout 150 bash -c 'for i in 1 2 3 4 5 6; do python3 tests/gpu/kernel_levels.py $i; done' > "$OUT/levels.jsonl" 2> "$OUT/levels.err"
     echo "probe rc=$? at ${SECONDS}s" >> "$OUT/call.log"; continue
+  fi
+  if [ "$part" = probe2 ]; then  # placement or values (kernel_levels.py's modes)
+    timeout 150 bash -c 'for m in values place; do for i in 1 2 3; do python3 tests/gpu/kernel_levels.py $i $m; done; done' > "$OUT/levels2.jsonl" 2> "$OUT/levels2.err"
+    echo "probe2 rc=$? at ${SECONDS}s" >> "$OUT/call.log"; continue
   fi
   if [ $((SECONDS + ${NEED:-175})) -gt ${DEADLINE:-575} ]; then echo "skipped $part at ${SECONDS}s" >> "$OUT/call.log"; continue; fi
   tests/gpu/paired.sh "$part" "$OUT/p"

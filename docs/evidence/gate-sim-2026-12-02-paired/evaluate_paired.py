@@ -35,6 +35,7 @@ import vecgate as vg  # noqa: E402
 
 TP = (0, 1, 2, 3)  # throughput classes of gate-sim (launch-bound included)
 PAIR_R = 6  # paired rounds per re-measured benchmark
+EXT_R = 0  # the two-look rule's extra rounds (--ext-r)
 # within-machine, process-to-process sd of a session median, by gate-sim class (evidence:
 # docs/evidence/h200x2-2026-11-30-f gate-power call 3, six sessions on one GPU: casts
 # 0.07-0.13%, MLP blocks 0.30-0.67%; the LoRA step, 8 sessions in one lease, -0.13..+0.39%);
@@ -79,6 +80,8 @@ def simulate(rng, n, k, cls, sigma, tau, mask, x, rho=None, env=False):
     if rho is not None:
         e2 = rho * e + math.sqrt(1 - rho * rho) * rng.standard_normal((n, M))
         out["same"] = a_cur[:, cls] + e2 * sigma[None, :] + slow
+    if EXT_R:  # added 2026-12-02 (gate-sim-2026-12-02-ext): the extension's rounds, drawn last
+        out["pair_ext"] = rng.standard_normal((n, M, EXT_R))
     return out
 
 
@@ -293,7 +296,7 @@ def paired_stage(first, d, scur, tol, cls, sigma, r_fa=0.005, only_tp=True, hone
     return code, sh, worse_o, half_o
 
 
-def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,), loo=False, kcheck=False):
+def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,), loo=False, kcheck=False, nsel_of=None):
     """Stage 2 as pytest_gpuperf.judging.stage2.judge_paired (a5ee751) judges it, less the
     per-process screen (one-way ANOVA over the process pairs; no process effect here): the
     figures stage 1 left INCONCLUSIVE in a throughput class (launch-bound excluded, as
@@ -313,7 +316,7 @@ def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,), lo
         # (--lb-gpu's) that stage 1 found changed are re-measured too, the paired verdict final
         sel = sel | (np.isin(code1, (1, 2)) & KMASK[None, :] & np.isin(cls, tpc)[None, :])
     STATS["paired"] = STATS.get("paired", 0) + int(sel.sum()); STATS["runs"] = STATS.get("runs", 0) + n
-    nsel = np.maximum(sel.sum(axis=1), 1)
+    nsel = np.maximum(sel.sum(axis=1) if nsel_of is None else nsel_of, 1)
     conf2 = np.maximum(0.99, 1 - r_fa / nsel)[:, None]
     var = s2.copy()
     dfm = np.full((n, M), R - 1.0)
@@ -366,6 +369,34 @@ def paired_project(first, d, scur, tol, cls, sigma, r_fa=0.005, exclude=(3,), lo
     return code, sh, np.where(sel, -np.expm1(mean), worse1), np.where(sel, half, half1)
 
 
+def paired_project_ext(first, d, scur, tol, cls, sigma, r_fa=0.005, loo=True, kcheck=True):
+    """Added 2026-12-02 (gate-sim-2026-12-02-ext): the project's stage 2 in two looks. Look 1
+    judges every re-measured figure on the PAIR_R rounds at half the stage's share (Bonferroni
+    over the N figures re-measured); a figure still INCONCLUSIVE gets EXT_R more rounds (its
+    test alone) and look 2 judges it on all PAIR_R + EXT_R rounds at the other half, still
+    over N (so the two looks together spend the stage's share), pooled only with the other
+    extended figures. EXT_R 0: the one look at the whole share (paired_project)."""
+    if not EXT_R:
+        return paired_project(first, d, scur, tol, cls, sigma, r_fa=r_fa, loo=loo, kcheck=kcheck)
+    code1 = first[0]
+    tpc = [c for c in TP if c != 3]
+    sel = (code1 == 3) & np.isin(cls, tpc)[None, :]
+    if kcheck:
+        sel = sel | (np.isin(code1, (1, 2)) & KMASK[None, :] & np.isin(cls, tpc)[None, :])
+    nsel = sel.sum(axis=1)
+    a = paired_project(first, d, scur, tol, cls, sigma, r_fa=r_fa / 2, loo=loo, kcheck=kcheck)
+    ext = sel & (a[0] == 3)
+    STATS["ext"] = STATS.get("ext", 0) + int(ext.sum())
+    hide = np.where(ext, np.int8(3), np.int8(4))  # only the extended figures are selected
+    d2 = dict(d, pair=np.concatenate([d["pair"], d["pair_ext"]], axis=-1))
+    counted = (STATS["paired"], STATS["runs"])  # look 2 re-measures no new benchmark
+    b = paired_project((hide, first[1], first[2], first[3]), d2, scur, tol, cls, sigma,
+                       r_fa=r_fa / 2, loo=loo, kcheck=False, nsel_of=nsel)
+    STATS["paired"], STATS["runs"] = counted
+    return (np.where(ext, b[0], a[0]).astype(np.int8), a[1],
+            np.where(ext, b[2], a[2]), np.where(ext, b[3], a[3]))
+
+
 def pair_w(cls, sigma):
     """Each metric's within-machine spread of one paired round: its class's (W_CLASS, at
     most its own sigma), its own sigma for launch-bound wall time and per-process figures,
@@ -393,6 +424,8 @@ def r_new_two_stage(d, scur, tol, cls, sigma=None, stage2="proj", **kw):
     --fa2: 'proj' the project's rule, 'sim' evaluate.py's paired_stage, 'sim-exlb' the
     same with launch-bound left to stage 1."""
     first = r_new(d, scur, tol, cls, **kw)
+    if stage2 == "projloo-kcheck-ext":
+        return paired_project_ext(first, d, scur, tol, cls, sigma, r_fa=ARGS.fa2)
     if stage2 in ("proj", "projloo", "projloo-kcheck"):
         return paired_project(first, d, scur, tol, cls, sigma, r_fa=ARGS.fa2,
                               loo=stage2.startswith("projloo"), kcheck=stage2.endswith("kcheck"))
@@ -445,6 +478,8 @@ def main():
     ap.add_argument("--chunk", type=int, default=2000)
     ap.add_argument("--fa2", type=float, default=0.005, help="stage 2's share of the run's budget")
     ap.add_argument("--pair-r", type=int, default=6, help="paired rounds per re-measured benchmark")
+    ap.add_argument("--ext-r", type=int, default=0, help="rule ...-ext: more rounds for a figure "
+                    "look 1 leaves inconclusive (0: none drawn, every earlier output as it was)")
     ap.add_argument("--lb-gpu", type=float, default=0.0, help="scenario: launch-bound metrics timed on the GPU with this sigma")
     ap.add_argument("--fa", type=float, default=0.01, help="run-wide false-alarm budget of the new rule")
     ap.add_argument("--scens", default="aa,d5,d10,sub2,cw5,env5")
@@ -462,8 +497,9 @@ def main():
     sys.path.insert(0, ARGS.sim_dir)
     import sim
     ms, cls, sigma, scur, tau = sim.load_model()
-    global PRIOR_DF, PAIR_R
+    global PRIOR_DF, PAIR_R, EXT_R
     PAIR_R = ARGS.pair_r
+    EXT_R = ARGS.ext_r
     PRIOR_DF = np.array([max(2.0, float(m.get("n") or 0) - 1) for m in ms])
     cls_orig = cls.copy()
     global KMASK
@@ -507,6 +543,7 @@ def main():
         "new+paired-proj+confirm": (r_new_two_stage, {"stage2": "proj", "confirm": "fresh"}),
         "new+paired-projloo+confirm": (r_new_two_stage, {"stage2": "projloo", "confirm": "fresh"}),
         "new+paired-projloo-kcheck+confirm": (r_new_two_stage, {"stage2": "projloo-kcheck", "confirm": "fresh"}),
+        "new+paired-projloo-kcheck-ext+confirm": (r_new_two_stage, {"stage2": "projloo-kcheck-ext", "confirm": "fresh"}),
         "new+paired-proj": (r_new_two_stage, {"stage2": "proj"}),
         "cand-sum": (r_cand, {"cur_term": "sum"}),
         "cand-off6": (r_cand, {"min_off": 6}),
@@ -599,7 +636,8 @@ def main():
                   f"{'UNCH crossing':>13s} {'det5%':>6s} {'det10%':>6s} {'UNCH@5%':>7s} {'reg@2%':>6s} {'cw5%: fails':>11s} {'model UNCH':>10s} {'env5% fails':>11s}"
                   + (f" {'kst fails':>9s} {'kst chg':>7s}" if "kst" in ARGS.scens.split(",") else ""))
             if STATS:
-                print(f"   paired stage: {STATS['paired'] / STATS['runs']:.1f} benchmarks re-measured per run (all scenarios, all paired rules)")
+                print(f"   paired stage: {STATS['paired'] / STATS['runs']:.1f} benchmarks re-measured per run (all scenarios, all paired rules)"
+                      + (f"; extended: {STATS['ext'] / STATS['runs']:.2f} per run" if STATS.get("ext") else ""))
                 STATS.clear()
             for nm in names:
                 r = res[nm]

@@ -10,6 +10,8 @@
 # the project's rule since 149eb60, with RULES=new+paired-projloo-kcheck+confirm)
 # override the defaults; the
 # leave-one-out screen of 2026-12-02: RULES=new+paired-proj+confirm,new+paired-projloo+confirm.
+# EXT_R (default 0: nothing drawn, every output as before): the two-look rule's extra rounds,
+# RULES=new+paired-projloo-kcheck-ext+confirm (gate-sim-2026-12-02-ext).
 # Needs numpy and scipy (e.g. /work/venv). Prints the table to stdout.
 set -e
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -21,5 +23,5 @@ cp "$HERE/evaluate_paired.py" "$T/fast/"
 cd "$T/fast"
 LB=${1:-0}
 nice -n 10 python3 evaluate_paired.py --sim-dir .. --aa 20000 --det 2000 --ks 3,5,10 --tols 0.03 \
-    --fa 0.005 --fa2 0.005 --pair-r "${PAIR_R:-6}" --scens "${SCENS:-aa,d5,d10,cw5}" --lb-gpu "$LB" --kpair "${KPAIR:-}" ${KPOOL_KIND:+--kpool-kind} \
+    --fa 0.005 --fa2 0.005 --pair-r "${PAIR_R:-6}" --ext-r "${EXT_R:-0}" --scens "${SCENS:-aa,d5,d10,cw5}" --lb-gpu "$LB" --kpair "${KPAIR:-}" ${KPOOL_KIND:+--kpool-kind} \
     --rules "${RULES:-new+confirm,new+paired+confirm,new+paired-exlb+confirm,new+paired-proj+confirm}"
