@@ -226,13 +226,15 @@ def rounds_to_settle(var: float, confidence: float, tolerance: float) -> int | N
 
 
 def settle_advice(fig: PairedFigure, tolerance: float, confidence: float,
-                  round_s: float | None = None, more: int = 0) -> str:  # fmt: skip
+                  round_s: float | None = None, more: int = 0,
+                  most: int | None = None) -> str:  # fmt: skip
     """What would settle a figure the paired stage left inconclusive, in words: its
     rounds' spread, whether its level is set each time the test runs (the base build's
     rounds, the same code each time, spread far more than a round's own interval), the
     rounds that would narrow it to half the tolerance and the --gpuperf-paired-rounds that
-    buy them (a second look adds `more` times the asked), and its test's time a round of
-    both builds (`round_s`, where known). "" for a figure without two usable rounds."""
+    buy them (a second look adds `more` times the asked; `most`, the most that option
+    takes), and its test's time a round of both builds (`round_s`, where known). "" for a
+    figure without two usable rounds."""
     if not fig.usable():
         return ""
     n, sd = len(fig.base), statistics.stdev(fig.diffs())
@@ -244,7 +246,7 @@ def settle_advice(fig: PairedFigure, tolerance: float, confidence: float,
     if within is not None and base_sd > max(LEVEL_RATIO * within, math.log1p(tolerance) / 4):
         tips.append(
             f"the base build's own rounds spread ±{math.expm1(base_sd) * 100:.1f}% where a "
-            f"round's own interval is ±{within * 100:.2f}%: its level is set each time the "
+            f"round's own interval is ±{within * 100:.2g}%: its level is set each time the "
             "test runs (where its tensors land in memory, what they hold), not by the code, "
             "so more rounds narrow it and longer ones do not"
         )
@@ -254,9 +256,10 @@ def settle_advice(fig: PairedFigure, tolerance: float, confidence: float,
     else:
         cost = f"; its test takes {round_s:.1f} s a round of both builds" if round_s else ""
         asked = max(2, math.ceil(r / (1 + more)))  # the second look adds `more` times these
-        tips.append(
-            f"about {r} paired rounds would narrow its interval to half the tolerance "
-            f"(--gpuperf-paired-rounds={asked}{cost}, --gpuperf-paired-budget)"
-        )
+        how = f"--gpuperf-paired-rounds={asked}{cost}, --gpuperf-paired-budget"
+        if most is not None and asked > most:
+            how = f"more than the stage measures: --gpuperf-paired-rounds is at most {most}"
+        tips.append(f"about {r} paired rounds would narrow its interval to half the tolerance "
+                    f"({how})")  # fmt: skip
     tips.append("or widen this benchmark's tolerance (@pytest.mark.gpuperf(tolerance=...))")
     return "; ".join(tips)

@@ -332,6 +332,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     regresses only in time AND per clock cycle, as in stage 1 (verdict.combine_clocked)."""
     from ..judging.judge import tolerances, verdict_dict
     from ..judging.stage2 import judge_paired, settle_advice
+    from .options import MAX_PAIRED_ROUNDS as MAX_ROUNDS
     from .pairedfigs import extended, paired_figures, second_look, written
 
     n = len(measured.pair)
@@ -362,7 +363,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         tip = ""
         if v.status == "inconclusive" and f is not None:
             round_s = took[r.nodeid] / n if took.get(r.nodeid) and n else None
-            said_so = settle_advice(f, tol[r.key], confidence, round_s, MORE)
+            said_so = settle_advice(f, tol[r.key], confidence, round_s, MORE, MAX_ROUNDS)
             tip = f"paired stage: {said_so}" if said_so else ""
         said = _stage1_said(first)
         # the first stage's verdict stands where this stage is undecided on a figure it
