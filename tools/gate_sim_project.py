@@ -29,8 +29,8 @@ of one paired round (default their class's, W_CLASS), as evaluate_paired.py's --
 --more M (default run.paired.MORE, as the plugin): stage 2 in two looks, each at half of its
 share over all the figures it re-measured; a figure the first look (--pair-rounds) leaves
 inconclusive gets M times as many rounds more, in PAIRS more process pairs (drawn after the
-first look's, so the first look sees the draws --more 0 sees), and is judged on all of them. --more 0: one look at the
-whole share, the rule before 2026-12-02 (fourth session).
+first look's, so the first look sees the draws --more 0 sees), and is judged on all of
+them. --more 0: one look at the whole share, the rule before 2026-12-02 (fourth session).
 """
 
 from __future__ import annotations
@@ -83,6 +83,13 @@ def pair_draws(rng, n, cls, sigma, slow, rounds=PAIR_R):
     return slow[:, :, None] + math.sqrt(2) * within_sd(cls, sigma)[None, :, None] * z
 
 
+def _pair_labels(rounds, first):
+    """Each round's process pair: `rounds` split over PAIRS pairs numbered from `first`, in
+    order, as fresh/rounds.measure_rounds splits them."""
+    per = [rounds // PAIRS + (1 if p < rounds % PAIRS else 0) for p in range(PAIRS)]
+    return tuple(first + p for p, c in enumerate(per) for _ in range(c))
+
+
 def paired(results, x, tol, false_alarm):
     """Stage 2 on one run: the project's candidates re-measured as the rounds `x` (metrics x
     rounds, log ratios), judged by judge_paired; a decided verdict replaces stage 1's. Where
@@ -92,8 +99,7 @@ def paired(results, x, tol, false_alarm):
     if not todo:
         return
     rounds, total = LOOK1, x.shape[1]
-    per = [rounds // PAIRS + (1 if p < rounds % PAIRS else 0) for p in range(PAIRS)]
-    pair = tuple(p for p, c in enumerate(per) for _ in range(c))  # in order, as fresh/rounds.py
+    pair = _pair_labels(rounds, 0)
     figs = [
         PairedFigure(r.key, metric, cls, r.higher_is_better, (1.0,) * rounds,
                      tuple(math.exp(v) for v in x[int(r.nodeid[1:])][:rounds]), pair)
@@ -104,9 +110,7 @@ def paired(results, x, tol, false_alarm):
     verdicts, _ = judge_paired(figs, tols, share)
     if total > rounds:  # the second look: the undecided figures on all their rounds, the
         # extra ones in PAIRS more process pairs (in order, as run/paired.py measures them)
-        extra = total - rounds
-        per2 = [extra // PAIRS + (1 if p < extra % PAIRS else 0) for p in range(PAIRS)]
-        pair2 = tuple(PAIRS + p for p, c in enumerate(per2) for _ in range(c))
+        pair2 = _pair_labels(total - rounds, PAIRS)
         more = [replace(f, base=(1.0,) * total,
                         head=tuple(math.exp(v) for v in x[int(f.key[1:])]), pair=pair + pair2)
                 for f in second_look(todo, figs, verdicts)]  # fmt: skip

@@ -330,16 +330,14 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     the share): the first on `measured`, the second on the figures the first left
     inconclusive with the rounds of `again` after theirs. A compute-bound throughput
     regresses only in time AND per clock cycle, as in stage 1 (verdict.combine_clocked)."""
-    from ..judging.judge import tolerances, verdict_dict
+    from ..judging.judge import verdict_dict
     from ..judging.stage2 import judge_paired, settle_advice
     from .options import MAX_PAIRED_ROUNDS as MAX_ROUNDS
-    from .pairedfigs import extended, paired_figures, second_look, written
+    from .pairedfigs import extended, first_look, second_look, written
 
     n = len(measured.pair)
     took = getattr(measured, "seconds", None) or {}  # each test's, over all rounds and sides
-    tol = {r.key: tolerances(r, None, None)[0] for r, _, _ in todo}
-    figures = paired_figures(todo, measured)
-    verdicts, confidence = judge_paired(figures, tol, false_alarm / 2)
+    tol, figures, verdicts, confidence = first_look(todo, measured, false_alarm / 2)
     measured_figs = {(f.key, f.metric): f for f in figures if f.base}
     if again is not None:  # the second look: the undecided figures with more rounds
         more = extended(second_look(todo, figures, verdicts), again)

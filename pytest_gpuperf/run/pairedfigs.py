@@ -120,16 +120,26 @@ def second_look(todo: Sequence[tuple[Result, str, str]], figures: Sequence[Paire
     return out
 
 
-def undecided_tests(todo: Sequence[tuple[Result, str, str]], measured: Any,
-                    false_alarm: float) -> list[str]:  # fmt: skip
-    """The tests of the second look's figures (`second_look`), the first look judged on the
-    rounds it measured at `false_alarm` (its share) over all the figures re-measured, as
-    run/paired.py `_apply` judges it."""
+def first_look(todo: Sequence[tuple[Result, str, str]], measured: Any, false_alarm: float,
+               ) -> tuple[dict[str, float], list[PairedFigure],
+                          dict[tuple[str, str], Verdict], float]:  # fmt: skip
+    """The first look: each key's tolerance, the stage's figures from the asked rounds
+    (`paired_figures`), their verdicts at `false_alarm` (the look's share) over all of them,
+    and the confidence each was judged at. run/paired.py `_apply` judges with it, and
+    `undecided_tests` picks the second look's tests with it, so the two agree."""
     from ..judging.judge import tolerances
     from ..judging.stage2 import judge_paired
 
     tol = {r.key: tolerances(r, None, None)[0] for r, _, _ in todo}
     figures = paired_figures(todo, measured)
-    verdicts, _ = judge_paired(figures, tol, false_alarm)
+    verdicts, confidence = judge_paired(figures, tol, false_alarm)
+    return tol, figures, verdicts, confidence
+
+
+def undecided_tests(todo: Sequence[tuple[Result, str, str]], measured: Any,
+                    false_alarm: float) -> list[str]:  # fmt: skip
+    """The tests of the second look's figures (`second_look`) after the first look at
+    `false_alarm` (its share)."""
+    _, figures, verdicts, _ = first_look(todo, measured, false_alarm)
     keys = {f.key for f in second_look(todo, figures, verdicts)}
     return sorted({r.nodeid for r, _, _ in todo if r.key in keys})
