@@ -15,7 +15,7 @@ from pytest_gpuperf.judging.judge import judge_run
 from pytest_gpuperf.judging.offsets import ClassShift
 from pytest_gpuperf.judging.stage2 import PairedFigure, judge_paired, pooled
 from pytest_gpuperf.judging.verdict import Verdict
-from pytest_gpuperf.run.paired import environment_shifts
+from pytest_gpuperf.run.envshift import environment_shifts
 
 from .test_kernel_time import launch_bound
 

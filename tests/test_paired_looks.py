@@ -184,6 +184,42 @@ def test_the_second_look_starts_only_where_the_budget_left_holds_two_rounds_a_pa
                                     "process pair of them (about 20 s)")  # fmt: skip
 
 
+def test_a_pairs_first_round_counts_in_what_the_second_look_needs():
+    # the H200 own file (2026-12-02, fifth session): with 47 s left the second look started,
+    # its first round of two small tests took 22.1 s, and it stopped unmeasured
+    from pytest_gpuperf.fresh.rounds import Measured, measure_more, more_need
+
+    got = Measured(pair=[0, 0, 1, 1], seconds={"t.py::a": 80.0, "t.py::b": 12.0})
+    got.timing.start_s, got.timing.first_s, got.timing.round_s = 1.5, 35.0, 17.5
+    # b: 3 s a round of both builds; a pair: 1.5 s to start, 17.5 s more in its first
+    # round, 2 rounds, 5 s to end
+    assert more_need(got, ["t.py::b"], 2) == pytest.approx(2 * (1.5 + 17.5 + 2 * 3.0 + 5.0))
+    more, why = measure_more({}, {}, None, None, None, got, ["t.py::b"], rounds=12, pairs=2,
+                             budget_s=47.0, pair0=2)  # fmt: skip
+    assert more is None and "(about 60 s)" in why and "budget left (47 s)" in why
+
+
+def test_where_no_second_look_can_fit_the_first_look_takes_the_whole_share():
+    from pytest_gpuperf.fresh.rounds import Measured
+    from pytest_gpuperf.run.paired import one_look
+
+    got = Measured(pair=[0, 0, 1, 1], seconds={"t.py::a": 80.0, "t.py::b": 12.0})
+    got.timing.start_s, got.timing.first_s, got.timing.round_s = 1.5, 35.0, 17.5
+    said = one_look(got, ["t.py::a", "t.py::b"], 47.0)  # the cheapest, b, needs 60 s
+    assert said == ("one look at the stage's whole share: the budget left (47 s) holds no "
+                    "second look of even its cheapest test (about 60 s)")  # fmt: skip
+    assert one_look(got, ["t.py::a", "t.py::b"], 60.0) == ""  # b fits: two looks
+    # judged at the whole share over the 2 figures, not at half of it
+    noisy, steady = _two("t.py::sweep"), _two("t.py::mm")
+    todo = [(steady, KERNELS, "compute"), (noisy, KERNELS, "compute")]
+    first = _measured({"base": {"t.py::mm": [0.002] * 6, "t.py::sweep": _levels(6, 1)},
+                       "head": {"t.py::mm": [0.002] * 6, "t.py::sweep": _levels(6, 2)}},
+                      [0, 0, 0, 1, 1, 1])  # fmt: skip
+    _apply(todo, first, 0.005, "c" * 40, None, whole=True)
+    assert noisy.verdicts[KERNELS]["paired"]["confidence"] == pytest.approx(1 - 0.005 / 2)
+    assert steady.verdicts[KERNELS]["status"] == "unchanged"
+
+
 def test_the_second_looks_line_says_what_it_took_and_where_the_budget_cut_it():
     from pytest_gpuperf.fresh.rounds import Measured
     from pytest_gpuperf.run.paired import _more_said

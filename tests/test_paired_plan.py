@@ -33,12 +33,29 @@ def test_a_pair_keeps_the_rounds_it_already_measured():
 
 
 def test_when_not_even_two_rounds_a_pair_fit_the_stage_stops_saying_what_they_cost():
-    with pytest.raises(RoundsError) as info:
-        plan([3, 3], 0, 1, costs(first=20.0, round_s=None), 30.0)
+    with pytest.raises(RoundsError) as info:  # pair 1 needs 8 + 10 + 2 x 10 + 5 s
+        plan([3, 3], 0, 2, costs(first=20.0, round_s=10.0), 30.0)
     text = str(info.value)
     assert "2 rounds a process pair do not fit the budget" in text
-    assert "a round of both builds takes 20.0 s" in text and "8.0 s to start" in text
-    assert "--gpuperf-paired-budget" in text
+    assert "a round of both builds takes 10.0 s (the first of a pair 20.0 s)" in text
+    assert "8.0 s to start" in text and "--gpuperf-paired-budget" in text
+
+
+def test_a_first_round_alone_does_not_cut_the_plan():
+    # on the H200 a pair's first round of two small tests took 22.1 s, each of them
+    # measuring under 1.6 s a build: the stage stopped on that cost, with 47 s left
+    t = costs(first=22.1, round_s=None)
+    assert plan([3, 3], 0, 1, t, 0.0) == [3, 3]
+    t.record(1, 6.0)  # the next round says what rounds cost
+    assert plan([3, 3], 0, 2, t, 6.0 + 8 + 16.1 + 3 * 6.0 + STOP_S) == [3, 3]
+
+
+def test_a_plan_cut_on_dear_rounds_grows_back_to_the_asked_rounds():
+    t = costs(first=20.0, round_s=10.0)
+    left = 10 + (8 + 10 + 3 * 10 + STOP_S)  # 3 a pair fit now
+    assert plan([2, 2], 0, 2, t, left) == [2, 2]  # without the asked rounds: as it was
+    assert plan([2, 2], 0, 2, t, left, asked=[3, 3]) == [3, 3]
+    assert plan([2, 2], 0, 2, t, left, asked=[5, 5]) == [3, 3]  # never more than fits
 
 
 def test_the_last_pair_stops_when_time_is_up_after_its_two_rounds():
@@ -49,6 +66,7 @@ def test_the_last_pair_stops_when_time_is_up_after_its_two_rounds():
 
 @given(
     per=st.integers(1, 25).flatmap(lambda n: st.just([n, n])),
+    grow=st.integers(0, 10),
     p=st.integers(0, 1),
     done=st.integers(1, 25),
     start=st.floats(0.0, 100.0),
@@ -57,16 +75,17 @@ def test_the_last_pair_stops_when_time_is_up_after_its_two_rounds():
     left=st.floats(-10.0, 5000.0),
 )
 def test_a_plan_never_asks_for_more_than_asked_and_fits_its_budget(
-    per, p, done, start, first, round_s, left
+    per, grow, p, done, start, first, round_s, left
 ):
     done = min(done, per[p])
     t = costs(start, first, round_s)
+    asked = [n + grow for n in per]  # the plan so far cut `grow` rounds a pair
     try:
-        new = plan(per, p, done, t, left)
+        new = plan(per, p, done, t, left, asked)
     except RoundsError:
         return
     assert len(new) == len(per) and new[:p] == per[:p]
-    assert new[p] >= done and all(n <= max(per) for n in new)
+    assert new[p] >= done and all(n <= max(asked) for n in new)
     rest = new[p + 1 :]
     assert all(n == rest[0] for n in rest) and all(n >= min(MIN_PER_PAIR, max(per)) for n in rest)
     extra = max(0.0, first - round_s)

@@ -311,11 +311,18 @@ MIN_PER_PAIR = 2  # rounds a process pair measures at the least: its own spread 
 STOP_S = 5.0  # seconds a process pair is given to end, in the plan
 
 
-def plan(per: list[int], p: int, done: int, timing: Timing, left: float) -> list[int]:
+def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
+         asked: list[int] | None = None) -> list[int]:  # fmt: skip
     """The rounds each pair measures, re-planned after pair `p`'s `done`-th round with
     `left` seconds of the budget left: every pair from `p` on gets the same count (as many
-    as asked at the most, MIN_PER_PAIR at the least), the most that fits; RoundsError when
-    even the least does not fit, naming what a round and a pair cost."""
+    as `asked` at the most, MIN_PER_PAIR at the least), the most that fits, so a plan cut on
+    dearer rounds grows back when they get cheaper; RoundsError when even the least does
+    not fit, naming what a round and a pair cost. Before any later round than a pair's
+    first was measured, the plan stands: a first round builds the models and warms the
+    GPU (on an H200 22.1 s for two tests that each measure for at most 1.6 s a build and
+    round), so its cost says little of the rounds after it; the next round re-plans."""
+    if timing.round_s is None and done < max(per[p:]):
+        return list(per)
     last = timing.round_cost
     extra = max(0.0, timing.first_s - last)  # a pair's first round builds its models
     later = len(per) - p - 1
@@ -325,7 +332,7 @@ def plan(per: list[int], p: int, done: int, timing: Timing, left: float) -> list
         return here + later * (timing.start_s + extra + r * last + STOP_S)
 
     floor = min(MIN_PER_PAIR, max(per[p:]))
-    r = max(per[p:])
+    r = max((asked or per)[p:])
     while r > floor and need(r) > left:
         r -= 1
     if need(r) > left and not (later == 0 and done >= r):
@@ -356,7 +363,7 @@ def _round(procs: dict[str, _Proc], got: Measured, i: int, last: bool, deadline:
 
 
 def _pair(procs: dict[str, _Proc], got: Measured, per: list[int], p: int, deadline: float,
-          tree: Path, pair0: int = 0) -> list[int]:  # fmt: skip
+          tree: Path, pair0: int = 0, asked: list[int] | None = None) -> list[int]:  # fmt: skip
     """Pair p's rounds, re-planning the rest of the stage (`plan`) after each; the plan.
     Out of time in the last pair, the rounds it measured are kept (at least MIN_PER_PAIR)."""
     t0 = time.monotonic()
@@ -379,7 +386,7 @@ def _pair(procs: dict[str, _Proc], got: Measured, per: list[int], p: int, deadli
         got.pair.append(pair0 + p)
         timing.record(j, time.monotonic() - t)
         j += 1
-        per = plan(per, p, j, timing, deadline - time.monotonic())
+        per = plan(per, p, j, timing, deadline - time.monotonic(), asked)
     return per
 
 
@@ -402,11 +409,12 @@ def measure_rounds(
     deadline = t0 + budget_s
     got = Measured(asked=rounds)
     per = [rounds // pairs + (1 if p < rounds % pairs else 0) for p in range(pairs)]
+    asked = list(per)
     for p in range(pairs):
         procs = {s: _start(builds[s], work, f"{s}-{pair0 + p}", env, probe) for s in SIDES}
         ok = False
         try:
-            per = _pair(procs, got, per, p, deadline, tree, pair0)
+            per = _pair(procs, got, per, p, deadline, tree, pair0, asked)
             ok = True
         finally:
             _stop(list(procs.values()), kill=not ok or bool(got.cut))
@@ -416,18 +424,28 @@ def measure_rounds(
     return got
 
 
+def more_need(got: Measured, tests: list[str], pairs: int) -> float:
+    """The seconds a second look of `tests` takes at the least, by what the first look's
+    rounds (`got`) cost: `pairs` process pairs, each its start, its first round's extra
+    (the first look's, a pair's first round less a later one, all of it: what part of it is
+    the process's and what the tests' is not known), MIN_PER_PAIR rounds of those tests
+    alone and its end."""
+    n = len(got.pair)
+    per_round = sum(got.seconds.get(t, 0.0) for t in tests) / n if n else 0.0
+    t = got.timing
+    extra = max(0.0, t.first_s - t.round_cost)
+    return pairs * (t.start_s + extra + MIN_PER_PAIR * per_round + STOP_S)
+
+
 def measure_more(
     builds: dict[str, Build], env: dict[str, str], work: Path, root: Path, tree: Path,
     got: Measured, tests: list[str], *, rounds: int, pairs: int, budget_s: float, pair0: int,
 ) -> tuple[Measured | None, str]:  # fmt: skip
     """The paired stage's second look: up to `rounds` more rounds of `tests` alone (the
     first look's undecided) in `pairs` new process pairs numbered from `pair0`, within
-    `budget_s`; (None, why) where the budget left cannot hold MIN_PER_PAIR rounds a pair of
-    them by what the first look's rounds (`got`) cost them, or where they fail: the first
-    look's verdicts then stand. Ctrl-C is not caught."""
-    n = len(got.pair)
-    per_round = sum(got.seconds.get(t, 0.0) for t in tests) / n if n else 0.0
-    need = pairs * (got.timing.start_s + MIN_PER_PAIR * per_round + STOP_S)
+    `budget_s`; (None, why) where the budget left cannot hold them (`more_need`), or where
+    they fail: the first look's verdicts then stand. Ctrl-C is not caught."""
+    need = more_need(got, tests, pairs)
     if budget_s < need:
         left = max(budget_s, 0.0)
         return None, (f"the budget left ({left:.0f} s) held fewer than {MIN_PER_PAIR} "

@@ -21,10 +21,12 @@ import os
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .envshift import environment_shifts, software_changed
 
 if TYPE_CHECKING:
     from ..core.results import Result
@@ -108,28 +110,6 @@ def candidates(
             if status == "inconclusive" or check:
                 out.append((r, metric, str(cls)))
     return out
-
-
-MACHINE = ("gpu", "mig_profile", "memory", "gpus", "interconnect", "emulated")  # not software
-
-
-def software_changed(key: str, entries: dict[str, dict[str, Any]], env: dict[str, Any]) -> bool:
-    """Whether the baseline entry `key` was saved with other software than this run's
-    environment `env`: any recorded key but the machine's (MACHINE) that both name and that
-    differs (a driver, CUDA, python, torch, a version a pytest_gpuperf_environment hook
-    added)."""
-    saved = (entries.get(key) or {}).get("environment") or {}
-    return any(name not in MACHINE for name, _, _ in _differences(saved, env, saved))
-
-
-def _differences(saved: dict[str, Any], env: dict[str, Any],
-                 names: Iterable[str]) -> Iterator[tuple[str, Any, Any]]:  # fmt: skip
-    """(name, saved value, this run's) of each of `names` both environments record and
-    that differs."""
-    for name in names:
-        old, new = saved.get(name), env.get(name)
-        if old is not None and new is not None and old != new:
-            yield name, old, new
 
 
 def checked(todo: list[tuple[Result, str, str]]) -> int:
@@ -217,15 +197,15 @@ def run_stage(
         return undecided_tests(todo, measured, false_alarm / 2)
 
     try:
-        measured, again, note = _measure(config, results, root, commit, tests, rounds,
-                                         budget_s, undecided)  # fmt: skip
+        measured, again, note, whole = _measure(config, results, root, commit, tests, rounds,
+                                                budget_s, undecided)  # fmt: skip
     except RoundsError as exc:
         return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
                      f"{exc}; the first stage's verdicts stand")  # fmt: skip
     except Exception as exc:  # a bug here must not cost the run its stage-1 verdicts
         return Stage(f"paired stage against {commit[:12]}: {what}, not measured: "
                      f"{type(exc).__name__}: {exc}; the first stage's verdicts stand")  # fmt: skip
-    decided = _apply(todo, measured, false_alarm, commit, again)
+    decided = _apply(todo, measured, false_alarm, commit, again, whole)
     took = time.monotonic() - t0
     counts = ", ".join(f"{n} {s}" for s, n in sorted(decided.items()))
     return Stage(
@@ -268,13 +248,17 @@ def _rounds_said(measured: Any, budget_s: float) -> str:
 
 def _measure(config: Any, results: list[Result], root: Path, commit: str, tests: list[str],
              rounds: int, budget_s: float,
-             more: Callable[[Any], list[str]] | None = None) -> tuple[Any, Any, str]:  # fmt: skip
+             more: Callable[[Any], list[str]] | None = None,
+             ) -> tuple[Any, Any, str, bool]:  # fmt: skip
     """The rounds of both builds (fresh/rounds.measure_rounds) in a worktree of `commit`, in
     two looks: the asked rounds in PAIRS process pairs, then, where `more` names tests (the
     first look's undecided), up to MORE times as many rounds as asked of those alone in
     PAIRS more pairs (so that noise per process stays as visible as in the first look) with
     what is left of the budget. The first look's rounds, the second's (None where it
-    measured none) and why it measured none ("" where it was not needed)."""
+    measured none), why it measured none ("" where it was not needed), and whether the
+    first look takes the stage's whole share: where the budget left cannot hold a second
+    look of even the cheapest test (fresh/rounds.more_need), decided by what the rounds
+    cost before any verdict is read, so each way spends at most the share."""
     import json
 
     from ..fresh.abtree import base_path, base_worktree, prune_stale
@@ -303,12 +287,15 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
             t0 = time.monotonic()
             got = measure_rounds(builds, _env(gpu_of(results, tests), select), work, root,
                                  tree, rounds=rounds, pairs=PAIRS, budget_s=budget_s)  # fmt: skip
+            one = one_look(got, tests, budget_s - (time.monotonic() - t0))
+            if more is None or one:
+                return got, None, one if more is not None else "", True
             try:
-                again = more(got) if more is not None else []
+                again = more(got)
             except Exception as exc:  # a bug here must not cost the first look
-                return got, None, f"no second look: {type(exc).__name__}: {exc}"
+                return got, None, f"no second look: {type(exc).__name__}: {exc}", False
             if not again:
-                return got, None, ""
+                return got, None, "", False
             select2 = work / "select-more.json"
             select2.write_text(json.dumps(again), encoding="utf-8")
             left = budget_s - (time.monotonic() - t0)
@@ -317,18 +304,34 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
                                          pairs=PAIRS, budget_s=left, pair0=PAIRS)  # fmt: skip
             if why:
                 why = f"the {len(again)} test(s) it left undecided not re-measured: {why}"
-            return got, more_got, why
+            return got, more_got, why, False
     except ABError as exc:  # git could not add the worktree
         raise RoundsError(str(exc)) from None
 
 
+def one_look(got: Any, tests: list[str], left: float) -> str:
+    """Why the stage judges its first look at its whole share ("" where a second look
+    could fit): the `left` seconds of its budget cannot hold a second look of even the
+    cheapest of `tests` (fresh/rounds.more_need, by what the first look's rounds `got`
+    cost). It reads the rounds' cost, never their figures, so the share each way is the
+    stage's."""
+    from ..fresh.rounds import more_need
+
+    least = min((more_need(got, [t], PAIRS) for t in tests), default=0.0)
+    if left >= least:
+        return ""
+    return (f"one look at the stage's whole share: the budget left ({max(left, 0):.0f} s) "
+            f"holds no second look of even its cheapest test (about {least:.0f} s)")  # fmt: skip
+
+
 def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: float,
-           commit: str, again: Any = None) -> dict[str, int]:  # fmt: skip
+           commit: str, again: Any = None, whole: bool = False) -> dict[str, int]:  # fmt: skip
     """Judge the rounds and write the stage-2 verdicts of the figures it decides (the
     first stage's kept in `stage1`); the count of each status. Two looks, each at half of
     the stage's share over all the figures it re-measured (Bonferroni: together they spend
     the share): the first on `measured`, the second on the figures the first left
-    inconclusive with the rounds of `again` after theirs. A compute-bound throughput
+    inconclusive with the rounds of `again` after theirs; `whole`: one look, at the whole
+    share (no second look could fit, `_measure`). A compute-bound throughput
     regresses only in time AND per clock cycle, as in stage 1 (verdict.combine_clocked)."""
     from ..judging.judge import verdict_dict
     from ..judging.stage2 import judge_paired, settle_advice
@@ -337,7 +340,8 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
 
     n = len(measured.pair)
     took = getattr(measured, "seconds", None) or {}  # each test's, over all rounds and sides
-    tol, figures, verdicts, confidence = first_look(todo, measured, false_alarm / 2)
+    tol, figures, verdicts, confidence = first_look(todo, measured,
+                                                    false_alarm / (1 if whole else 2))
     measured_figs = {(f.key, f.metric): f for f in figures if f.base}
     if again is not None:  # the second look: the undecided figures with more rounds
         more = extended(second_look(todo, figures, verdicts), again)
@@ -402,72 +406,6 @@ def _stage1_said(first: dict[str, Any]) -> str:
     change = 100 * float(first.get("change") or 0.0)
     return (f"the first stage found it {first['status']} ({change:+.2f}%) against the "
             "baseline's sessions")  # fmt: skip
-
-
-def environment_shifts(
-    shifts: list[Any], results: list[Result], entries: dict[str, dict[str, Any]],
-    env: dict[str, Any],
-) -> list[str]:  # fmt: skip
-    """A class line that moved (regressed or improved) while the paired stage measured its
-    figures unchanged against the baseline's commit on this machine: the code did not move
-    the class, so the environment did (a driver, torch, the machine). Its verdict becomes
-    inconclusive, naming the versions that differ from the baseline's; the lines to show.
-    `shifts` (the judgement's class lines) is updated in place."""
-    from dataclasses import replace
-
-    by_key = {r.key: r for r in results}
-    lines = []
-    for i, line in enumerate(shifts):
-        if line.verdict.status not in ("regressed", "improved"):
-            continue
-        figs = [v for k in line.keys if k in by_key for v in _of_class(by_key[k], line.cls)]
-        paired = [v for v in figs if v.get("paired") and v.get("stage1")]
-        # the code did not move the class: most of its figures re-measured, every one of
-        # them unchanged, and none of the class's figures regressed
-        if (
-            len(paired) < max(2, (line.metrics + 1) // 2)
-            or any(v.get("status") != "unchanged" for v in paired)
-            or any(v.get("status") == "regressed" for v in figs)
-        ):
-            continue
-        changed = _versions_changed(line.keys, entries, env)
-        why = (
-            f"a shift of the environment, not of the code: the paired stage measured "
-            f"{len(paired)} of its figures unchanged against the baseline's commit on this "
-            f"machine; {changed or 'no recorded version differs (the machine itself)'}"
-        )
-        shifts[i] = replace(line, verdict=replace(line.verdict, status="inconclusive",
-                                                  reason=why))  # fmt: skip
-        lines.append(shifts[i].line())
-    return lines
-
-
-def _of_class(r: Result, cls: str) -> list[dict[str, Any]]:
-    """The verdicts of `r`'s figures of noise class `cls`, less a kernel-time figure beside
-    its wall time in that class (core.figures.same_class_twins): the class line counts
-    benchmarks, so the paired figures counted against it must too."""
-    from ..core.figures import metrics_of, same_class_twins
-
-    figs = metrics_of(r)
-    twins = same_class_twins(figs)
-    return [v for m, v in r.verdicts.items()
-            if isinstance(v, dict) and m not in twins
-            and (figs.get(m) or {}).get("noise_class") == cls]  # fmt: skip
-
-
-VERSIONS = ("driver", "cuda", "torch", "transformers", "peft", "bitsandbytes", "nccl")
-
-
-def _versions_changed(keys: Iterable[str], entries: dict[str, dict[str, Any]],
-                      env: dict[str, Any]) -> str:  # fmt: skip
-    """ "torch 2.10.0 -> 2.11.0, driver ... -> ..." between the entries' saved environment
-    and this run's ("" when none differ)."""
-    seen: dict[str, str] = {}
-    for k in keys:
-        saved = (entries.get(k) or {}).get("environment") or {}
-        for name, old, new in _differences(saved, env, VERSIONS):
-            seen.setdefault(name, f"{name} {old} -> {new}")
-    return "versions changed: " + ", ".join(seen.values()) if seen else ""
 
 
 def after_judgement(
