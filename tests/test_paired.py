@@ -180,6 +180,7 @@ def test_unchanged_code_is_decided_unchanged_by_the_paired_stage(repo):
     assert "paired stage against the baseline's commit" in out, out
     # what the stage cost, said in its line: a round, a process pair's start, the slowest test
     assert "re-measured in 6 rounds (a round of both builds " in out, out
+    assert "s, a pair's first " in out and " s to start" in out, out
     assert "a test's measurement in a round, slowest: test_step " in out, out
     v = json.loads((repo.path / "run.json").read_text())["results"][0]["verdicts"]["throughput"]
     assert v["status"] == "unchanged" and v["stage1"]["status"] == "inconclusive", v["reason"]

@@ -229,15 +229,16 @@ def _more_said(again: Any, note: str) -> str:
 
 
 def _rounds_said(measured: Any, budget_s: float) -> str:
-    """ "6 rounds (a round 9.1 s, a process pair 7.9 s to start)", with "of the 8 asked
-    (what the budget of 180 s held)" when fewer were measured than asked."""
+    """ "6 rounds (a round of both builds 9.1 s, a pair's first 20.2 s, a process pair 7.9 s
+    to start ...)", with "of the 8 asked (what the budget of 180 s held)" when fewer were
+    measured than asked."""
     n, t = len(measured.pair), measured.timing
     text = f"{n} rounds"
     if n < measured.asked:
         text += (f" of the {measured.asked} asked ({measured.cut or 'what the budget held'}; "
                  f"budget {budget_s:.0f} s, --gpuperf-paired-budget)")  # fmt: skip
-    text += (f" (a round of both builds {t.round_cost:.1f} s, a process pair "
-             f"{t.start_s:.1f} s to start")  # fmt: skip
+    text += (f" (a round of both builds {t.round_cost:.1f} s, a pair's first "
+             f"{t.first_s:.1f} s, a process pair {t.start_s:.1f} s to start")  # fmt: skip
     per = sorted(measured.seconds.items(), key=lambda kv: -kv[1])[:3]
     if per and n:
         text += "; a test's measurement in a round, slowest: " + ", ".join(
