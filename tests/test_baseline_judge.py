@@ -458,6 +458,42 @@ def test_a_launch_bound_figure_is_not_decided_by_a_few_sessions_that_happened_to
     assert slow.verdicts["throughput"]["status"] == "regressed"
 
 
+def test_a_figure_saved_launch_bound_every_time_is_not_compared_when_it_is_not_now():
+    """H200, 2026-12-02 (fifth session): sweep[256] saved launch-bound in 3 of 3 sessions
+    (325-343 TFLOP/s) read 555-578 TFLOP/s, "improved +64-69%", in the 3 of 6 runs where
+    it was not launch-bound, its code unchanged or 5% slower."""
+    def point(value, launch_bound):
+        r = Result("t.py::sweep[256]", None, "flop", 1.0)
+        r.time = type("T", (), {"n": 10})()
+        r.throughput = Throughput("TFLOP/s", value, value * 0.99, value * 1.01)
+        r.launch_bound = launch_bound
+        return r
+
+    def entries(flags_of):
+        hist = [{"median": v, "date": f"d{i}", "session": f"s{i}", "flags": flags_of(i)}
+                for i, v in enumerate((343.5, 325.5, 337.2))]  # fmt: skip
+        return {"t.py::sweep[256]": {"environment": {}, "metrics": {"throughput": {
+            "unit": "TFLOP/s", "direction": "higher", "median": 337.2,
+            "noise_class": "launch-bound", "history": hist}}}}  # fmt: skip
+
+    every = entries(lambda i: ["launch-bound"])
+    r = point(560.0, launch_bound=False)
+    judge_run([r], every, {})
+    v = r.verdicts["throughput"]
+    assert v["status"] == "inconclusive", v
+    assert v["reason"].startswith("launch-bound in all 3 of the baseline's sessions and not "
+                                  "in this run"), v["reason"]  # fmt: skip
+    # launch-bound now too: judged in its class as before (4x slower still seen)
+    slow = point(337.2 / 4, launch_bound=True)
+    judge_run([slow], every, {})
+    assert slow.verdicts["throughput"]["status"] == "regressed"
+    # one session of the three not launch-bound: the figure's own spread judges it
+    mixed = entries(lambda i: ["launch-bound"] if i else [])
+    r = point(560.0, launch_bound=False)
+    judge_run([r], mixed, {})
+    assert "launch-bound in all" not in r.verdicts["throughput"]["reason"]
+
+
 def compute_suite(clocks_then, clock_now, slow=None, n=8):
     """n compute-bound benchmarks with per-clock figures: baseline sessions at the SM
     clocks `clocks_then` (time scales with the clock, cycles do not), a run at `clock_now`."""

@@ -56,6 +56,18 @@ def test_a_wall_time_figure_the_first_stage_decided_is_not_re_measured():
     assert candidates([r], _entries(ENV), ENV) == []
 
 
+def test_a_wall_time_saved_launch_bound_every_time_is_left_to_the_first_stage():
+    # GPU-bound now, launch-bound in each saved session: which side of the edge a process
+    # falls on is its own (figure._other_regime), so paired rounds would measure that
+    r = _run("unchanged")
+    r.launch_bound = False
+    hist = [{"median": 340.0, "session": f"s{i}", "flags": ["launch-bound"]} for i in range(3)]
+    entries = {"t.py::mm": {"environment": ENV, "metrics": {"throughput": {"history": hist}}}}
+    assert candidates([r], entries, ENV) == []
+    hist[0]["flags"] = []  # one session GPU-bound: its spread is its own, the stage takes it
+    assert [m for _, m, _ in candidates([r], entries, ENV)] == ["throughput"]
+
+
 def test_a_kernel_figure_saved_with_other_versions_keeps_the_first_stages_verdict():
     # both builds on this machine share the new driver's change: only stage 1 can see it
     r = _run("regressed", change=-0.08)

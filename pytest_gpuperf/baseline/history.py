@@ -163,6 +163,15 @@ def window(base_m: dict[str, Any], exclude_session: str | None = None) -> list[d
     return kept[-HISTORY:]
 
 
+def launch_bound_throughout(base_m: dict[str, Any], exclude_session: str | None = None) -> int:
+    """How many sessions a metric is judged against (`window`) when every one of them was
+    launch-bound, else 0: its figures then timed the host's launches, not the GPU's work."""
+    hist = [h for h in window(base_m, exclude_session) if isinstance(h, dict)]
+    if hist and all(LAUNCH in (h.get("flags") or ()) for h in hist):
+        return len(hist)
+    return 0
+
+
 def values_of(base_m: dict[str, Any], exclude_session: str | None = None) -> list[float]:
     return [float(h["median"]) for h in window(base_m, exclude_session)]
 

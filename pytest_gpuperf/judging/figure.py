@@ -10,7 +10,7 @@ import statistics
 from dataclasses import replace
 from typing import Any
 
-from ..baseline.history import values_of
+from ..baseline.history import launch_bound_throughout, values_of
 from ..core.figures import CLASS_NAMES, LAUNCH
 from ..core.results import fmt_number, format_figure
 from .noise import LAUNCH_FLOOR, NoiseModel, Spread, better
@@ -82,7 +82,31 @@ def _precheck(
             f"{m['direction']} is better"
         )
         return Verdict(INCOMPARABLE, None, None, None, tol, why)
+    regime = _other_regime(m, base_m, exclude_session)
+    if regime is not None:
+        return Verdict(INCONCLUSIVE, None, None, None, tol, regime)
     return None
+
+
+def _other_regime(m: dict[str, Any], base_m: dict[str, Any],
+                  exclude_session: str | None) -> str | None:  # fmt: skip
+    """Why a wall-time figure cannot be compared with its baseline: launch-bound in every
+    session judged against and not now. Those sessions timed the host's launches, this run
+    the GPU's work: another quantity, never a change of the code's speed. On an H200 a
+    matmul sweep point saved launch-bound in 3 of 3 sessions (325-343 TFLOP/s) read
+    "improved +64-69%" in the 3 of 6 runs where it was not, code slowed or not
+    (docs/performance.md, 2026-12-02, fifth session). The other way round (launch-bound
+    now, not then) it is judged in the launch-bound class with its floor, so that a code
+    change that makes the host the limit is still seen."""
+    if m.get("noise_class") == LAUNCH:
+        return None
+    n = launch_bound_throughout(base_m, exclude_session)
+    if not n:
+        return None
+    return (f"launch-bound in all {n} of the baseline's sessions and not in this run:"
+            " they timed the host's launches, this run the GPU's work, which do not compare "
+            "(its GPU kernel-time figure does); save sessions where it runs as it does now, "
+            "or keep it on one side of the edge (a batch further from it)")  # fmt: skip
 
 
 def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:

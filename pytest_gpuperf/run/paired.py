@@ -91,7 +91,9 @@ def candidates(
     an unchanged build 4-10% faster in 6 of 6 runs; rounds that alternate the builds share
     that state. A kernel-time figure whose baseline entry was saved with other software
     (`software_changed`: `env` against `entries`) is not checked: both builds of this
-    machine share a new version's change, so only the first stage sees it."""
+    machine share a new version's change, so only the first stage sees it. A wall time
+    saved launch-bound in every session and not launch-bound now is left to the first stage
+    too (figure._other_regime): which side of the edge a process falls on is its own."""
     from ..core.figures import LAUNCH, MEMORY, RECORDED, TIMED, kernels_name, metrics_of
 
     kernel_figures = {kernels_name(n) for n in TIMED}
@@ -102,7 +104,7 @@ def candidates(
         figs = metrics_of(r)
         for metric, v in r.verdicts.items():
             cls = (figs.get(metric) or {}).get("noise_class")
-            if cls in (None, MEMORY, RECORDED, LAUNCH):
+            if cls in (None, MEMORY, RECORDED, LAUNCH) or _saved_launch_bound(r, metric, entries):
                 continue
             status = v.get("status")
             check = (status in CHANGED and metric in kernel_figures
@@ -110,6 +112,13 @@ def candidates(
             if status == "inconclusive" or check:
                 out.append((r, metric, str(cls)))
     return out
+
+
+def _saved_launch_bound(r: Result, metric: str, entries: dict[str, dict[str, Any]] | None) -> bool:
+    from ..baseline.history import launch_bound_throughout
+
+    base_m = ((entries or {}).get(r.key) or {}).get("metrics", {}).get(metric)
+    return isinstance(base_m, dict) and launch_bound_throughout(base_m) > 0
 
 
 def checked(todo: list[tuple[Result, str, str]]) -> int:
