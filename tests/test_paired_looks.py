@@ -212,12 +212,19 @@ def test_where_no_second_look_can_fit_the_first_look_takes_the_whole_share():
     # judged at the whole share over the 2 figures, not at half of it
     noisy, steady = _two("t.py::sweep"), _two("t.py::mm")
     todo = [(steady, KERNELS, "compute"), (noisy, KERNELS, "compute")]
-    first = _measured({"base": {"t.py::mm": [0.002] * 6, "t.py::sweep": _levels(6, 1)},
-                       "head": {"t.py::mm": [0.002] * 6, "t.py::sweep": _levels(6, 2)}},
+    first = _measured({"base": {"t.py::mm": [0.002] * 6, "t.py::sweep": _levels(6, 1, 0.01)},
+                       "head": {"t.py::mm": [0.002] * 6, "t.py::sweep": _levels(6, 2, 0.01)}},
                       [0, 0, 0, 1, 1, 1])  # fmt: skip
     _apply(todo, first, 0.005, "c" * 40, None, whole=True)
+    assert noisy.verdicts[KERNELS]["status"] == "inconclusive"
     assert noisy.verdicts[KERNELS]["paired"]["confidence"] == pytest.approx(1 - 0.005 / 2)
     assert steady.verdicts[KERNELS]["status"] == "unchanged"
+    # its advice: with one look, the rounds to ask are all the rounds it needs
+    import re
+
+    found = re.search(r"about (\d+) paired rounds .*--gpuperf-paired-rounds=(\d+)",
+                      noisy.verdicts[KERNELS]["advice"])  # fmt: skip
+    assert found and found.group(1) == found.group(2), noisy.verdicts[KERNELS]["advice"]
 
 
 def test_the_second_looks_line_says_what_it_took_and_where_the_budget_cut_it():

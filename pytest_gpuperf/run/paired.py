@@ -375,7 +375,8 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         tip = ""
         if v.status == "inconclusive" and f is not None:
             round_s = took[r.nodeid] / n if took.get(r.nodeid) and n else None
-            said_so = settle_advice(f, tol[r.key], confidence, round_s, MORE, MAX_ROUNDS)
+            said_so = settle_advice(f, tol[r.key], confidence, round_s, 0 if whole else MORE,
+                                    MAX_ROUNDS)  # one look: the rounds asked are all it gets
             tip = f"paired stage: {said_so}" if said_so else ""
         said = _stage1_said(first)
         # the first stage's verdict stands where this stage is undecided on a figure it
