@@ -103,7 +103,8 @@ def test_an_inconclusive_figure_keeps_the_first_stages_advice_then_the_rounds():
     r = _run("inconclusive")
     r.verdicts[KERNELS]["advice"] = "save more baseline sessions (3 so far)"
     base = [0.002 * (1 + d / 50) for d in (-1, 1, -1, 1, -1, 1)]  # ±2% round to round
-    head = [0.002 * (1 + d / 50) for d in (1, -1, 1, -1, 1, -1)]
+    signs = (1, -1, 1, -1, 1, -1)  # the builds ±1.5% apart in turn
+    head = [b * (1 + d * 0.015) for b, d in zip(base, signs, strict=True)]
     measured = _rounds(base, head)
     measured.seconds = {"t.py::mm": 30.0}  # both sides over the 6 rounds: 5 s a round
     _apply([(r, KERNELS, "compute")], measured, 0.005, "c" * 40)
@@ -113,7 +114,7 @@ def test_an_inconclusive_figure_keeps_the_first_stages_advice_then_the_rounds():
     assert first == "save more baseline sessions (3 so far)"
     assert "its level is set each time the test runs" in paired  # rounds of ±0.5% each
     assert "its test takes 5.0 s a round of both builds" in paired
-    sd = math.log(1.02 / 0.98) * math.sqrt(6 / 5)  # ±log(1.02/0.98) in turn, ddof 1
+    sd = math.log(1.015 / 0.985) / 2 * math.sqrt(6 / 5)  # the two values in turn, ddof 1
     assert v["paired"]["round_spread"] == pytest.approx(math.expm1(sd), rel=1e-9)
 
 

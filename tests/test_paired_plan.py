@@ -45,17 +45,29 @@ def test_a_first_round_alone_does_not_cut_the_plan():
     # on the H200 a pair's first round of two small tests took 22.1 s, each of them
     # measuring under 1.6 s a build: the stage stopped on that cost, with 47 s left
     t = costs(first=22.1, round_s=None)
-    assert plan([3, 3], 0, 1, t, 0.0) == [3, 3]
+    assert plan([3, 3], 0, 1, t, 20.0) == [3, 3]
     t.record(1, 6.0)  # the next round says what rounds cost
     assert plan([3, 3], 0, 2, t, 6.0 + 8 + 16.1 + 3 * 6.0 + STOP_S) == [3, 3]
 
 
+def test_a_first_round_alone_stops_the_stage_when_not_even_a_pairs_start_fits():
+    # pair 1's start and end alone take 8 + 5 s: with 10 s left the stage stops, saying so
+    with pytest.raises(RoundsError, match="do not fit the budget"):
+        plan([3, 3], 0, 1, costs(first=22.1, round_s=None), 10.0)
+
+
 def test_a_plan_cut_on_dear_rounds_grows_back_to_the_asked_rounds():
     t = costs(first=20.0, round_s=10.0)
-    left = 10 + (8 + 10 + 3 * 10 + STOP_S)  # 3 a pair fit now
-    assert plan([2, 2], 0, 2, t, left) == [2, 2]  # without the asked rounds: as it was
-    assert plan([2, 2], 0, 2, t, left, asked=[3, 3]) == [3, 3]
-    assert plan([2, 2], 0, 2, t, left, asked=[5, 5]) == [3, 3]  # never more than fits
+    left = 2 * 10 + (8 + 10 + 3 * 10 + STOP_S)  # 3 a pair fit now: 2 more here
+    assert plan([2, 2], 0, 1, t, left) == [2, 2]  # without the asked rounds: as it was
+    assert plan([2, 2], 0, 1, t, left, asked=[3, 3]) == [3, 3]
+    assert plan([2, 2], 0, 1, t, left, asked=[5, 5]) == [3, 3]  # never more than fits
+
+
+def test_a_pair_whose_last_round_was_sent_as_its_last_measures_no_more():
+    # its worker ended the session's fixtures after that round: another would be cold
+    t = costs(first=20.0, round_s=10.0)
+    assert plan([2, 2], 0, 2, t, 1000.0, asked=[3, 3]) == [2, 3]
 
 
 def test_the_last_pair_stops_when_time_is_up_after_its_two_rounds():
@@ -86,6 +98,8 @@ def test_a_plan_never_asks_for_more_than_asked_and_fits_its_budget(
         return
     assert len(new) == len(per) and new[:p] == per[:p]
     assert new[p] >= done and all(n <= max(asked) for n in new)
+    if done >= per[p]:  # its last round went out as the last: no more in that process
+        assert new[p] == done
     rest = new[p + 1 :]
     assert all(n == rest[0] for n in rest) and all(n >= min(MIN_PER_PAIR, max(per)) for n in rest)
     extra = max(0.0, first - round_s)

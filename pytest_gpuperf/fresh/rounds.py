@@ -320,15 +320,20 @@ def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
     not fit, naming what a round and a pair cost. Before any later round than a pair's
     first was measured, the plan stands: a first round builds the models and warms the
     GPU (on an H200 22.1 s for two tests that each measure for at most 1.6 s a build and
-    round), so its cost says little of the rounds after it; the next round re-plans."""
-    if timing.round_s is None and done < max(per[p:]):
+    round), so its cost says little of the rounds after it; the next round re-plans,
+    unless not even the later pairs' starts and ends fit. A pair whose last round was sent
+    as its last (its worker has ended the session's fixtures) measures no more."""
+    later = len(per) - p - 1
+    if (timing.round_s is None and done < max(per[p:])
+            and left > 0 and later * (timing.start_s + STOP_S) < left):  # fmt: skip
         return list(per)
     last = timing.round_cost
     extra = max(0.0, timing.first_s - last)  # a pair's first round builds its models
-    later = len(per) - p - 1
+
+    open_ = done < per[p]  # its last round sent was not its last: it may measure more
 
     def need(r: int) -> float:
-        here = max(0, r - done) * last
+        here = max(0, r - done) * last if open_ else 0.0
         return here + later * (timing.start_s + extra + r * last + STOP_S)
 
     floor = min(MIN_PER_PAIR, max(per[p:]))
@@ -342,7 +347,7 @@ def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
             f"{timing.start_s:.1f} s to start, about {need(r):.0f} s more with {max(left, 0):.0f} "
             "s left (--gpuperf-paired-budget)"
         )
-    return [*per[:p], max(r, done), *([r] * later)]
+    return [*per[:p], max(r, done) if open_ else done, *([r] * later)]
 
 
 def _round(procs: dict[str, _Proc], got: Measured, i: int, last: bool, deadline: float,

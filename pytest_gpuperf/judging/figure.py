@@ -82,31 +82,49 @@ def _precheck(
             f"{m['direction']} is better"
         )
         return Verdict(INCOMPARABLE, None, None, None, tol, why)
-    regime = _other_regime(m, base_m, exclude_session)
-    if regime is not None:
-        return Verdict(INCONCLUSIVE, None, None, None, tol, regime)
     return None
 
 
-def _other_regime(m: dict[str, Any], base_m: dict[str, Any],
-                  exclude_session: str | None) -> str | None:  # fmt: skip
-    """Why a wall-time figure cannot be compared with its baseline: launch-bound in every
-    session judged against and not now. Those sessions timed the host's launches, this run
-    the GPU's work: another quantity, never a change of the code's speed. On an H200 a
-    matmul sweep point saved launch-bound in 3 of 3 sessions (325-343 TFLOP/s) read
-    "improved +64-69%" in the 3 of 6 runs where it was not, code slowed or not
-    (docs/performance.md, 2026-12-02, fifth session). The other way round (launch-bound
-    now, not then) it is judged in the launch-bound class with its floor, so that a code
-    change that makes the host the limit is still seen."""
-    if m.get("noise_class") == LAUNCH:
+def other_regime(m: dict[str, Any], base_m: dict[str, Any],
+                 exclude_session: str | None = None) -> str | None:  # fmt: skip
+    """Why a wall-time figure that reads faster than its baseline says nothing of the code:
+    launch-bound in every session it is judged against, and not launch-bound now. Those
+    sessions timed the host's launches, this run the GPU's work, which runs faster than
+    the host launches it. On an H200 a matmul sweep point saved launch-bound in 3 of 3
+    sessions (325-343 TFLOP/s) read "improved +52-69%" in the 3 of 6 runs where it was not,
+    code unchanged or 5% slower (docs/performance.md, 2026-12-02, fifth session). Slower
+    than those sessions is still a regression (work that got slower enough to leave the
+    edge), and launch-bound now it is judged in the launch-bound class with its floor: only
+    an improvement is set aside (judge.py)."""
+    if LAUNCH in (m.get("flags") or ()) or m.get("noise_class") == LAUNCH:
         return None
     n = launch_bound_throughout(base_m, exclude_session)
     if not n:
         return None
     return (f"launch-bound in all {n} of the baseline's sessions and not in this run:"
-            " they timed the host's launches, this run the GPU's work, which do not compare "
-            "(its GPU kernel-time figure does); save sessions where it runs as it does now, "
-            "or keep it on one side of the edge (a batch further from it)")  # fmt: skip
+            " they timed the host's launches, this run the GPU's work, which runs faster "
+            "than that whatever the code (its GPU kernel-time figure compares); save "
+            "sessions where it runs as it does now, or keep it on one side of the edge (a "
+            "batch further from it)")  # fmt: skip
+
+
+def set_aside_improvements(figures: dict[str, dict[str, dict[str, Any]]],
+                           entries: dict[str, dict[str, Any]],
+                           out: dict[str, dict[str, Verdict]],
+                           exclude_session: str | None) -> None:  # fmt: skip
+    """An IMPROVED wall-time figure whose baseline timed something else (`other_regime`)
+    becomes inconclusive, keeping its change and saying why; `out` is updated in place."""
+    for key, verdicts in out.items():
+        metrics = (entries.get(key) or {}).get("metrics") or {}
+        for name, v in verdicts.items():
+            m, base_m = (figures.get(key) or {}).get(name), metrics.get(name)
+            if v.status != IMPROVED or not isinstance(m, dict) or not isinstance(base_m, dict):
+                continue
+            why = other_regime(m, base_m, exclude_session)
+            if why:
+                change = f"{abs(v.change or 0) * 100:.1f}%"
+                verdicts[name] = replace(v, status=INCONCLUSIVE,
+                                         reason=f"{change} faster, but {why}")  # fmt: skip
 
 
 def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:

@@ -34,7 +34,7 @@ from ..core.figures import (
 from ..core.results import Result
 from ..core.settings import BY_NAME, FALSE_ALARM
 from .busy import busy_verdicts
-from .figure import base_clock, decided_apart, judge_item
+from .figure import base_clock, decided_apart, judge_item, set_aside_improvements
 from .noise import NoiseModel, better
 from .offsets import (
     ClassShift,
@@ -147,6 +147,7 @@ def judge_run(
     rests = _judge_items(items, gate, removed, unbounded, out)
     bounded_by_class_line(out, [i for i in items if i.key in rests], removed, shifts)
     cap_derived(results, out)
+    set_aside_improvements(figures, entries, out, exclude_session)
     _set_verdicts(results, entries, out)
     judgement = Judgement(
         confidence, n_gated + len(shifts_est), shifts, dict(shifts_est), removed, conf_s

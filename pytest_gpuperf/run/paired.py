@@ -92,8 +92,9 @@ def candidates(
     that state. A kernel-time figure whose baseline entry was saved with other software
     (`software_changed`: `env` against `entries`) is not checked: both builds of this
     machine share a new version's change, so only the first stage sees it. A wall time
-    saved launch-bound in every session and not launch-bound now is left to the first stage
-    too (figure._other_regime): which side of the edge a process falls on is its own."""
+    launch-bound now (whatever class it declares), or in every session it was saved in, is
+    left to the first stage too (figure.other_regime): which side of the edge a process
+    falls on is its own."""
     from ..core.figures import LAUNCH, MEMORY, RECORDED, TIMED, kernels_name, metrics_of
 
     kernel_figures = {kernels_name(n) for n in TIMED}
@@ -104,7 +105,9 @@ def candidates(
         figs = metrics_of(r)
         for metric, v in r.verdicts.items():
             cls = (figs.get(metric) or {}).get("noise_class")
-            if cls in (None, MEMORY, RECORDED, LAUNCH) or _saved_launch_bound(r, metric, entries):
+            edge = metric not in kernel_figures and (
+                bool(r.launch_bound) or _saved_launch_bound(r, metric, entries))
+            if cls in (None, MEMORY, RECORDED, LAUNCH) or edge:
                 continue
             status = v.get("status")
             check = (status in CHANGED and metric in kernel_figures
@@ -297,7 +300,10 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
             t0 = time.monotonic()
             got = measure_rounds(builds, _env(gpu_of(results, tests), select), work, root,
                                  tree, rounds=rounds, pairs=PAIRS, budget_s=budget_s)  # fmt: skip
-            one = one_look(got, tests, budget_s - (time.monotonic() - t0))
+            try:
+                one = one_look(got, tests, budget_s - (time.monotonic() - t0))
+            except Exception as exc:  # a bug here must not cost the first look
+                return got, None, f"no second look: {type(exc).__name__}: {exc}", False
             if more is None or one:
                 return got, None, one if more is not None else "", True
             try:
@@ -375,8 +381,9 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         tip = ""
         if v.status == "inconclusive" and f is not None:
             round_s = took[r.nodeid] / n if took.get(r.nodeid) and n else None
-            said_so = settle_advice(f, tol[r.key], confidence, round_s, 0 if whole else MORE,
-                                    MAX_ROUNDS)  # one look: the rounds asked are all it gets
+            said_so = settle_advice(f, tol[r.key], confidence, round_s,
+                                    MORE if again is not None else 0,
+                                    MAX_ROUNDS)  # no second look: the asked are all it got
             tip = f"paired stage: {said_so}" if said_so else ""
         said = _stage1_said(first)
         # the first stage's verdict stands where this stage is undecided on a figure it
