@@ -64,6 +64,12 @@ def test_a_plan_cut_on_dear_rounds_grows_back_to_the_asked_rounds():
     assert plan([2, 2], 0, 1, t, left, asked=[5, 5]) == [3, 3]  # never more than fits
 
 
+def test_an_odd_number_of_rounds_asked_is_measured_as_asked():
+    # 5 rounds in 2 pairs: 3 then 2, never 3 and 3
+    assert plan([3, 2], 0, 1, costs(), 1000.0) == [3, 2]
+    assert plan([3, 2], 0, 3, costs(), 1000.0) == [3, 2]
+
+
 def test_a_pair_whose_last_round_was_sent_as_its_last_measures_no_more():
     # its worker ended the session's fixtures after that round: another would be cold
     t = costs(first=20.0, round_s=10.0)

@@ -314,8 +314,8 @@ STOP_S = 5.0  # seconds a process pair is given to end, in the plan
 def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
          asked: list[int] | None = None) -> list[int]:  # fmt: skip
     """The rounds each pair measures, re-planned after pair `p`'s `done`-th round with
-    `left` seconds of the budget left: every pair from `p` on gets the same count (as many
-    as `asked` at the most, MIN_PER_PAIR at the least), the most that fits, so a plan cut on
+    `left` seconds of the budget left: every pair from `p` on gets the same count, the most
+    that fits (its own `asked` at the most, MIN_PER_PAIR at the least), so a plan cut on
     dearer rounds grows back when they get cheaper; RoundsError when even the least does
     not fit, naming what a round and a pair cost. Before any later round than a pair's
     first was measured, the plan stands: a first round builds the models and warms the
@@ -331,13 +331,18 @@ def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
     extra = max(0.0, timing.first_s - last)  # a pair's first round builds its models
 
     open_ = done < per[p]  # its last round sent was not its last: it may measure more
+    caps = (asked or per)[p:]  # each pair's asked rounds: r never takes one beyond them
+
+    def counts(r: int) -> list[int]:
+        return [max(min(r, caps[0]), done) if open_ else done] + [min(r, c) for c in caps[1:]]
 
     def need(r: int) -> float:
-        here = max(0, r - done) * last if open_ else 0.0
-        return here + later * (timing.start_s + extra + r * last + STOP_S)
+        here, *rest = counts(r)
+        return (here - done) * last + sum(timing.start_s + extra + n * last + STOP_S
+                                          for n in rest)  # fmt: skip
 
     floor = min(MIN_PER_PAIR, max(per[p:]))
-    r = max((asked or per)[p:])
+    r = max(caps)
     while r > floor and need(r) > left:
         r -= 1
     if need(r) > left and not (later == 0 and done >= r):
@@ -347,7 +352,7 @@ def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
             f"{timing.start_s:.1f} s to start, about {need(r):.0f} s more with {max(left, 0):.0f} "
             "s left (--gpuperf-paired-budget)"
         )
-    return [*per[:p], max(r, done) if open_ else done, *([r] * later)]
+    return [*per[:p], *counts(r)]
 
 
 def _round(procs: dict[str, _Proc], got: Measured, i: int, last: bool, deadline: float,
