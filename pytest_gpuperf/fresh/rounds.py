@@ -71,6 +71,11 @@ class Timing:
         """A round of both builds: the latest after a pair's first, else the first."""
         return self.round_s if self.round_s is not None else self.first_s
 
+    @property
+    def first_extra(self) -> float:
+        """What a pair's first round costs beyond a later one: it builds the models."""
+        return max(0.0, self.first_s - self.round_cost)
+
     def record(self, j: int, took: float) -> None:
         if j == 0:
             self.first_s = max(self.first_s, took)
@@ -327,8 +332,7 @@ def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
     if (timing.round_s is None and done < max(per[p:])
             and left > 0 and later * (timing.start_s + STOP_S) < left):  # fmt: skip
         return list(per)
-    last = timing.round_cost
-    extra = max(0.0, timing.first_s - last)  # a pair's first round builds its models
+    last, extra = timing.round_cost, timing.first_extra
 
     open_ = done < per[p]  # its last round sent was not its last: it may measure more
     caps = (asked or per)[p:]  # each pair's asked rounds: r never takes one beyond them
@@ -443,8 +447,7 @@ def more_need(got: Measured, tests: list[str], pairs: int) -> float:
     n = len(got.pair)
     per_round = sum(got.seconds.get(t, 0.0) for t in tests) / n if n else 0.0
     t = got.timing
-    extra = max(0.0, t.first_s - t.round_cost)
-    return pairs * (t.start_s + extra + MIN_PER_PAIR * per_round + STOP_S)
+    return pairs * (t.start_s + t.first_extra + MIN_PER_PAIR * per_round + STOP_S)
 
 
 def measure_more(

@@ -271,7 +271,7 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
     measured none), why it measured none ("" where it was not needed), and whether the
     first look takes the stage's whole share: where the budget left cannot hold a second
     look of even the cheapest test (fresh/rounds.more_need), decided by what the rounds
-    cost before any verdict is read, so each way spends at most the share."""
+    cost, not their figures, so each way spends about the share (docs/baselines.md)."""
     import json
 
     from ..fresh.abtree import base_path, base_worktree, prune_stale
@@ -302,14 +302,11 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
                                  tree, rounds=rounds, pairs=PAIRS, budget_s=budget_s)  # fmt: skip
             try:
                 one = one_look(got, tests, budget_s - (time.monotonic() - t0))
+                again = more(got) if more is not None and not one else []
             except Exception as exc:  # a bug here must not cost the first look
                 return got, None, f"no second look: {type(exc).__name__}: {exc}", False
             if more is None or one:
                 return got, None, one if more is not None else "", True
-            try:
-                again = more(got)
-            except Exception as exc:  # a bug here must not cost the first look
-                return got, None, f"no second look: {type(exc).__name__}: {exc}", False
             if not again:
                 return got, None, "", False
             select2 = work / "select-more.json"
@@ -329,8 +326,8 @@ def one_look(got: Any, tests: list[str], left: float) -> str:
     """Why the stage judges its first look at its whole share ("" where a second look
     could fit): the `left` seconds of its budget cannot hold a second look of even the
     cheapest of `tests` (fresh/rounds.more_need, by what the first look's rounds `got`
-    cost). It reads the rounds' cost, never their figures, so the share each way is the
-    stage's."""
+    cost). It reads the rounds' durations, not their figures: a duration follows a figure's
+    noise only through its capped sampling, so each way spends about the stage's share."""
     from ..fresh.rounds import more_need
 
     least = min((more_need(got, [t], PAIRS) for t in tests), default=0.0)
