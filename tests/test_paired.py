@@ -65,6 +65,37 @@ def test_process_pairs_that_disagree_leave_the_figure_to_the_first_stage():
     assert v.status == "inconclusive" and "per process" in v.reason
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(-0.3, 0.3), min_size=2, max_size=4),  # each pair's level, log
+    st.integers(2, 4),  # rounds a pair
+    st.booleans(),
+    st.sampled_from(["regressed", "improved"]),
+    st.floats(0.01, 0.1),
+)
+def test_each_pair_beyond_is_every_pairs_own_mean_beyond_the_tolerance(levels, per, higher,
+                                                                       status, tol):  # fmt: skip
+    from pytest_gpuperf.judging.stage2 import each_pair_beyond
+
+    pair = [p for p in range(len(levels)) for _ in range(per)]
+    wobble = [(-1) ** i * 1e-4 for i in range(per)] * len(levels)  # mean 0 in a pair of 2, 4
+    head = [100 * math.exp(levels[p] + w) for p, w in zip(pair, wobble, strict=True)]
+    f = fig([100.0] * len(pair), head, higher=higher, pair=pair)
+    got = each_pair_beyond(f, tol, status)
+    means = [statistics.fmean(math.log(h / 100) for h, q in zip(head, pair, strict=True) if q == p)
+             for p in range(len(levels))]  # fmt: skip
+    worse = [-m if higher else m for m in means]
+    side = [w if status == "regressed" else -w for w in worse]
+    if got is None:
+        assert not all(x > math.log1p(tol) for x in side)
+    else:
+        assert all(x > math.log1p(tol) for x in side)
+        assert got == pytest.approx([math.expm1(m) for m in means])
+    other = "improved" if status == "regressed" else "regressed"
+    assert got is None or each_pair_beyond(f, tol, other) is None  # one side at the most
+    assert each_pair_beyond(f, tol, "inconclusive") is None
+
+
 def test_a_class_pools_its_figures_variance_and_a_noisy_one_keeps_its_own():
     quiet = [fig([100 * w for w in WOBBLE], [100 * w for w in WOBBLE[1:] + WOBBLE[:1]],
                  key=f"t.py::q{i}") for i in range(4)]  # fmt: skip
@@ -389,3 +420,39 @@ def test_each_round_runs_a_lone_test_anew(repo):
     assert p["round_pairs"][:6] == [0, 0, 0, 1, 1, 1], p
     for side in ("base_rounds", "head_rounds"):  # 3 rounds of one process, 3 levels
         assert len(set(p[side][:3])) == 3 and len(set(p[side][3:6])) == 3, p
+
+
+# ------------------------------------------------------------------ the round processes' warm-up
+
+
+def test_a_cuda_runs_round_processes_warm_the_gpu_first_and_a_cpu_runs_do_not(tmp_path):
+    from pytest_gpuperf.fresh import roundworker
+    from pytest_gpuperf.run.paired import WARM_S, _env
+
+    assert _env(None, tmp_path / "s.json", cuda=True)[roundworker.WARM] == f"{WARM_S:g}"
+    assert roundworker.WARM not in _env(None, tmp_path / "s.json")
+
+
+@pytest.mark.parametrize("asked", ["", "0", "-1", "soon"])
+def test_a_warm_up_not_asked_for_does_nothing(asked, monkeypatch):
+    import builtins
+
+    from pytest_gpuperf.fresh.roundworker import warm
+
+    real = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):  # not even imported: a CPU run pays nothing
+        assert name != "torch", "the warm-up imported torch where none was asked"
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    assert warm(asked) == 0.0
+
+
+def test_a_warm_up_without_cuda_takes_no_time():
+    torch = pytest.importorskip("torch")
+    from pytest_gpuperf.fresh.roundworker import warm
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA here: tests/gpu exercises the warm-up")
+    assert warm("1") == 0.0

@@ -26,7 +26,10 @@ One addition the simulator does not have: the rounds run in two or more pairs of
 than its rounds within a pair explain (one-way ANOVA, F at 1%) has noise per process that
 two processes a side cannot average out: where the pairs' means are more than a quarter of
 the tolerance apart it keeps its stage-1 verdict, saying so; a smaller process effect is
-added whole (half the pairs' range) to its interval."""
+added whole (half the pairs' range) to its interval. A figure the first stage decided (a
+kernel-time figure it found changed, re-measured as a check) that the screen takes keeps
+that verdict only where every process pair on its own measured it beyond the tolerance on
+the same side (`each_pair_beyond`); run/paired.py applies it."""
 
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ LEVEL_RATIO = 4.0  # base rounds spread this many times a round's own interval: 
 SCREEN_P = 0.01  # a figure this unlikely under its class pool keeps its own variance
 PROCESS_P = 0.01  # process pairs this unlikely to agree: the figure's noise is per process
 MIN_POOL = 3  # figures of a class with a variance before they pool
+PER_PROCESS = "its noise is per process"  # the screen's reason begins so
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,39 @@ def per_process(fig: PairedFigure) -> float | None:
     from scipy.stats import f as f_dist
 
     return float(f_dist.sf(f, df_b, df_w))
+
+
+def screened(fig: PairedFigure, tolerance: float) -> float | None:
+    """The p-value of the per-process screen where it takes the figure from the stage (its
+    process pairs disagree at PROCESS_P, by more than a quarter of the tolerance: two
+    processes a side cannot average that out), else None."""
+    p = per_process(fig)
+    if p is not None and p < PROCESS_P and pair_spread(fig) > math.log1p(tolerance) / 4:
+        return p
+    return None
+
+
+def each_pair_beyond(fig: PairedFigure, tolerance: float, status: str) -> list[float] | None:
+    """Each process pair's own mean paired difference as a relative change (head / base - 1,
+    in pair order), where every one of them lies beyond the tolerance in the direction
+    `status` names ("regressed" or "improved"); else None.
+
+    The check of a figure the first stage decided whose noise the screen found per process
+    (`screened`): its pairs cannot narrow an interval (two of them give one degree of
+    freedom), but each is a fresh measurement of both builds side by side, so they can
+    contradict the first stage or bear it out. Borne out by every pair, the first stage's
+    verdict stands; a false alarm of the first stage then also needs every pair's own
+    process levels to land beyond the tolerance on its side."""
+    if status not in ("regressed", "improved") or not fig.usable():
+        return None
+    groups = _groups(fig)
+    if len(groups) < 2:
+        return None
+    tol = math.log1p(tolerance)
+    means = [statistics.fmean(groups[p]) for p in sorted(groups)]
+    worse = [-m if fig.higher else m for m in means]
+    beyond = [w > tol for w in worse] if status == "regressed" else [-w > tol for w in worse]
+    return [math.expm1(m) for m in means] if all(beyond) else None
 
 
 def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, float]]:
@@ -173,10 +210,10 @@ def judge_paired(
             why = f"{len(f.base)} paired round(s) of finite positive figures: 2 needed"
             out[(f.key, f.metric)] = Verdict(INCONCLUSIVE, None, None, None, tol, why)
             continue
-        p = per_process(f)
-        if p is not None and p < PROCESS_P and pair_spread(f) > math.log1p(tol) / 4:
+        p = screened(f, tol)
+        if p is not None:
             why = (
-                "its noise is per process: the process pairs disagree on its paired "
+                f"{PER_PROCESS}: the process pairs disagree on its paired "
                 f"difference (p = {p:.2g}); two processes a side cannot average it out"
             )
             out[(f.key, f.metric)] = Verdict(INCONCLUSIVE, None, None, None, tol, why)

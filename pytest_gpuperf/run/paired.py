@@ -4,7 +4,8 @@ re-measured against a build of the baseline's commit on this machine, in rounds
 (fresh/rounds.py), judged on the paired differences (judging/stage2.py). Its verdicts
 replace the first stage's for those figures and keep them (`stage1`), so a reader sees what
 each stage said and why a figure was re-measured; a checked kernel-time figure it cannot
-decide becomes inconclusive.
+decide becomes inconclusive, unless its noise is per process and every process pair on its
+own measured it beyond the tolerance on the first stage's side (that verdict then stands).
 
 The stage runs when the baseline's sessions recorded the commit they were saved at, that
 commit is in this clone, and the run compares with the baseline (not in save mode, not in
@@ -151,16 +152,22 @@ def _repo(config: Any) -> Path | None:
     return Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else None
 
 
-def _env(gpu: str | None, select: Path) -> dict[str, str]:
+WARM_S = 1.0  # seconds a round process of a CUDA run loads the GPU before its first round
+
+
+def _env(gpu: str | None, select: Path, cuda: bool = False) -> dict[str, str]:
     """The round processes' environment: the run's, less pytest-xdist's worker variables,
     the step summary and PYTEST_ADDOPTS (the arguments hold them), as a fresh process of
-    the gate's own (no confirmation, no paired stage of its own), on the run's GPU."""
+    the gate's own (no confirmation, no paired stage of its own), on the run's GPU; where
+    the tests ran on CUDA, each process warms the GPU first (fresh/roundworker.warm)."""
     from ..fresh import roundworker
     from ..fresh.confirm import ENV_FLAG, fresh_environment
 
     env = fresh_environment()
     env[ENV_FLAG] = "1"
     env[roundworker.SELECT] = str(select)
+    if cuda:
+        env[roundworker.WARM] = f"{WARM_S:g}"
     if gpu:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     return env
@@ -173,7 +180,7 @@ def run_stage(
     """Re-measure and judge what the first stage left inconclusive (and the kernel-time
     figures it found changed: `candidates`); None when there is nothing to re-measure. The
     verdicts of the figures it decides are replaced; a checked figure it cannot decide
-    becomes inconclusive."""
+    becomes inconclusive (unless every process pair bears it out: `_each_pair`)."""
     todo = candidates(results, entries, env)
     if not todo:
         return None
@@ -298,8 +305,10 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
             builds = {"head": head, "base": base_build(head, root, tree, extra)}
             release_cached()  # this process's cached GPU memory is the rounds' to use
             t0 = time.monotonic()
-            got = measure_rounds(builds, _env(gpu_of(results, tests), select), work, root,
-                                 tree, rounds=rounds, pairs=PAIRS, budget_s=budget_s)  # fmt: skip
+            cuda = any(r.backend == "cuda" for r in results if r.nodeid in tests)
+            got = measure_rounds(builds, _env(gpu_of(results, tests), select, cuda), work,
+                                 root, tree, rounds=rounds, pairs=PAIRS,
+                                 budget_s=budget_s)  # fmt: skip
             try:
                 one = one_look(got, tests, budget_s - (time.monotonic() - t0))
                 again = more(got) if more is not None and not one else []
@@ -312,7 +321,7 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
             select2 = work / "select-more.json"
             select2.write_text(json.dumps(again), encoding="utf-8")
             left = budget_s - (time.monotonic() - t0)
-            more_got, why = measure_more(builds, _env(gpu_of(results, again), select2), work,
+            more_got, why = measure_more(builds, _env(gpu_of(results, again), select2, cuda), work,
                                          root, tree, got, again, rounds=MORE * rounds,
                                          pairs=PAIRS, budget_s=left, pair0=PAIRS)  # fmt: skip
             if why:
@@ -390,6 +399,9 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
                    "reason": f"{first.get('reason')}; paired stage: {v.reason}"}  # fmt: skip
             if tip:  # the first stage's advice first (more sessions), then the rounds'
                 new["advice"] = "; ".join(a for a in (first.get("advice"), tip) if a)
+        elif said and v.status == "inconclusive" and (kept := _each_pair(f, tol[r.key], first)):
+            new = {**first, "paired": new["paired"],  # per process, but borne out by each pair
+                   "reason": f"{first.get('reason')}; paired stage: {kept}"}  # fmt: skip
         elif said and v.status == "inconclusive":  # a checked figure not borne out
             new["reason"] = f"{said}, not borne out by the paired stage: {v.reason}"
             if tip:
@@ -399,6 +411,25 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         r.verdicts = {**r.verdicts, metric: new}
         counts[str(new["status"])] = counts.get(str(new["status"]), 0) + 1
     return counts
+
+
+def _each_pair(f: Any, tolerance: float, first: dict[str, Any]) -> str:
+    """Where the per-process screen took a checked figure (one the first stage decided),
+    why the first stage's verdict stands: every process pair on its own measured it beyond
+    the tolerance on the same side (judging/stage2.each_pair_beyond); "" otherwise (it then
+    reads inconclusive, not borne out)."""
+    from ..judging.stage2 import each_pair_beyond, pair_spread, screened
+
+    if f is None or screened(f, tolerance) is None:
+        return ""
+    changes = each_pair_beyond(f, tolerance, str(first.get("status")))
+    if changes is None:
+        return ""
+    said = ", ".join(f"{100 * c:+.2f}%" for c in changes)
+    return (f"its noise is per process (its process pairs disagree by "
+            f"{200 * math.expm1(pair_spread(f)):.2f}%), but each of its {len(changes)} process "
+            f"pairs measured it {first.get('status')} beyond the tolerance on its own ({said} "
+            f"over {len(f.base)} rounds): the first stage's verdict stands")  # fmt: skip
 
 
 def _round_record(f: Any) -> dict[str, Any]:
