@@ -421,38 +421,3 @@ def test_each_round_runs_a_lone_test_anew(repo):
     for side in ("base_rounds", "head_rounds"):  # 3 rounds of one process, 3 levels
         assert len(set(p[side][:3])) == 3 and len(set(p[side][3:6])) == 3, p
 
-
-# ------------------------------------------------------------------ the round processes' warm-up
-
-
-def test_a_cuda_runs_round_processes_warm_the_gpu_first_and_a_cpu_runs_do_not(tmp_path):
-    from pytest_gpuperf.fresh import roundworker
-    from pytest_gpuperf.run.paired import WARM_S, _env
-
-    assert _env(None, tmp_path / "s.json", cuda=True)[roundworker.WARM] == f"{WARM_S:g}"
-    assert roundworker.WARM not in _env(None, tmp_path / "s.json")
-
-
-@pytest.mark.parametrize("asked", ["", "0", "-1", "soon"])
-def test_a_warm_up_not_asked_for_does_nothing(asked, monkeypatch):
-    import builtins
-
-    from pytest_gpuperf.fresh.roundworker import warm
-
-    real = builtins.__import__
-
-    def no_torch(name, *args, **kwargs):  # not even imported: a CPU run pays nothing
-        assert name != "torch", "the warm-up imported torch where none was asked"
-        return real(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_torch)
-    assert warm(asked) == 0.0
-
-
-def test_a_warm_up_without_cuda_takes_no_time():
-    torch = pytest.importorskip("torch")
-    from pytest_gpuperf.fresh.roundworker import warm
-
-    if torch.cuda.is_available():
-        pytest.skip("CUDA here: tests/gpu exercises the warm-up")
-    assert warm("1") == 0.0

@@ -10,13 +10,7 @@ up anew each round, one selected test too), writes the
 results that gpu_benchmark attached to the reports (`report.gpuperf`, the plugin's channel
 to pytest-xdist's controller as well) to ROUNDS_OUT/round-<round>.json, and answers
 "done <round>". "stop", or the pipe closed, ends the loop and the session ends as usual.
-So each process builds its models once however many rounds it measures.
-
-Where ROUNDS_WARM names seconds (the rounds of a CUDA run), the process loads the GPU and
-its caching allocator for that long before it answers "ready" (`warm`): on the H200 the
-first test a fresh process measured read 12-15% faster in its first round than in its later
-ones (a power-capped bf16 MLP block, docs/performance.md), where the run and later rounds
-measure it after other tests' work."""
+So each process builds its models once however many rounds it measures."""
 
 from __future__ import annotations
 
@@ -32,7 +26,6 @@ OUT = "GPUPERF_ROUNDS_OUT"
 SELECT = "GPUPERF_ROUNDS_SELECT"
 OWN = "GPUPERF_ROUNDS_OWN"  # the base worktree's top-level modules: where each came from
 NAME = "gpuperf_rounds_worker"  # the name it is given with -p
-WARM = "GPUPERF_ROUNDS_WARM"  # seconds of GPU work before "ready" (a CUDA run's rounds)
 
 
 class Worker:
@@ -67,7 +60,6 @@ class Worker:
             self.say(f"error collection failed ({session.testsfailed} error(s))")
             return True
         items = list(session.items)
-        warm(os.environ.get(WARM, ""))
         self.say(f"ready {len(items)}")
         while True:
             line = self.reader.readline().split()
@@ -104,39 +96,6 @@ class Worker:
             self.round.extend(getattr(report, "gpuperf", None) or [])
         if report.failed or (report.when == "call" and not report.passed):
             self.outcomes[report.nodeid] = f"{report.outcome} in {report.when}"
-
-
-def warm(seconds: str) -> float:
-    """Load the GPU for `seconds` (bf16 matmuls and a 256 MiB copy, their memory left in
-    torch's cache), so that the first test a process measures meets the card and the
-    allocator as the later rounds do; the seconds it took (0: not asked, no CUDA, or
-    failed: a warm-up is best effort and never stops the rounds)."""
-    import time
-
-    try:
-        asked = float(seconds)
-    except ValueError:
-        return 0.0
-    if asked <= 0:
-        return 0.0
-    t0 = time.monotonic()
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            return 0.0
-        a = torch.randn(4096, 4096, device="cuda").to(torch.bfloat16)
-        src = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-        dst = torch.empty_like(src)
-        while time.monotonic() - t0 < asked:
-            for _ in range(10):
-                a @ a
-                dst.copy_(src)
-            torch.cuda.synchronize()
-        del a, src, dst
-    except Exception:  # a warm-up that fails measures nothing wrong
-        return 0.0
-    return time.monotonic() - t0
 
 
 def _origins() -> dict[str, str | None]:

@@ -152,22 +152,16 @@ def _repo(config: Any) -> Path | None:
     return Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else None
 
 
-WARM_S = 1.0  # seconds a round process of a CUDA run loads the GPU before its first round
-
-
-def _env(gpu: str | None, select: Path, cuda: bool = False) -> dict[str, str]:
+def _env(gpu: str | None, select: Path) -> dict[str, str]:
     """The round processes' environment: the run's, less pytest-xdist's worker variables,
     the step summary and PYTEST_ADDOPTS (the arguments hold them), as a fresh process of
-    the gate's own (no confirmation, no paired stage of its own), on the run's GPU; where
-    the tests ran on CUDA, each process warms the GPU first (fresh/roundworker.warm)."""
+    the gate's own (no confirmation, no paired stage of its own), on the run's GPU."""
     from ..fresh import roundworker
     from ..fresh.confirm import ENV_FLAG, fresh_environment
 
     env = fresh_environment()
     env[ENV_FLAG] = "1"
     env[roundworker.SELECT] = str(select)
-    if cuda:
-        env[roundworker.WARM] = f"{WARM_S:g}"
     if gpu:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     return env
@@ -305,10 +299,8 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
             builds = {"head": head, "base": base_build(head, root, tree, extra)}
             release_cached()  # this process's cached GPU memory is the rounds' to use
             t0 = time.monotonic()
-            cuda = any(r.backend == "cuda" for r in results if r.nodeid in tests)
-            got = measure_rounds(builds, _env(gpu_of(results, tests), select, cuda), work,
-                                 root, tree, rounds=rounds, pairs=PAIRS,
-                                 budget_s=budget_s)  # fmt: skip
+            got = measure_rounds(builds, _env(gpu_of(results, tests), select), work, root,
+                                 tree, rounds=rounds, pairs=PAIRS, budget_s=budget_s)  # fmt: skip
             try:
                 one = one_look(got, tests, budget_s - (time.monotonic() - t0))
                 again = more(got) if more is not None and not one else []
@@ -321,7 +313,7 @@ def _measure(config: Any, results: list[Result], root: Path, commit: str, tests:
             select2 = work / "select-more.json"
             select2.write_text(json.dumps(again), encoding="utf-8")
             left = budget_s - (time.monotonic() - t0)
-            more_got, why = measure_more(builds, _env(gpu_of(results, again), select2, cuda), work,
+            more_got, why = measure_more(builds, _env(gpu_of(results, again), select2), work,
                                          root, tree, got, again, rounds=MORE * rounds,
                                          pairs=PAIRS, budget_s=left, pair0=PAIRS)  # fmt: skip
             if why:
