@@ -97,6 +97,25 @@ def test_a_first_stage_verdict_the_paired_stage_left_standing_is_not_called_its_
     assert "; confirmed in a fresh process" in line and "paired" not in line
 
 
+def test_a_first_stage_verdict_each_process_pair_bore_out_says_so_and_names_the_ab_line():
+    # run/paired.py _each_pair: noise per process, every pair beyond the tolerance; stage
+    # 1's verdict stands, unconfirmed here (--gpuperf-no-confirm): not "NOT re-measured"
+    commit = "0123456789abcdef0123"
+    r = _regressed(paired=commit, stage1=False, each_pair=[-0.0977, -0.084])
+    r.verdicts["throughput"]["confirmed"] = None
+    rerun = Rerun("h200", "baselines")
+    (line,) = failure_lines([r], _entries(), "h200", None, rerun)
+    assert "NOT re-measured" not in line and "decided by the paired stage" not in line
+    assert "1,000 tokens/s -> 900 tokens/s: regressed -10.00%" in line  # stage 1's figures
+    assert "; borne out by each process pair of the paired stage, in fresh processes of " \
+        "both builds; reproduce: " in line  # fmt: skip
+    assert shlex.split(line.split("; the paired verdict: ")[1])[:4] == [
+        "gpuperf", "ab", "--base", commit[:12]]  # fmt: skip
+    r.verdicts["throughput"]["confirmed"] = True  # confirmed too: both said
+    (line,) = failure_lines([r], _entries(), "h200")
+    assert "; confirmed in a fresh process; borne out by each process pair" in line
+
+
 def test_the_line_counts_the_sessions_judged_against_since_a_restart():
     (line,) = failure_lines([_regressed()], _entries(), "h200")
     assert ", 3 session(s);" in line and "restart" not in line

@@ -185,6 +185,23 @@ def test_an_environment_shift_needs_most_benchmarks_of_the_class_re_measured():
     assert shifts[0].verdict.status == "inconclusive"
 
 
+def test_a_class_figure_each_process_pair_bore_out_as_improved_blocks_an_environment_shift():
+    # 3 of 6 benchmarks re-measured: 2 unchanged, 1 kept improved (stage 1's verdict, every
+    # process pair beyond the tolerance, run/paired.py _each_pair): the code may have moved
+    keys = tuple(f"t.py::b{i}" for i in range(6))
+    same = {"status": "unchanged", "paired": {"commit": "c"}, "stage1": {"status": "inconclusive"}}
+    kept = {"status": "improved", "paired": {"commit": "c", "each_pair": [0.06, 0.05]}}
+    res = [busy(k, 0.001, None) for k in keys]
+    for i, r in enumerate(res):
+        r.verdicts = {"throughput": dict(same) if i < 2 else dict(kept) if i == 2
+                      else {"status": "inconclusive"}}  # fmt: skip
+    shifts = [_class_line("improved", keys)]
+    assert environment_shifts(shifts, res, {}, {}) == []
+    assert shifts[0].verdict.status == "improved"
+    res[2].verdicts = {"throughput": dict(same)}  # re-measured unchanged: the environment
+    assert len(environment_shifts(shifts, res, {}, {})) == 1
+
+
 def test_a_paired_kernel_figures_pool_is_named_for_what_it_is():
     figs = [_fig(k, KERNELS, d) for k, d in zip("abc", D, strict=False)]
     verdicts, _ = judge_paired(figs, {k: 0.03 for k in "abc"}, 0.005)

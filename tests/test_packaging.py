@@ -2,7 +2,7 @@
 fresh virtual environment (no system site-packages, none of the extras).
 
 Marked slow (it installs torch into a new environment, about a minute here), so plain
-`pytest tests` deselects it; `.ci/run` runs it explicitly with `pytest tests -m slow`. It
+`pytest tests` deselects it; `.ci/run` runs it explicitly with `pytest tests -m slow -n 2`. It
 needs the package index pip is configured with, as any install does; torch is pinned to the
 CPU build of 2.13.0 kept on local disk (README, "Installing torch"). The sdist's build (under
 a second, nothing installed) is not marked slow.

@@ -420,4 +420,3 @@ def test_each_round_runs_a_lone_test_anew(repo):
     assert p["round_pairs"][:6] == [0, 0, 0, 1, 1, 1], p
     for side in ("base_rounds", "head_rounds"):  # 3 rounds of one process, 3 levels
         assert len(set(p[side][:3])) == 3 and len(set(p[side][3:6])) == 3, p
-

@@ -3,7 +3,8 @@
 matmuls moved 3-8% with the GPU's recent load while 3 sessions saved a minute apart agreed
 to 0.5%, and the first stage called an unchanged build 4-10% faster in 6 of 6 runs. A
 checked figure takes the paired verdict, or becomes inconclusive where the rounds cannot
-decide it; one whose baseline was saved with other versions keeps the first stage's."""
+decide it, unless its noise is per process and each process pair on its own bears the first
+stage out; one whose baseline was saved with other versions keeps the first stage's."""
 
 from __future__ import annotations
 
@@ -217,6 +218,7 @@ def test_h200_a_regression_every_process_pair_bears_out_stays_regressed():
     assert ("but each of its 2 process pairs measured it regressed beyond the tolerance on "
             "its own (-9.77%, -8.40% over 6 rounds): the first stage's verdict stands"
             ) in v["reason"]  # fmt: skip
+    assert v["paired"]["each_pair"] == pytest.approx([-0.0977, -0.0840], abs=5e-5)
 
 
 def test_a_per_process_figure_one_pair_does_not_bear_out_is_not_kept():
@@ -235,3 +237,33 @@ def test_a_per_process_figure_borne_out_on_the_other_side_is_not_kept():
            "c" * 40)  # fmt: skip
     v = r.verdicts[KERNELS]
     assert v["status"] == "inconclusive" and "not borne out" in v["reason"]
+
+
+def test_a_figure_the_screen_did_not_take_is_not_kept_however_its_pairs_lie():
+    # ±5% round to round within each pair, pair means -6% and -5%: not noise per process
+    # (the pairs agree), just too wide to decide; it stays "not borne out"
+    r = _run("regressed", change=-0.0836)
+    base = [0.002] * 6
+    head = [0.002 * (1 + x) for x in (0.11, 0.01, 0.06, 0.10, 0.0, 0.05)]
+    _apply([(r, KERNELS, "compute")], _rounds(base, head), 0.005, "c" * 40)
+    v = r.verdicts[KERNELS]
+    assert v["status"] == "inconclusive" and "not borne out" in v["reason"]
+    assert "per process" not in v["reason"] and "each_pair" not in v["paired"]
+
+
+def test_each_pair_beyond_reads_a_latency_the_other_way_and_takes_every_pair_of_both_looks():
+    from pytest_gpuperf.judging.stage2 import PairedFigure, each_pair_beyond
+
+    base = (0.002,) * 6  # a latency's kernel time a call grew 9-10%: lower is better
+    head = tuple(0.002 * x for x in (1.102, 1.103, 1.101, 1.088, 1.089, 1.087))
+    f = PairedFigure("k", "latency_kernels", "compute", False, base, head, (0, 0, 0, 1, 1, 1))
+    assert each_pair_beyond(f, 0.03, "regressed") == pytest.approx([0.102, 0.088], abs=1e-3)
+    assert each_pair_beyond(f, 0.03, "improved") is None
+    # the second look's 2 more pairs (numbered 2 and 3): every one of the 4 must bear it out
+    more = (0.002,) * 4, tuple(0.002 * x for x in (1.09, 1.091, 1.02, 1.021)), (2, 2, 3, 3)
+    g = PairedFigure("k", "latency_kernels", "compute", False, base + more[0], head + more[1],
+                     f.pair + more[2])  # fmt: skip
+    assert each_pair_beyond(g, 0.03, "regressed") is None  # pair 3: +2%, within 3%
+    ok = PairedFigure("k", "latency_kernels", "compute", False, g.base,
+                      head + tuple(0.002 * x for x in (1.09, 1.091, 1.095, 1.094)), g.pair)  # fmt: skip
+    assert len(each_pair_beyond(ok, 0.03, "regressed")) == 4

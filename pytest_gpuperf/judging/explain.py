@@ -75,6 +75,24 @@ def paired_commit(verdict: dict[str, Any]) -> str | None:
     return commit if isinstance(commit, str) and commit else None
 
 
+def borne_out(verdict: dict[str, Any]) -> bool:
+    """Whether the paired stage re-measured a verdict the first stage decided and every one
+    of its process pairs bore it out, so that the first stage's verdict stands (its noise
+    per process: run/paired.py `_each_pair`)."""
+    paired = verdict.get("paired")
+    return isinstance(paired, dict) and isinstance(paired.get("each_pair"), list)
+
+
+def ab_commit(verdict: dict[str, Any]) -> str | None:
+    """The commit a `gpuperf ab` line measures a verdict's test against: a paired verdict's,
+    or that of one the paired stage bore out."""
+    commit = paired_commit(verdict)
+    if commit is None and borne_out(verdict):
+        c = verdict["paired"].get("commit")
+        commit = c if isinstance(c, str) and c else None
+    return commit
+
+
 def _paired_medians(verdict: dict[str, Any]) -> tuple[float, float] | None:
     """The base build's and this build's medians over the paired rounds of a verdict the
     paired stage decided, where it recorded them."""
@@ -94,7 +112,7 @@ def rerun_commands(results: Iterable[Result], rerun: Rerun) -> list[str]:
     for r in results:
         for vd in r.verdicts.values():
             if vd.get("status") in (REGRESSED, FAILED):
-                failing[r.nodeid] = failing.get(r.nodeid) or paired_commit(vd)
+                failing[r.nodeid] = failing.get(r.nodeid) or ab_commit(vd)
     out = []
     for nodeid, commit in failing.items():
         out.append(rerun_command([nodeid], rerun))
@@ -150,11 +168,15 @@ def failure_lines(
                     if v.confirmed
                     else "; decided by the paired stage, in fresh processes of both builds"
                     if paired_commit(vd)
+                    else ""
+                    if borne_out(vd)
                     else "; NOT re-measured in a fresh process"
                     if v.confirmed is None
                     else ""
                 )
-                + _rerun_tail([r.nodeid], rerun, paired_commit(vd))
+                + ("; borne out by each process pair of the paired stage, in fresh "
+                   "processes of both builds" if borne_out(vd) else "")
+                + _rerun_tail([r.nodeid], rerun, ab_commit(vd))
             )
     if judgement is not None:
         nodeids = {r.key: r.nodeid for r in results}

@@ -24,12 +24,13 @@ in their ratio. The rule, as gate-sim's fast simulator of the two-stage design m
 One addition the simulator does not have: the rounds run in two or more pairs of processes
 (one per side each). A figure whose paired difference differs between process pairs more
 than its rounds within a pair explain (one-way ANOVA, F at 1%) has noise per process that
-two processes a side cannot average out: where the pairs' means are more than a quarter of
-the tolerance apart it keeps its stage-1 verdict, saying so; a smaller process effect is
-added whole (half the pairs' range) to its interval. A figure the first stage decided (a
-kernel-time figure it found changed, re-measured as a check) that the screen takes keeps
-that verdict only where every process pair on its own measured it beyond the tolerance on
-the same side (`each_pair_beyond`); run/paired.py applies it."""
+two processes a side cannot average out: where the pairs' means are more than half the
+tolerance apart (each more than a quarter from their middle) it keeps its stage-1 verdict,
+saying so; a smaller process effect is added whole (half the pairs' range) to its interval.
+A figure the first stage decided (a kernel-time figure it found changed, re-measured as a
+check) that the screen takes keeps that verdict only where every process pair on its own
+measured it beyond the tolerance on the same side (`each_pair_beyond`); run/paired.py
+applies it."""
 
 from __future__ import annotations
 
@@ -111,8 +112,8 @@ def per_process(fig: PairedFigure) -> float | None:
 
 def screened(fig: PairedFigure, tolerance: float) -> float | None:
     """The p-value of the per-process screen where it takes the figure from the stage (its
-    process pairs disagree at PROCESS_P, by more than a quarter of the tolerance: two
-    processes a side cannot average that out), else None."""
+    process pairs disagree at PROCESS_P, their means more than half the tolerance apart:
+    two processes a side cannot average that out), else None."""
     p = per_process(fig)
     if p is not None and p < PROCESS_P and pair_spread(fig) > math.log1p(tolerance) / 4:
         return p

@@ -100,6 +100,7 @@ def run_verdict_rows(summary: RunSummary) -> list[list[str]]:
 def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list[list[str]]:
     """Rows of the session's verdict table, worst first."""
     from ..core.figures import metrics_of
+    from ..judging.explain import borne_out
     from ..judging.verdict import FAILED, INCONCLUSIVE_POWER, SEVERITY
 
     rows: list[tuple[int, list[str]]] = []
@@ -115,7 +116,8 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
             known = mde is not None and v.get("uncertainty") is not None
             detects = f"{mde * 100:.1f}% ({tol})" if known else f"- ({tol})"
             notes = flags
-            if v["status"] in (INCONCLUSIVE_POWER, FAILED) or v.get("confirmed") is not None:
+            said = v.get("confirmed") is not None or borne_out(v)  # a check's reason: shown
+            if v["status"] in (INCONCLUSIVE_POWER, FAILED) or said:
                 notes = ", ".join(x for x in (flags, v.get("reason") or "") if x)
             if v.get("restarted"):  # the history was restarted from an accepted run
                 notes = ", ".join(x for x in (notes, str(v["restarted"])) if x)

@@ -46,13 +46,16 @@ def environment_shifts(
     `shifts` (the judgement's class lines) is updated in place."""
     from dataclasses import replace
 
+    from ..judging.explain import borne_out
+
     by_key = {r.key: r for r in results}
     lines = []
     for i, line in enumerate(shifts):
         if line.verdict.status not in ("regressed", "improved"):
             continue
         figs = [v for k in line.keys if k in by_key for v in _of_class(by_key[k], line.cls)]
-        paired = [v for v in figs if v.get("paired") and v.get("stage1")]
+        # re-measured: the stage's verdict (its first stage's kept), or stage 1's borne out
+        paired = [v for v in figs if v.get("paired") and (v.get("stage1") or borne_out(v))]
         # the code did not move the class: most of its figures re-measured, every one of
         # them unchanged, and none of the class's figures regressed
         if (

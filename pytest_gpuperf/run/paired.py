@@ -77,6 +77,7 @@ def newest_commit(
 
 
 CHANGED = ("regressed", "improved")
+EACH_PAIR = "each_pair"  # in `paired`: each process pair's change, where they bore stage 1 out
 
 
 def candidates(
@@ -392,8 +393,9 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
             if tip:  # the first stage's advice first (more sessions), then the rounds'
                 new["advice"] = "; ".join(a for a in (first.get("advice"), tip) if a)
         elif said and v.status == "inconclusive" and (kept := _each_pair(f, tol[r.key], first)):
-            new = {**first, "paired": new["paired"],  # per process, but borne out by each pair
-                   "reason": f"{first.get('reason')}; paired stage: {kept}"}  # fmt: skip
+            text, changes = kept  # per process, but borne out by each pair: stage 1's stands
+            new = {**first, "paired": {**new["paired"], EACH_PAIR: changes},
+                   "reason": f"{first.get('reason')}; paired stage: {text}"}  # fmt: skip
         elif said and v.status == "inconclusive":  # a checked figure not borne out
             new["reason"] = f"{said}, not borne out by the paired stage: {v.reason}"
             if tip:
@@ -405,23 +407,26 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     return counts
 
 
-def _each_pair(f: Any, tolerance: float, first: dict[str, Any]) -> str:
+def _each_pair(f: Any, tolerance: float,
+               first: dict[str, Any]) -> tuple[str, list[float]] | None:  # fmt: skip
     """Where the per-process screen took a checked figure (one the first stage decided),
-    why the first stage's verdict stands: every process pair on its own measured it beyond
-    the tolerance on the same side (judging/stage2.each_pair_beyond); "" otherwise (it then
-    reads inconclusive, not borne out)."""
-    from ..judging.stage2 import each_pair_beyond, pair_spread, screened
+    why the first stage's verdict stands, and each process pair's change: every pair on its
+    own measured it beyond the tolerance on the same side (judging/stage2.each_pair_beyond);
+    None otherwise (it then reads inconclusive, not borne out)."""
+    from ..judging.stage2 import each_pair_beyond, pair_spread, per_process, screened
 
-    if f is None or screened(f, tolerance) is None:
-        return ""
+    if f is None or not f.usable() or screened(f, tolerance) is None:
+        return None
     changes = each_pair_beyond(f, tolerance, str(first.get("status")))
     if changes is None:
-        return ""
+        return None
     said = ", ".join(f"{100 * c:+.2f}%" for c in changes)
-    return (f"its noise is per process (its process pairs disagree by "
-            f"{200 * math.expm1(pair_spread(f)):.2f}%), but each of its {len(changes)} process "
-            f"pairs measured it {first.get('status')} beyond the tolerance on its own ({said} "
-            f"over {len(f.base)} rounds): the first stage's verdict stands")  # fmt: skip
+    text = (f"its noise is per process (its process pairs' changes span "
+            f"{200 * math.expm1(pair_spread(f)):.2f}%, p = {per_process(f):.2g}), but each of "
+            f"its {len(changes)} process pairs measured it {first.get('status')} beyond the "
+            f"tolerance on its own ({said} over {len(f.base)} rounds): the first stage's "
+            "verdict stands")  # fmt: skip
+    return text, changes
 
 
 def _round_record(f: Any) -> dict[str, Any]:
