@@ -46,7 +46,13 @@ import numpy as np
 from pytest_gpuperf.core.results import Result, Throughput
 from pytest_gpuperf.judging.confirmation import confirm, flagged_tests
 from pytest_gpuperf.judging.judge import judge_run
-from pytest_gpuperf.judging.stage2 import PROCESS_P, PairedFigure, judge_paired, per_process
+from pytest_gpuperf.judging.stage2 import (
+    PER_PROCESS,
+    PROCESS_P,
+    PairedFigure,
+    judge_paired,
+    per_process,
+)
 from pytest_gpuperf.run.paired import MORE, PAIRS, STAGE_SHARE, candidates
 from pytest_gpuperf.run.pairedfigs import second_look
 
@@ -120,7 +126,7 @@ def paired(results, x, tol, false_alarm):
     PAIRED_STATS["per_process"] += sum(1 for f in figs if (per_process(f) or 1.0) < PROCESS_P)
     for r, metric, _ in todo:
         v = verdicts[(r.key, metric)]
-        if v.reason.startswith("its noise is per process"):
+        if v.reason.startswith(PER_PROCESS):
             PAIRED_STATS["held"] += 1
         if v.status != "inconclusive":
             r.verdicts = {**r.verdicts, metric: {**r.verdicts[metric], "status": v.status}}

@@ -65,14 +65,20 @@ def _emulate(rerun: Rerun) -> str:
     return f" --gpuperf-emulate={shlex.quote(rerun.emulate)}" if rerun.emulate else ""
 
 
+def _recorded_commit(verdict: dict[str, Any]) -> str | None:
+    """The base commit the paired stage recorded in a verdict, where it re-measured it."""
+    paired = verdict.get("paired")
+    commit = paired.get("commit") if isinstance(paired, dict) else None
+    return commit if isinstance(commit, str) and commit else None
+
+
 def paired_commit(verdict: dict[str, Any]) -> str | None:
     """The base commit of a verdict the paired stage decided (None: the first stage's, also
     where the stage re-measured it but the first stage's verdict stands: no `stage1`)."""
-    paired = verdict.get("paired")
-    if not isinstance(verdict.get("stage1"), dict):
-        return None
-    commit = paired.get("commit") if isinstance(paired, dict) else None
-    return commit if isinstance(commit, str) and commit else None
+    return _recorded_commit(verdict) if isinstance(verdict.get("stage1"), dict) else None
+
+
+EACH_PAIR = "each_pair"  # in `paired`: each process pair's change, where they bore stage 1 out
 
 
 def borne_out(verdict: dict[str, Any]) -> bool:
@@ -80,17 +86,29 @@ def borne_out(verdict: dict[str, Any]) -> bool:
     of its process pairs bore it out, so that the first stage's verdict stands (its noise
     per process: run/paired.py `_each_pair`)."""
     paired = verdict.get("paired")
-    return isinstance(paired, dict) and isinstance(paired.get("each_pair"), list)
+    return isinstance(paired, dict) and isinstance(paired.get(EACH_PAIR), list)
 
 
 def ab_commit(verdict: dict[str, Any]) -> str | None:
     """The commit a `gpuperf ab` line measures a verdict's test against: a paired verdict's,
     or that of one the paired stage bore out."""
-    commit = paired_commit(verdict)
-    if commit is None and borne_out(verdict):
-        c = verdict["paired"].get("commit")
-        commit = c if isinstance(c, str) and c else None
-    return commit
+    return paired_commit(verdict) or (_recorded_commit(verdict) if borne_out(verdict) else None)
+
+
+def _checked(v: Any, vd: dict[str, Any]) -> str:
+    """A regression's failure line on how it was checked: in a fresh process, by the
+    paired stage, or by each of its process pairs; or that nothing re-measured it."""
+    said = []
+    if v.confirmed:
+        said.append("confirmed in a fresh process")
+    elif paired_commit(vd):
+        said.append("decided by the paired stage, in fresh processes of both builds")
+    elif v.confirmed is None and not borne_out(vd):
+        said.append("NOT re-measured in a fresh process")
+    if borne_out(vd):
+        said.append("borne out by each process pair of the paired stage, in fresh processes "
+                    "of both builds")  # fmt: skip
+    return "".join(f"; {x}" for x in said)
 
 
 def _paired_medians(verdict: dict[str, Any]) -> tuple[float, float] | None:
@@ -163,19 +181,7 @@ def failure_lines(
                 f"(tolerance {v.tolerance * 100:.1f}%; {v.basis or 'no spread'}; at {conf}); "
                 f"baseline "
                 + _base_text(base_entry, name, profile)
-                + (
-                    "; confirmed in a fresh process"
-                    if v.confirmed
-                    else "; decided by the paired stage, in fresh processes of both builds"
-                    if paired_commit(vd)
-                    else ""
-                    if borne_out(vd)
-                    else "; NOT re-measured in a fresh process"
-                    if v.confirmed is None
-                    else ""
-                )
-                + ("; borne out by each process pair of the paired stage, in fresh "
-                   "processes of both builds" if borne_out(vd) else "")
+                + _checked(v, vd)
                 + _rerun_tail([r.nodeid], rerun, ab_commit(vd))
             )
     if judgement is not None:

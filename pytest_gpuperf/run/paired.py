@@ -77,7 +77,6 @@ def newest_commit(
 
 
 CHANGED = ("regressed", "improved")
-EACH_PAIR = "each_pair"  # in `paired`: each process pair's change, where they bore stage 1 out
 
 
 def candidates(
@@ -348,6 +347,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     inconclusive with the rounds of `again` after theirs; `whole`: one look, at the whole
     share (no second look could fit, `_measure`). A compute-bound throughput
     regresses only in time AND per clock cycle, as in stage 1 (verdict.combine_clocked)."""
+    from ..judging.explain import EACH_PAIR
     from ..judging.judge import verdict_dict
     from ..judging.stage2 import judge_paired, settle_advice
     from .options import MAX_PAIRED_ROUNDS as MAX_ROUNDS
@@ -413,16 +413,15 @@ def _each_pair(f: Any, tolerance: float,
     why the first stage's verdict stands, and each process pair's change: every pair on its
     own measured it beyond the tolerance on the same side (judging/stage2.each_pair_beyond);
     None otherwise (it then reads inconclusive, not borne out)."""
-    from ..judging.stage2 import each_pair_beyond, pair_spread, per_process, screened
+    from ..judging.stage2 import PER_PROCESS, each_pair_beyond, pair_spread, screened
 
-    if f is None or not f.usable() or screened(f, tolerance) is None:
-        return None
-    changes = each_pair_beyond(f, tolerance, str(first.get("status")))
+    p = screened(f, tolerance) if f is not None and f.usable() else None
+    changes = each_pair_beyond(f, tolerance, str(first.get("status"))) if p is not None else None
     if changes is None:
         return None
     said = ", ".join(f"{100 * c:+.2f}%" for c in changes)
-    text = (f"its noise is per process (its process pairs' changes span "
-            f"{200 * math.expm1(pair_spread(f)):.2f}%, p = {per_process(f):.2g}), but each of "
+    text = (f"{PER_PROCESS} (its process pairs' changes span "
+            f"{200 * math.expm1(pair_spread(f)):.2f}%, p = {p:.2g}), but each of "
             f"its {len(changes)} process pairs measured it {first.get('status')} beyond the "
             f"tolerance on its own ({said} over {len(f.base)} rounds): the first stage's "
             "verdict stands")  # fmt: skip
