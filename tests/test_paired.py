@@ -186,22 +186,26 @@ def git(path, *args):
     subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
 
 
-@pytest.fixture
-def repo(pytester, monkeypatch):
+def saved_repo(pytester, monkeypatch, bench=BENCH, conftest=ROUND_CLOCK, tests=1):
     """A git repository whose baseline (3 sessions on "machines" 20% apart, so that the
     first stage cannot decide) was saved at its first commit."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     vclock.add_to(pytester)
-    pytester.makeconftest(ROUND_CLOCK)
-    pytester.makepyfile(test_p=BENCH, work=WORK.format(factor=1.0))
+    pytester.makeconftest(conftest)
+    pytester.makepyfile(test_p=bench, work=WORK.format(factor=1.0))
     git(pytester.path, "init", "-q")
     git(pytester.path, "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
     git(pytester.path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
     for machine in ("1.0", "1.2", "0.85"):  # the code as committed, on machines 20% apart
         monkeypatch.setenv("MACHINE", machine)
-        pytester.runpytest(*FAST, "--gpuperf-baseline=save").assert_outcomes(passed=1)
+        pytester.runpytest(*FAST, "--gpuperf-baseline=save").assert_outcomes(passed=tests)
     monkeypatch.delenv("MACHINE")
     return pytester
+
+
+@pytest.fixture
+def repo(pytester, monkeypatch):
+    return saved_repo(pytester, monkeypatch)
 
 
 def test_unchanged_code_is_decided_unchanged_by_the_paired_stage(repo):
@@ -420,3 +424,60 @@ def test_each_round_runs_a_lone_test_anew(repo):
     assert p["round_pairs"][:6] == [0, 0, 0, 1, 1, 1], p
     for side in ("base_rounds", "head_rounds"):  # 3 rounds of one process, 3 levels
         assert len(set(p[side][:3])) == 3 and len(set(p[side][3:6])) == 3, p
+
+
+# a test that took DEAR more seconds in the first stage than it did (pytest's own report of
+# its duration, raised in the run itself, never in a round process): the clock, controlled
+DEAR = (
+    ROUND_CLOCK
+    + """
+import os
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    dear = item.name in os.environ.get("DEAR", "") and call.when == "call"
+    if dear and not os.environ.get("GPUPERF_ROUNDS_OUT"):
+        outcome.get_result().duration += 400.0
+"""
+)
+
+
+@pytest.fixture
+def two_tests(pytester, monkeypatch):
+    bench = BENCH + BENCH.split("import work", 1)[1].replace("def test_step", "def test_dear")
+    return saved_repo(pytester, monkeypatch, bench, DEAR, tests=2)
+
+
+def test_a_test_whose_rounds_would_not_fit_the_budget_is_left_to_the_first_stage(
+    two_tests, monkeypatch
+):
+    """On the H200 the stage started rounds of two QLoRA batch sweeps (87 s each in the
+    first stage) in a budget of 200 s and spent it all before the first round ended. A
+    test whose rounds, priced at its first-stage time, cannot fit is left out up front,
+    said so; the others are still re-measured."""
+    monkeypatch.setenv("DEAR", "test_dear")
+    r = two_tests.runpytest(*FAST, "--gpuperf-json=run.json")
+    out = r.stdout.str()
+    assert "1 figure(s) of 1 test(s) left to the first stage: their rounds would not fit " in out
+    assert "(each round priced at a test's time in the first stage: test_dear 40" in out, out
+    assert "paired stage against the baseline's commit" in out, out
+    got = {d["nodeid"]: d["verdicts"]["throughput"]
+           for d in json.loads((two_tests.path / "run.json").read_text())["results"]}  # fmt: skip
+    assert got["test_p.py::test_step"]["paired"]["rounds"] == 6
+    assert "paired" not in got["test_p.py::test_dear"]
+    assert got["test_p.py::test_dear"]["status"] == "inconclusive"
+
+
+def test_when_no_test_fits_the_stage_measures_nothing_and_says_so(two_tests, monkeypatch):
+    monkeypatch.setenv("DEAR", "test_step test_dear")
+    r = two_tests.runpytest(*FAST, "--gpuperf-json=run.json", "--gpuperf-paired-budget=500")
+    r.stdout.fnmatch_lines([
+        "*paired stage against *: 2 figure(s) of 2 test(s) the first stage left inconclusive, "
+        "not measured: their rounds would not fit the budget of 500 s (each round priced at "
+        "a test's time in the first stage: test_*40? s, test_*40? s; the cheapest of them "
+        "alone needs about 32?? s, --gpuperf-paired-budget); the first stage's verdicts stand",
+    ])  # fmt: skip
+    for d in json.loads((two_tests.path / "run.json").read_text())["results"]:
+        assert "paired" not in d["verdicts"]["throughput"], d["nodeid"]

@@ -101,11 +101,11 @@ def test_the_stage_checks_against_the_runs_own_environment(monkeypatch):
     base = types.SimpleNamespace(entries=_entries({**ENV, "driver": "570.1"}), judgement=None)
     opts = types.SimpleNamespace(paired_budget=100.0, paired_rounds=6, false_alarm=0.01)
     monkeypatch.setattr(paired, "_repo", lambda config: pytest.fail("a stage with nothing to do"))
-    assert paired.after_judgement(None, base, [r], opts, 10.0, ENV) == ([], False)
+    assert paired.after_judgement(None, base, [r], opts, {}, ENV) == ([], False)
     base.entries = _entries(ENV)
     monkeypatch.setattr(paired, "_repo", lambda config: None)
     config = types.SimpleNamespace(rootpath="/nowhere")
-    notes, _ = paired.after_judgement(config, base, [r], opts, 10.0, ENV)
+    notes, _ = paired.after_judgement(config, base, [r], opts, {}, ENV)
     assert notes == ["gpuperf: paired stage off: /nowhere is not in a git repository; the "
                      "first stage's verdicts stand"]  # fmt: skip
 

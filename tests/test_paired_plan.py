@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_gpuperf.fresh.afford import first_need, fit
 from pytest_gpuperf.fresh.rounds import MIN_PER_PAIR, STOP_S, RoundsError, Timing, plan
 
 
@@ -111,3 +112,51 @@ def test_a_plan_never_asks_for_more_than_asked_and_fits_its_budget(
     extra = max(0.0, first - round_s)
     need = (new[p] - done) * round_s + sum(start + extra + n * round_s + STOP_S for n in rest)
     assert need <= left or (not rest and new[p] == done)
+
+
+# ------------------------------------------- what a first look can afford (fresh/afford.fit)
+
+
+def test_the_h200s_batch_sweeps_are_left_to_the_first_stage_up_front():
+    # finetune on the H200 (2026-12-03): two QLoRA batch sweeps, 112 and 87 s in the first
+    # stage, a budget of 200 s (the run's test time); the stage had started their rounds and
+    # spent the budget before the head's first round answered
+    costs = {"sweep[7b]": 112.5, "sweep[13b]": 87.0}
+    worth = {"sweep[7b]": (0, 2), "sweep[13b]": (0, 2)}
+    assert fit(costs, worth, 200.0, 2) == ([], ["sweep[13b]", "sweep[7b]"])
+
+
+def test_the_cheapest_per_figure_are_taken_first_and_checked_figures_before_all():
+    costs = {"a": 30.0, "b": 8.0, "c": 20.0, "k": 25.0}
+    worth = {"a": (0, 3), "b": (0, 1), "c": (0, 1), "k": (1, 1)}
+    # per figure: a 10 s, b 8 s, c 20 s; k has a checked figure: first, whatever it costs
+    budget = first_need(25.0 + 8.0, 2)  # k, then b fits, then a (30 s) does not
+    assert fit(costs, worth, budget, 2) == (["b", "k"], ["a", "c"])
+    assert fit(costs, worth, first_need(63.0, 2), 2) == (["a", "b", "k"], ["c"])
+
+
+def test_a_test_whose_cost_is_unknown_costs_nothing():
+    assert fit({}, {"t": (0, 1)}, first_need(0.0, 2), 2) == (["t"], [])
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from("abcdefgh"),
+        st.tuples(st.floats(0, 500), st.integers(0, 2), st.integers(1, 4)),
+        min_size=1,
+    ),
+    st.floats(0, 3000),
+    st.integers(1, 3),
+)
+def test_a_look_fits_what_it_keeps_and_could_fit_none_of_what_it_leaves(tests, budget, pairs):
+    costs = {t: c for t, (c, _, _) in tests.items()}
+    worth = {t: (min(k, n), n) for t, (_, k, n) in tests.items()}
+    kept, left = fit(costs, worth, budget, pairs)
+    assert sorted(kept + left) == sorted(tests) and not set(kept) & set(left)
+    total = sum(costs[t] for t in kept)
+    if kept:
+        assert first_need(total, pairs) <= budget
+    for t in left:  # not even alone beside what was kept
+        assert first_need(total + costs[t], pairs) > budget
+    if first_need(sum(costs.values()), pairs) <= budget:
+        assert not left

@@ -170,11 +170,14 @@ def _env(gpu: str | None, select: Path) -> dict[str, str]:
 def run_stage(
     config: Any, results: list[Result], entries: dict[str, dict[str, Any]], *,
     rounds: int, false_alarm: float, budget_s: float, env: dict[str, Any] | None = None,
+    costs: dict[str, float] | None = None,
 ) -> Stage | None:  # fmt: skip
     """Re-measure and judge what the first stage left inconclusive (and the kernel-time
     figures it found changed: `candidates`); None when there is nothing to re-measure. The
     verdicts of the figures it decides are replaced; a checked figure it cannot decide
-    becomes inconclusive (unless every process pair bears it out: `_each_pair`)."""
+    becomes inconclusive (unless every process pair bears it out: `_each_pair`). `costs`:
+    each test's seconds in the first stage; tests whose rounds would not fit the budget at
+    that price are left to the first stage, said in the line (fresh/afford.py)."""
     todo = candidates(results, entries, env)
     if not todo:
         return None
@@ -200,8 +203,14 @@ def run_stage(
         return Stage(f"paired stage off: the baseline's commit {commit[:12]} is not in this "
                      "clone (a shallow clone? git fetch --unshallow, or fetch that commit); "
                      "the first stage's verdicts stand")  # fmt: skip
+    from ..fresh.afford import affordable
     from ..fresh.rounds import RoundsError
 
+    todo, tests, dear = affordable(todo, tests, costs or {}, budget_s, PAIRS)
+    if not tests:
+        return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
+                     f"{dear}; the first stage's verdicts stand")  # fmt: skip
+    what = _what(todo, len(tests))
     t0 = time.monotonic()
 
     def undecided(measured: Any) -> list[str]:  # the first look's undecided figures' tests
@@ -224,7 +233,7 @@ def run_stage(
     return Stage(
         f"paired stage against the baseline's commit {commit[:12]}{mixed}: {what} "
         f"re-measured in {_rounds_said(measured, budget_s)} ({PAIRS} processes a side)"
-        f"{_more_said(again, note)} in {took:.0f} s: {counts}"
+        f"{_more_said(again, note)} in {took:.0f} s: {counts}{'; ' + dear if dear else ''}"
     )
 
 
@@ -451,18 +460,20 @@ def _stage1_said(first: dict[str, Any]) -> str:
 
 
 def after_judgement(
-    config: Any, base: Any, results: list[Result], options: Any, test_s: float,
+    config: Any, base: Any, results: list[Result], options: Any, durations: dict[str, float],
     env: dict[str, Any],
 ) -> tuple[list[str], bool]:  # fmt: skip
     """The paired stage at the end of a run (run/session.py): its line, and the class
     lines it found to be the environment's; whether Ctrl-C stopped it. `base` is the run's
-    RunBaseline (its entries and judgement), `options` its Options; the budget is the run's
-    own test time, at least BUDGET_FLOOR_S, unless --gpuperf-paired-budget names it."""
-    budget = options.paired_budget or max(BUDGET_FLOOR_S, test_s)
+    RunBaseline (its entries and judgement), `options` its Options, `durations` each test's
+    seconds in this run; the budget is the run's own test time, at least BUDGET_FLOOR_S,
+    unless --gpuperf-paired-budget names it."""
+    budget = options.paired_budget or max(BUDGET_FLOOR_S, sum(durations.values()))
     try:
         stage = run_stage(
             config, results, base.entries, rounds=options.paired_rounds,
             false_alarm=options.false_alarm * STAGE_SHARE, budget_s=budget, env=env,
+            costs=durations,
         )  # fmt: skip
     except KeyboardInterrupt:
         return ["gpuperf: paired stage interrupted (Ctrl-C)"], True

@@ -253,7 +253,7 @@ class GpuPerfSession:
 
             env = self.environment(self.options.emulate)
             notes, stopped = after_judgement(config, self.base, self.results, self.options,
-                                             sum(self.durations.values()), env)  # fmt: skip
+                                             self.durations, env)  # fmt: skip
             self.finish_notes += notes
             self.interrupted = self.interrupted or stopped
 
