@@ -1,0 +1,44 @@
+"""What fresh/afford.py (commit 2eb2c43) would have re-measured in the judged run of
+2026-12-03 (calls 1-3 at 8bb3cf3, which started the rounds of every candidate): each
+part's candidates (run/paired.candidates on the run's own JSON and the 3-session baseline),
+each test's first-stage seconds from the log's "slowest durations" (the 12 longest phases;
+the rest were under 0.005 s, or in call 2 under 4.2 s: a lower bound there), the budget the
+stage had (the run's test time, at least 180 s) and fit's choice.
+Run from the repository root: python docs/evidence/h200-2026-12-03-b/afford_replay.py"""
+
+import json
+import re
+from pathlib import Path
+
+from pytest_gpuperf.core.results import Result
+from pytest_gpuperf.fresh.afford import affordable, first_need
+from pytest_gpuperf.run.paired import BUDGET_FLOOR_S, PAIRS, candidates
+
+HERE = Path(__file__).parent
+BASE = json.loads((HERE.parent / "h200-2026-12-03" /
+                   "suite-baseline-h200-sessions1-3.json").read_text())["entries"]  # fmt: skip
+PHASE = re.compile(r"^\s*([\d.]+)s (setup|call|teardown)\s+(\S+)$")
+
+for log in sorted(HERE.glob("call[123]/compare-*.log")):
+    costs: dict[str, float] = {}
+    for line in log.read_text().splitlines():
+        m = PHASE.match(line)
+        if m:
+            costs[m[3]] = costs.get(m[3], 0.0) + float(m[1])
+    run = json.loads(log.with_suffix(".json").read_text())
+    for d in run["results"]:  # the first stage's verdicts, as the stage found them
+        for name, v in (d.get("verdicts") or {}).items():
+            if "stage1" in v:
+                d["verdicts"][name] = v["stage1"]
+    results = [Result.from_dict(d) for d in run["results"]]
+    todo = candidates(results, BASE, None)
+    tests = sorted({r.nodeid for r, _, _ in todo})
+    budget = max(BUDGET_FLOOR_S, sum(costs.values()))
+    kept_todo, kept, said = affordable(todo, tests, costs, budget, PAIRS)
+    print(f"{log.parent.name}/{log.name}: budget {budget:.0f} s, {len(todo)} candidate "
+          f"figure(s) of {len(tests)} test(s)")  # fmt: skip
+    for t in tests:
+        c = costs.get(t, 0.0)
+        print(f"    {'KEEP' if t in kept else 'LEAVE'} {t.split('::', 1)[1]} "
+              f"{c:.1f} s in stage 1 (alone needs {first_need(c, PAIRS):.0f} s)")  # fmt: skip
+    print(f"    kept {len(kept_todo)} figure(s) of {len(kept)} test(s); {said or 'none left'}")
