@@ -481,3 +481,25 @@ def test_when_no_test_fits_the_stage_measures_nothing_and_says_so(two_tests, mon
     ])  # fmt: skip
     for d in json.loads((two_tests.path / "run.json").read_text())["results"]:
         assert "paired" not in d["verdicts"]["throughput"], d["nodeid"]
+
+
+def test_a_stage_cut_by_ctrl_c_says_what_its_rounds_were_re_measuring(two_tests, monkeypatch):
+    """A CI job's time limit (timeout -s INT) cut the stage on the H200 twice, and its line
+    said only "interrupted": what it was re-measuring, and what it had left to the first
+    stage, was lost."""
+    import pytest_gpuperf.fresh.rounds as rounds
+
+    def cut(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rounds, "measure_rounds", cut)
+    monkeypatch.setenv("DEAR", "test_dear")
+    r = two_tests.runpytest(*FAST)
+    assert r.ret == pytest.ExitCode.INTERRUPTED, r.stdout.str()
+    r.stdout.fnmatch_lines([
+        "gpuperf: paired stage interrupted (Ctrl-C) after * s of rounds, re-measuring 1 "
+        "figure(s) of 1 test(s) the first stage left inconclusive against * within 4?? s; 1 "
+        "figure(s) of 1 test(s) left to the first stage: their rounds would not fit the "
+        "budget of 4?? s (each round priced at a test's time in the first stage: test_dear "
+        "40? s; *",
+    ])  # fmt: skip

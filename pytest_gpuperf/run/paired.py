@@ -170,14 +170,15 @@ def _env(gpu: str | None, select: Path) -> dict[str, str]:
 def run_stage(
     config: Any, results: list[Result], entries: dict[str, dict[str, Any]], *,
     rounds: int, false_alarm: float, budget_s: float, env: dict[str, Any] | None = None,
-    costs: dict[str, float] | None = None,
+    costs: dict[str, float] | None = None, doing: dict[str, Any] | None = None,
 ) -> Stage | None:  # fmt: skip
     """Re-measure and judge what the first stage left inconclusive (and the kernel-time
     figures it found changed: `candidates`); None when there is nothing to re-measure. The
     verdicts of the figures it decides are replaced; a checked figure it cannot decide
     becomes inconclusive (unless every process pair bears it out: `_each_pair`). `costs`:
     each test's seconds in the first stage; tests whose rounds would not fit the budget at
-    that price are left to the first stage, said in the line (fresh/afford.py)."""
+    that price are left to the first stage, said in the line (fresh/afford.py). `doing`,
+    where given, is told what the rounds re-measure before they start (a Ctrl-C line)."""
     todo = candidates(results, entries, env)
     if not todo:
         return None
@@ -212,6 +213,9 @@ def run_stage(
                      f"{dear}; the first stage's verdicts stand")  # fmt: skip
     what = _what(todo, len(tests))
     t0 = time.monotonic()
+    if doing is not None:
+        doing.update(t0=t0, what=f"re-measuring {what} against {commit[:12]} within "
+                                 f"{budget_s:.0f} s{'; ' + dear if dear else ''}")  # fmt: skip
 
     def undecided(measured: Any) -> list[str]:  # the first look's undecided figures' tests
         from .pairedfigs import undecided_tests
@@ -469,14 +473,17 @@ def after_judgement(
     seconds in this run; the budget is the run's own test time, at least BUDGET_FLOOR_S,
     unless --gpuperf-paired-budget names it."""
     budget = options.paired_budget or max(BUDGET_FLOOR_S, sum(durations.values()))
+    doing: dict[str, Any] = {}
     try:
         stage = run_stage(
             config, results, base.entries, rounds=options.paired_rounds,
             false_alarm=options.false_alarm * STAGE_SHARE, budget_s=budget, env=env,
-            costs=durations,
+            costs=durations, doing=doing,
         )  # fmt: skip
-    except KeyboardInterrupt:
-        return ["gpuperf: paired stage interrupted (Ctrl-C)"], True
+    except KeyboardInterrupt:  # a job's time limit: say what the rounds were doing
+        said = (f" after {time.monotonic() - doing['t0']:.0f} s of rounds, {doing['what']}"
+                if doing else "")  # fmt: skip
+        return [f"gpuperf: paired stage interrupted (Ctrl-C){said}"], True
     if stage is None:
         return [], False
     notes = [f"gpuperf: {stage.line}"]
