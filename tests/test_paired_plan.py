@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_gpuperf.fresh.afford import first_need, fit
+from pytest_gpuperf.fresh.afford import affordable, first_need, fit, price
 from pytest_gpuperf.fresh.rounds import MIN_PER_PAIR, STOP_S, RoundsError, Timing, plan
 
 
@@ -158,5 +158,40 @@ def test_a_look_fits_what_it_keeps_and_could_fit_none_of_what_it_leaves(tests, b
         assert first_need(total, pairs) <= budget
     for t in left:  # not even alone beside what was kept
         assert first_need(total + costs[t], pairs) > budget
-    if first_need(sum(costs.values()), pairs) <= budget:
+    if first_need(sum(costs.values()), pairs) <= budget - 1e-6:  # sums in another order
         assert not left
+
+
+def test_a_round_is_priced_at_the_first_stage_time_less_the_sampling_it_caps():
+    # the H200's 7B batch sweep: 112.5 s in the first stage, 7 measurements of 56.9 s
+    sampled = [8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.9]
+    assert price(112.5, sampled, 0.5) == pytest.approx(112.5 - 56.9 + 7 * 0.5)
+    assert price(3.0, [0.2, 0.4], 0.5) == 3.0  # nothing beyond the cap: the whole time
+    assert price(1.0, [5.0], 0.5) == 0.0  # never below nothing
+
+
+def _figure(nodeid, status, measure_s=0.4):
+    import types
+
+    r = types.SimpleNamespace(nodeid=nodeid, kind="measured", measure_s=measure_s,
+                              verdicts={"throughput_kernels": {"status": status}})  # fmt: skip
+    return (r, "throughput_kernels", "compute")
+
+
+def test_a_checked_figure_is_re_measured_before_cheaper_ones_and_said_when_left():
+    todo = [_figure("t.py::cheap", "inconclusive"), _figure("t.py::checked", "regressed")]
+    tests = ["t.py::cheap", "t.py::checked"]
+    durations = {"t.py::cheap": 1.0, "t.py::checked": 20.0}
+    budget = first_need(20.0, 2)  # the checked one alone: it goes first
+    kept_todo, kept, said = affordable(todo, tests, [r for r, _, _ in todo], durations, 0.5,
+                                       budget, 2)  # fmt: skip
+    assert kept == ["t.py::checked"] and kept_todo == [todo[1]]
+    assert said.startswith("1 figure(s) of 1 test(s) left to the first stage: their rounds")
+    # a budget that holds only the cheap one: the checked figure's verdict stands unchecked
+    kept_todo, kept, said = affordable(todo, tests, [r for r, _, _ in todo], durations, 0.5,
+                                       first_need(1.0, 2), 2)  # fmt: skip
+    assert kept == ["t.py::cheap"]
+    assert said.startswith("1 figure(s) of 1 test(s) left to the first stage, 1 of them "
+                           "checked kernel-time figures whose first-stage verdict stands "
+                           "unchecked: ")  # fmt: skip
+    assert f"all the stage's tests would need about {first_need(21.0, 2):.0f} s" in said

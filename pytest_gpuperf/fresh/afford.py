@@ -1,16 +1,45 @@
 """What the paired stage's first look can afford, priced before any round was measured
-(run/paired.py leaves the rest to the first stage, saying so): each test's rounds at its own
-time in the first stage. On the H200 the stage started rounds of two QLoRA batch sweeps (87
-s each in the first stage) in a budget of 200 s and spent all of it before the head's first
-round answered; a test whose rounds cannot fit is now left out up front."""
+(run/paired.py leaves the rest to the first stage, saying so): each test's round at its own
+time in the first stage, less the sampling a round caps (`price`). On the H200 the stage
+started rounds of two QLoRA batch sweeps (87 s each in the first stage) in a budget of
+200 s and spent all of it before the head's first round answered; a test whose rounds
+cannot fit is now left out up front."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable
 from typing import Any
 
-from .rounds import MIN_PER_PAIR, STOP_S
-
+MIN_PER_PAIR = 2  # rounds a process pair measures at the least: its own spread needs two
+STOP_S = 5.0  # seconds a process pair is given to end, in the plan (fresh/rounds.plan)
+ROUND_MAX_TIME = 0.5  # seconds of sampling a round's measurement takes at most
 START_GUESS_S = 10.0  # a process pair's start before one was measured (H200: 1.7-7.9 s)
+
+
+def round_cap(config: Any) -> float:
+    """The seconds a round's measurement samples for at most: ROUND_MAX_TIME, or the run's
+    own --gpuperf-max-time when smaller, never under its --gpuperf-min-time."""
+    getoption = getattr(config, "getoption", None)
+    if getoption is None:
+        return ROUND_MAX_TIME
+    given = getoption("gpuperf_max_time", None)
+    try:
+        cap = min(float(given), ROUND_MAX_TIME) if given is not None else ROUND_MAX_TIME
+    except (TypeError, ValueError):
+        cap = ROUND_MAX_TIME
+    with contextlib.suppress(TypeError, ValueError):  # never under the run's minimum
+        cap = max(cap, float(getoption("gpuperf_min_time", None) or 0))
+    return cap
+
+
+def price(duration_s: float, sampled_s: Iterable[float], cap_s: float) -> float:
+    """A round of a test, one side: its first-stage `duration_s` (setup, call, teardown:
+    the models it builds, its warm-up, a profiler pass), less what each of its measurements
+    `sampled_s` beyond the round's cap `cap_s`. A model built in a fixture the test shares
+    with others is charged to the first test that used it in the first stage, and here too
+    only to that one, although every round process of a test builds it: a price can be low."""
+    return max(0.0, duration_s - sum(max(0.0, s - cap_s) for s in sampled_s))
 
 
 def first_need(cost_s: float, pairs: int) -> float:
@@ -47,35 +76,48 @@ def fit(costs: dict[str, float], worth: dict[str, tuple[int, int]], budget_s: fl
     return sorted(kept), left
 
 
-def left_said(left: list[str], costs: dict[str, float], figures: int, budget_s: float,
-              pairs: int, *, some_kept: bool) -> str:  # fmt: skip
-    """Why the tests `left` (with `figures` figures) are not re-measured, in words: the
-    dearest three by their first-stage time, and what the cheapest alone would need."""
+def left_said(left: list[str], costs: dict[str, float], worth: dict[str, tuple[int, int]],
+              budget_s: float, pairs: int, *, some_kept: bool) -> str:  # fmt: skip
+    """Why the tests `left` are not re-measured, in words: their figures (and how many of
+    them are checked figures whose first-stage verdict now stands unchecked), the dearest
+    three by their price a round, and the budget every test of the stage would need."""
     dearest = sorted(left, key=lambda t: -costs.get(t, 0.0))
     named = ", ".join(f"{t.split('::')[-1]} {costs.get(t, 0.0):.0f} s" for t in dearest[:3])
     more = f" and {len(left) - 3} more" if len(left) > 3 else ""
-    least = first_need(min(costs.get(t, 0.0) for t in left), pairs)
-    said = (f"their rounds would not fit the budget of {budget_s:.0f} s (each round priced "
-            f"at a test's time in the first stage: {named}{more}; the cheapest of them alone "
-            f"needs about {least:.0f} s, --gpuperf-paired-budget)")  # fmt: skip
-    if some_kept:
-        return f"{figures} figure(s) of {len(left)} test(s) left to the first stage: {said}"
+    every = first_need(sum(costs.get(t, 0.0) for t in worth), pairs)
+    said = (f"their rounds would not fit the budget of {budget_s:.0f} s (a round priced at "
+            f"a test's time in the first stage, its sampling capped as a round's: {named}"
+            f"{more}; all the stage's tests would need about {every:.0f} s, "
+            "--gpuperf-paired-budget)")  # fmt: skip
+    checked = sum(worth[t][0] for t in left)
+    unchecked = (f", {checked} of them checked kernel-time figures whose first-stage verdict "
+                 "stands unchecked" if checked else "")  # fmt: skip
+    if some_kept or checked:
+        figures = sum(worth[t][1] for t in left)
+        return (f"{figures} figure(s) of {len(left)} test(s) left to the first stage"
+                f"{unchecked}: {said}")  # fmt: skip
     return said
 
 
-def affordable(todo: list[tuple[Any, str, str]], tests: list[str], costs: dict[str, float],
-               budget_s: float, pairs: int) -> tuple[list[Any], list[str], str]:  # fmt: skip
+def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iterable[Any],
+               durations: dict[str, float], cap_s: float, budget_s: float,
+               pairs: int) -> tuple[list[Any], list[str], str]:  # fmt: skip
     """Of the stage's (result, metric, class) figures `todo` and their `tests`, those a
-    first look can afford (`fit`, a figure the first stage found regressed or improved
+    first look can afford (`fit` at each test's `price` from its first-stage `durations`
+    and its `results`' sampling, a figure the first stage found regressed or improved
     counted as checked), and why it leaves the rest to the first stage ("" if none)."""
     worth: dict[str, tuple[int, int]] = {}
     for r, m, _ in todo:
         k, n = worth.get(r.nodeid, (0, 0))
         worth[r.nodeid] = (k + (r.verdicts[m].get("status") in ("regressed", "improved")), n + 1)
-    kept, left = fit({t: costs.get(t, 0.0) for t in tests}, worth, budget_s, pairs)
+    sampled: dict[str, list[float]] = {t: [] for t in tests}
+    for r in results:
+        if r.nodeid in sampled and r.kind == "measured":
+            sampled[r.nodeid].append(float(r.measure_s or 0.0))
+    costs = {t: price(durations.get(t, 0.0), sampled[t], cap_s) for t in tests}
+    kept, left = fit(costs, worth, budget_s, pairs)
     if not left:
         return todo, tests, ""
-    said = left_said(left, costs, sum(worth[t][1] for t in left), budget_s, pairs,
-                     some_kept=bool(kept))  # fmt: skip
+    said = left_said(left, costs, worth, budget_s, pairs, some_kept=bool(kept))
     keep = set(kept)
     return [t for t in todo if t[0].nodeid in keep], kept, said

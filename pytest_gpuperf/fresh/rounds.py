@@ -34,6 +34,7 @@ from . import roundworker
 from .abprobe import OUT as PROBE_OUT
 from .abprobe import WATCH
 from .abtree import PROBE, foreign_import, imported_files, install_probe
+from .afford import MIN_PER_PAIR, STOP_S, round_cap
 
 SIDES = ("base", "head")
 
@@ -312,8 +313,6 @@ def _check_modules(proc: _Proc, modules: dict[str, Any], tree: Path) -> None:
             raise RoundsError(f"the head process imported {name} from the base worktree ({file})")
 
 
-MIN_PER_PAIR = 2  # rounds a process pair measures at the least: its own spread needs two
-STOP_S = 5.0  # seconds a process pair is given to end, in the plan
 
 
 def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
@@ -472,14 +471,13 @@ def measure_more(
         return None, f"{type(exc).__name__}: {exc}"
 
 
-ROUND_MAX_TIME = 0.5  # seconds of sampling a round's measurement takes at most
 
 
 def head_build(config: Any) -> Build:
     """The head's build: the run's own start directory, sys.path (before its conftests)
     and arguments as the confirmation's fresh process gets them (confirm.command), less the
     outputs each round process gets its own of; each round samples for at most
-    ROUND_MAX_TIME (or the run's own budget, when smaller): a round needs its median only
+    afford.ROUND_MAX_TIME (or the run's own budget, when smaller): a round needs its median only
     as precise as the rounds' spread, and twelve measurements a figure must fit a night."""
     from .confirm import SYS_PATH_KEY, command, entry, start_dir
 
@@ -487,12 +485,6 @@ def head_build(config: Any) -> Build:
     args = command(config, Path("unused") / "results.json")[len(entry(config)) :]
     own = ("--gpuperf-json=", "--basetemp=", "--junitxml=")
     kept = [a for a in args if not a.startswith(own)]
-    given = config.getoption("gpuperf_max_time", None)
-    try:
-        cap = min(float(given), ROUND_MAX_TIME) if given is not None else ROUND_MAX_TIME
-    except (TypeError, ValueError):
-        cap = ROUND_MAX_TIME
-    with contextlib.suppress(TypeError, ValueError):  # never under the run's minimum
-        cap = max(cap, float(config.getoption("gpuperf_min_time", None) or 0))
+    cap = round_cap(config)
     return Build("head", start_dir(config), tuple(path), (*kept, f"--gpuperf-max-time={cap:g}"),
                  os.environ.get("PYTHONPATH", ""))  # fmt: skip

@@ -204,10 +204,16 @@ def run_stage(
         return Stage(f"paired stage off: the baseline's commit {commit[:12]} is not in this "
                      "clone (a shallow clone? git fetch --unshallow, or fetch that commit); "
                      "the first stage's verdicts stand")  # fmt: skip
-    from ..fresh.afford import affordable
+    from ..fresh.afford import affordable, round_cap
     from ..fresh.rounds import RoundsError
 
-    todo, tests, dear = affordable(todo, tests, costs or {}, budget_s, PAIRS)
+    asked = todo
+    todo, tests, dear = affordable(todo, tests, results, costs or {}, round_cap(config),
+                                   budget_s, PAIRS)  # fmt: skip
+    for r, m, _ in (t for t in asked if t not in todo):  # said on the figure too
+        v = r.verdicts[m]
+        v["reason"] = (f"{v.get('reason') or v.get('status')}; not re-measured by the paired "
+                       "stage: its test's rounds would not fit its budget")  # fmt: skip
     if not tests:
         return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
                      f"{dear}; the first stage's verdicts stand")  # fmt: skip
@@ -481,7 +487,7 @@ def after_judgement(
             costs=durations, doing=doing,
         )  # fmt: skip
     except KeyboardInterrupt:  # a job's time limit: say what the rounds were doing
-        said = (f" after {time.monotonic() - doing['t0']:.0f} s of rounds, {doing['what']}"
+        said = (f" after {time.monotonic() - doing['t0']:.0f} s, {doing['what']}"
                 if doing else "")  # fmt: skip
         return [f"gpuperf: paired stage interrupted (Ctrl-C){said}"], True
     if stage is None:

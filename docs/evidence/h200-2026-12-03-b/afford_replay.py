@@ -1,17 +1,20 @@
-"""What fresh/afford.py (commit 2eb2c43) would have re-measured in the judged run of
-2026-12-03 (calls 1-3 at 8bb3cf3, which started the rounds of every candidate): each
-part's candidates (run/paired.candidates on the run's own JSON and the 3-session baseline),
-each test's first-stage seconds from the log's "slowest durations" (the 12 longest phases;
-the rest were under 0.005 s, or in call 2 under 4.2 s: a lower bound there), the budget the
-stage had (the run's test time, at least 180 s) and fit's choice.
-Run from the repository root: python docs/evidence/h200-2026-12-03-b/afford_replay.py"""
+"""What fresh/afford.py (as of the commit that last changed this script) would have
+re-measured in the judged run of 2026-12-03 (calls 1-3 at 8bb3cf3, which started the rounds
+of every candidate): each part's candidates (run/paired.candidates on the run's own JSON,
+each figure at its first stage's verdict where the paired stage replaced it, and the
+3-session baseline), each test's first-stage seconds from the log's "slowest durations" (the
+12 longest phases; the rest were under 0.005 s, or in call 2 under 4.2 s: a lower bound
+there), each test's price a round (its sampling capped at the rounds' 0.5 s), the budget the
+stage had (the run's test time, at least 180 s), fit's choice and what every candidate
+would need. Run from the repository root:
+python docs/evidence/h200-2026-12-03-b/afford_replay.py"""
 
 import json
 import re
 from pathlib import Path
 
 from pytest_gpuperf.core.results import Result
-from pytest_gpuperf.fresh.afford import affordable, first_need
+from pytest_gpuperf.fresh.afford import ROUND_MAX_TIME, affordable, first_need, price
 from pytest_gpuperf.run.paired import BUDGET_FLOOR_S, PAIRS, candidates
 
 HERE = Path(__file__).parent
@@ -34,11 +37,16 @@ for log in sorted(HERE.glob("call[123]/compare-*.log")):
     todo = candidates(results, BASE, None)
     tests = sorted({r.nodeid for r, _, _ in todo})
     budget = max(BUDGET_FLOOR_S, sum(costs.values()))
-    kept_todo, kept, said = affordable(todo, tests, costs, budget, PAIRS)
+    kept_todo, kept, said = affordable(todo, tests, results, costs, ROUND_MAX_TIME, budget,
+                                       PAIRS)  # fmt: skip
+    prices = {t: price(costs.get(t, 0.0), [r.measure_s for r in results
+                                           if r.nodeid == t and r.kind == "measured"],
+                       ROUND_MAX_TIME) for t in tests}  # fmt: skip
     print(f"{log.parent.name}/{log.name}: budget {budget:.0f} s, {len(todo)} candidate "
           f"figure(s) of {len(tests)} test(s)")  # fmt: skip
     for t in tests:
-        c = costs.get(t, 0.0)
-        print(f"    {'KEEP' if t in kept else 'LEAVE'} {t.split('::', 1)[1]} "
-              f"{c:.1f} s in stage 1 (alone needs {first_need(c, PAIRS):.0f} s)")  # fmt: skip
+        c, p = costs.get(t, 0.0), prices[t]
+        print(f"    {'KEEP' if t in kept else 'LEAVE'} {t.split('::', 1)[1]} {c:.1f} s in "
+              f"stage 1, {p:.1f} s a round (alone needs {first_need(p, PAIRS):.0f} s)")  # fmt: skip
     print(f"    kept {len(kept_todo)} figure(s) of {len(kept)} test(s); {said or 'none left'}")
+    print(f"    every candidate: {first_need(sum(prices.values()), PAIRS):.0f} s")
