@@ -28,11 +28,11 @@ def test_the_readme_commands_are_what_ci_runs():
     assert commands == [
         'python -m pip install "torch==2.13.0" -e ".[dev]"',
         "pytest benchmarks",
-        "pytest tests",
+        "pytest tests -n auto",
     ]
     assert 'python -m pip install "torch==2.13.0" -e ".[dev]"' in ci
     assert "run_pytest pytest benchmarks\n" in ci
-    assert "run_pytest pytest tests\n" in ci
+    assert "run_pytest pytest tests -n auto\n" in ci
 
 
 def test_the_readme_example_runs_and_reports_throughput(pytester):
