@@ -45,16 +45,16 @@ def price(duration_s: float, sampled_s: Iterable[float], cap_s: float) -> float:
 def first_need(cost_s: float, pairs: int) -> float:
     """The seconds a first look takes at the least, priced before any round was measured:
     `pairs` process pairs, each its start (START_GUESS_S), MIN_PER_PAIR rounds of both
-    builds at `cost_s` a side (the tests' own time in the first stage: a round builds their
-    models, warms up and measures as that run did) and its end."""
+    builds at `cost_s` a side (the tests' `price`s: a round builds their models and warms
+    up as the first stage did, its sampling capped) and its end."""
     return pairs * (START_GUESS_S + MIN_PER_PAIR * 2 * cost_s + STOP_S)
 
 
 def fit(costs: dict[str, float], worth: dict[str, tuple[int, int]], budget_s: float,
         pairs: int) -> tuple[list[str], list[str]]:  # fmt: skip
     """The tests a first look re-measures within `budget_s`, and those it leaves to the
-    first stage (their rounds would not fit: `first_need`). `costs`: each test's seconds
-    in the first stage (setup, call and teardown; a test missing costs nothing); `worth`:
+    first stage (their rounds would not fit: `first_need`). `costs`: each test's `price` a
+    round, one side (a test missing costs nothing); `worth`:
     each test's (checked figures, figures). Tests with a checked figure come first (a
     first-stage verdict the stage must bear out or take back), then the cheapest per
     figure; each is taken where the look still fits with it."""

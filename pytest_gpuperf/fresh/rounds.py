@@ -313,8 +313,6 @@ def _check_modules(proc: _Proc, modules: dict[str, Any], tree: Path) -> None:
             raise RoundsError(f"the head process imported {name} from the base worktree ({file})")
 
 
-
-
 def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
          asked: list[int] | None = None) -> list[int]:  # fmt: skip
     """The rounds each pair measures, re-planned after pair `p`'s `done`-th round with
@@ -469,8 +467,6 @@ def measure_more(
         return None, str(exc)
     except Exception as exc:  # an OS error or a bug here must not cost the first look
         return None, f"{type(exc).__name__}: {exc}"
-
-
 
 
 def head_build(config: Any) -> Build:

@@ -210,7 +210,8 @@ def run_stage(
     asked = todo
     todo, tests, dear = affordable(todo, tests, results, costs or {}, round_cap(config),
                                    budget_s, PAIRS)  # fmt: skip
-    for r, m, _ in (t for t in asked if t not in todo):  # said on the figure too
+    kept = set(tests)
+    for r, m, _ in (t for t in asked if t[0].nodeid not in kept):  # said on the figure too
         v = r.verdicts[m]
         v["reason"] = (f"{v.get('reason') or v.get('status')}; not re-measured by the paired "
                        "stage: its test's rounds would not fit its budget")  # fmt: skip
