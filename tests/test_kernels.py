@@ -55,6 +55,40 @@ def test_device_spans_are_the_device_side_events_only():
     assert device_spans(events, CUDA) == [(10.0, 20.0), (15.0, 30.0)]
 
 
+class _Raw:
+    """A kineto event as torch's raw profiler result gives it: accessors, nanoseconds."""
+
+    def __init__(self, device, start_ns, end_ns):
+        self._d, self._s, self._e = device, start_ns, end_ns
+
+    def device_type(self):
+        return self._d
+
+    def start_ns(self):
+        return self._s
+
+    def end_ns(self):
+        return self._e
+
+
+def test_traced_spans_read_the_raw_result_without_parsing_the_events():
+    t0 = 1_700_000_000_000_000_000  # ns since the epoch: spans are from the trace's start
+    raw = SimpleNamespace(
+        trace_start_ns=lambda: t0,
+        events=lambda: [_Raw(CPU, t0, t0 + 50_000), _Raw(CUDA, t0 + 10_000, t0 + 20_500),
+                        _Raw(CUDA, t0 + 15_000, t0 + 30_000)],
+    )  # fmt: skip
+
+    def parse():
+        raise AssertionError("events() parsed although the raw result was there")
+
+    prof = SimpleNamespace(profiler=SimpleNamespace(kineto_results=raw), events=parse)
+    assert kernels.traced_spans(prof, CUDA) == [(10.0, 20.5), (15.0, 30.0)]
+    # no raw result (another profiler, a torch without it): the parsed events
+    parsed = SimpleNamespace(profiler=None, events=lambda: [_event(CUDA, 1, 4), _event(CPU, 0, 9)])
+    assert kernels.traced_spans(parsed, CUDA) == [(1.0, 4.0)]
+
+
 def test_each_chunks_kernel_time_is_its_union_over_its_calls():
     # chunk 1: two streams overlapping 10-20 and 15-30 (20 us) + a copy 40-45 (5 us);
     # chunk 2: one 24 us kernel; 4 calls per chunk
@@ -209,6 +243,27 @@ def test_launch_bound_work_gets_a_kernel_time_from_a_pass_after_its_samples(monk
     assert before >= r.warmup_calls + len(r.samples) * k  # after every wall sample
     assert chunks >= 6 and budget == r.config["max_time"] and between is None
     assert r.kernel_time.n == 6 and r.kernel_time.median == pytest.approx(20e-6 / k)
+
+
+def test_the_kernel_pass_records_what_it_took(monkeypatch):
+    """kernel_s: the pass's seconds, on the clock kernels.py reads (the paired stage prices
+    a round with it); here a pass that took 4 s of a fake clock."""
+    clock = {"t": 100.0}
+    monkeypatch.setattr(kernels, "time", SimpleNamespace(perf_counter=lambda: clock["t"]))
+    traced = [[(0.0, 20.0)] for _ in range(6)]
+
+    def slow(run_traced):
+        clock["t"] += 4.0
+        return run_traced
+
+    r, _ = _measure(monkeypatch, 0.2, traced)
+    assert r.kernel_s == 0.0  # the double took no time on the fake clock
+    original = kernels.profile_chunks
+    monkeypatch.setattr(kernels, "profile_chunks", lambda *a, **k: slow(original(*a, **k)))
+    cfg = resolve("cuda", dict(min_samples=6, min_time=0.0, warmup_time=0.0))
+    r = timing.measure(lambda: None, work=1, unit="calls", cfg=cfg, backend="cuda")
+    assert r.kernel_s == 4.0 and r.kernel_time is not None
+    assert Result.from_dict(r.to_dict()).kernel_s == 4.0  # kept in the results file
 
 
 def test_work_that_keeps_the_gpu_busy_gets_no_kernel_pass(monkeypatch):

@@ -461,8 +461,8 @@ def test_a_test_whose_rounds_would_not_fit_the_budget_is_left_to_the_first_stage
     r = two_tests.runpytest(*FAST, "--gpuperf-json=run.json")
     out = r.stdout.str()
     assert "1 figure(s) of 1 test(s) left to the first stage: their rounds would not fit " in out
-    assert "(a round priced at a test's time in the first stage, its sampling capped as a " \
-           "round's: test_dear 40" in out, out
+    assert "(a round priced at a test's time in the first stage, its sampling and kernel pass capped " \
+           "as a round's: test_dear 40" in out, out
     assert "paired stage against the baseline's commit" in out, out
     got = {d["nodeid"]: d["verdicts"]["throughput"]
            for d in json.loads((two_tests.path / "run.json").read_text())["results"]}  # fmt: skip
@@ -479,7 +479,7 @@ def test_when_no_test_fits_the_stage_measures_nothing_and_says_so(two_tests, mon
     r.stdout.fnmatch_lines([
         "*paired stage against *: 2 figure(s) of 2 test(s) the first stage left inconclusive, "
         "not measured: their rounds would not fit the budget of 500 s (a round priced at a "
-        "test's time in the first stage, its sampling capped as a round's: test_*40? s, "
+        "test's time in the first stage, its sampling and kernel pass capped as a round's: test_*40? s, "
         "test_*40? s; all the stage's tests would need about 64?? s, --gpuperf-paired-budget); "
         "the first stage's verdicts stand",
     ])  # fmt: skip
@@ -504,6 +504,6 @@ def test_a_stage_cut_by_ctrl_c_says_what_its_rounds_were_re_measuring(two_tests,
         "gpuperf: paired stage interrupted (Ctrl-C) after * s, re-measuring 1 "
         "figure(s) of 1 test(s) the first stage left inconclusive against * within 4?? s; 1 "
         "figure(s) of 1 test(s) left to the first stage: their rounds would not fit the "
-        "budget of 4?? s (a round priced at a test's time in the first stage, its sampling "
-        "capped as a round's: test_dear 40? s; *",
+        "budget of 4?? s (a round priced at a test's time in the first stage, its sampling and "
+        "kernel pass capped as a round's: test_dear 40? s; *",
     ])  # fmt: skip

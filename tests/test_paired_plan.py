@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_gpuperf.fresh.afford import affordable, first_need, fit, price
+from pytest_gpuperf.fresh.afford import affordable, first_need, fit, price, saved
 from pytest_gpuperf.fresh.rounds import MIN_PER_PAIR, STOP_S, RoundsError, Timing, plan
 
 
@@ -165,9 +165,26 @@ def test_a_look_fits_what_it_keeps_and_could_fit_none_of_what_it_leaves(tests, b
 def test_a_round_is_priced_at_the_first_stage_time_less_the_sampling_it_caps():
     # the H200's 7B batch sweep: 112.5 s in the first stage, 7 measurements of 56.9 s
     sampled = [8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.9]
-    assert price(112.5, sampled, 0.5) == pytest.approx(112.5 - 56.9 + 7 * 0.5)
-    assert price(3.0, [0.2, 0.4], 0.5) == 3.0  # nothing beyond the cap: the whole time
-    assert price(1.0, [5.0], 0.5) == 0.0  # never below nothing
+    savings = [saved(s, 0.0, 0, 0.5) for s in sampled]
+    assert price(112.5, savings) == pytest.approx(112.5 - 56.9 + 7 * 0.5)
+    assert price(3.0, [saved(0.2, 0.0, 0, 0.5), saved(0.4, 0.0, 0, 0.5)]) == 3.0  # under it
+    assert price(1.0, [saved(5.0, 0.0, 0, 0.5)]) == 0.0  # never below nothing
+
+
+def test_a_round_saves_the_kernel_pass_beyond_the_cap_and_one_chunk():
+    # 10 chunks in 6 s: a round's pass stops at the 0.5 s cap after its first 0.6 s chunk
+    assert saved(0.0, 6.0, 10, 0.5) == pytest.approx(6.0 - 0.6)
+    # 20 chunks of 50 ms in 1 s: a round's pass takes the cap
+    assert saved(0.0, 1.0, 20, 0.5) == pytest.approx(0.5)
+    # one chunk of 12 s (a decoder's call under the profiler): a round traces it too
+    assert saved(0.0, 12.0, 1, 0.5) == 0.0
+    assert saved(9.8, 12.0, 1, 0.5) == pytest.approx(9.3)  # sampling and pass add up
+
+
+@given(st.floats(0, 100), st.floats(0, 100), st.integers(0, 50), st.floats(0.01, 10))
+def test_a_round_never_saves_more_than_the_measurement_took(measure_s, kernel_s, chunks, cap):
+    s = saved(measure_s, kernel_s, chunks, cap)
+    assert 0.0 <= s <= measure_s + kernel_s + 1e-9
 
 
 def _figure(nodeid, status, measure_s=0.4):
@@ -195,3 +212,22 @@ def test_a_checked_figure_is_re_measured_before_cheaper_ones_and_said_when_left(
                            "checked kernel-time figures whose first-stage verdict stands "
                            "unchecked: ")  # fmt: skip
     assert f"all the stage's tests would need about {first_need(21.0, 2):.0f} s" in said
+
+
+def test_a_test_whose_kernel_pass_a_round_caps_is_priced_without_it():
+    """The H200's static decoder: a 56 s test of which its kernel pass and sampling take
+    most; a round caps both, so the test is kept where its first-stage time alone would
+    not fit."""
+    import types
+
+    r = types.SimpleNamespace(nodeid="t.py::dec", kind="measured", measure_s=9.8,
+                              kernel_s=30.0, kernel_time=types.SimpleNamespace(n=10),
+                              verdicts={"throughput_kernels": {"status": "inconclusive"}})  # fmt: skip
+    todo = [(r, "throughput_kernels", "compute")]
+    cheap = 56.0 - 9.3 - 27.0  # 19.7 s a round
+    budget = first_need(cheap, 2) + 1.0
+    _, kept, said = affordable(todo, ["t.py::dec"], [r], {"t.py::dec": 56.0}, 0.5, budget, 2)
+    assert kept == ["t.py::dec"] and said == ""
+    r.kernel_s = 0.0  # without the pass's seconds (a run before they were recorded): left
+    _, kept, said = affordable(todo, ["t.py::dec"], [r], {"t.py::dec": 56.0}, 0.5, budget, 2)
+    assert kept == [] and "dec 47 s" in said

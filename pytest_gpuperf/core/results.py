@@ -198,6 +198,7 @@ class Result:
     # sets traced in a chunk of calls, their intervals' union over the chunk's calls), from
     # a second pass of kernel_time.n chunks shaped like the samples (measure/kernels.py)
     kernel_time: Summary | None = None
+    kernel_s: float = 0.0  # seconds the kernel-time pass took (its chunks and their reading)
     # the test's parameters (pytest.mark.parametrize, indirect ones included) as plain JSON:
     # str, int, float and bool values as they are, others as their id; the report's charts
     # come from them (a numeric one is an axis, a categorical one a set of bars)

@@ -1,9 +1,9 @@
 """What the paired stage's first look can afford, priced before any round was measured
 (run/paired.py leaves the rest to the first stage, saying so): each test's round at its own
-time in the first stage, less the sampling a round caps (`price`). On the H200 the stage
-started rounds of two QLoRA batch sweeps (87 s each in the first stage) in a budget of
-200 s and spent all of it before the head's first round answered; a test whose rounds
-cannot fit is now left out up front."""
+time in the first stage, less the sampling and the kernel-time pass a round caps (`price`).
+On the H200 the stage started rounds of two QLoRA batch sweeps (87 s each in the first
+stage) in a budget of 200 s and spent all of it before the head's first round answered; a
+test whose rounds cannot fit is now left out up front."""
 
 from __future__ import annotations
 
@@ -33,20 +33,29 @@ def round_cap(config: Any) -> float:
     return cap
 
 
-def price(duration_s: float, sampled_s: Iterable[float], cap_s: float) -> float:
+def saved(measure_s: float, kernel_s: float, chunks: int, cap_s: float) -> float:
+    """What a round saves on one measurement against the first stage: its sampling
+    `measure_s` beyond the cap `cap_s`, and its kernel-time pass `kernel_s` (of `chunks`
+    chunks) beyond what a round's pass takes (the cap, and one chunk at the least)."""
+    one_chunk = kernel_s / chunks if chunks > 0 else kernel_s
+    return max(0.0, measure_s - cap_s) + max(0.0, kernel_s - max(cap_s, one_chunk))
+
+
+def price(duration_s: float, saved_s: Iterable[float]) -> float:
     """A round of a test, one side: its first-stage `duration_s` (setup, call, teardown:
-    the models it builds, its warm-up, a profiler pass), less what each of its measurements
-    `sampled_s` beyond the round's cap `cap_s`. A model built in a fixture the test shares
-    with others is charged to the first test that used it in the first stage, and here too
-    only to that one, although every round process of a test builds it: a price can be low."""
-    return max(0.0, duration_s - sum(max(0.0, s - cap_s) for s in sampled_s))
+    the models it builds, its warm-up, the profiler's passes), less what a round saves on
+    each of its measurements (`saved_s`, each `saved`). A model built in a fixture the test
+    shares with others is charged to the first test that used it in the first stage, and
+    here too only to that one, although every round process of a test builds it: a price
+    can be low."""
+    return max(0.0, duration_s - sum(saved_s))
 
 
 def first_need(cost_s: float, pairs: int) -> float:
     """The seconds a first look takes at the least, priced before any round was measured:
     `pairs` process pairs, each its start (START_GUESS_S), MIN_PER_PAIR rounds of both
     builds at `cost_s` a side (the tests' `price`s: a round builds their models and warms
-    up as the first stage did, its sampling capped) and its end."""
+    up as the first stage did, its sampling and kernel pass capped) and its end."""
     return pairs * (START_GUESS_S + MIN_PER_PAIR * 2 * cost_s + STOP_S)
 
 
@@ -86,7 +95,8 @@ def left_said(left: list[str], costs: dict[str, float], worth: dict[str, tuple[i
     more = f" and {len(left) - 3} more" if len(left) > 3 else ""
     every = first_need(sum(costs.get(t, 0.0) for t in worth), pairs)
     said = (f"their rounds would not fit the budget of {budget_s:.0f} s (a round priced at "
-            f"a test's time in the first stage, its sampling capped as a round's: {named}"
+            f"a test's time in the first stage, its sampling and kernel pass capped as a "
+            f"round's: {named}"
             f"{more}; all the stage's tests would need about {every:.0f} s, "
             "--gpuperf-paired-budget)")  # fmt: skip
     checked = sum(worth[t][0] for t in left)
@@ -110,11 +120,14 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
     for r, m, _ in todo:
         k, n = worth.get(r.nodeid, (0, 0))
         worth[r.nodeid] = (k + (r.verdicts[m].get("status") in ("regressed", "improved")), n + 1)
-    sampled: dict[str, list[float]] = {t: [] for t in tests}
+    savings: dict[str, list[float]] = {t: [] for t in tests}
     for r in results:
-        if r.nodeid in sampled and r.kind == "measured":
-            sampled[r.nodeid].append(float(r.measure_s or 0.0))
-    costs = {t: price(durations.get(t, 0.0), sampled[t], cap_s) for t in tests}
+        if r.nodeid in savings and r.kind == "measured":
+            kt = getattr(r, "kernel_time", None)
+            savings[r.nodeid].append(saved(float(r.measure_s or 0.0),
+                                           float(getattr(r, "kernel_s", 0.0) or 0.0),
+                                           kt.n if kt is not None else 0, cap_s))  # fmt: skip
+    costs = {t: price(durations.get(t, 0.0), savings[t]) for t in tests}
     kept, left = fit(costs, worth, budget_s, pairs)
     if not left:
         return todo, tests, ""

@@ -77,6 +77,28 @@ def device_spans(events: Iterable[Any], cuda: Any) -> list[Span]:
     ]
 
 
+def traced_spans(prof: Any, cuda: Any) -> list[Span]:
+    """The device-side spans (`device_spans`) of what the profiler `prof` traced last, in
+    microseconds from the trace's start. Read from its raw result (torch.profiler's
+    `prof.profiler.kineto_results`: three calls an event) when it has one, else from
+    `prof.events()`, which first turns every event into a Python FunctionEvent with some
+    forty fields and builds their tree: seconds for the tens of thousands of kernels of one
+    call of a decoder or a training step, each time the profiler is read. Both give the
+    same spans (tests/test_gpu.py compares them on a real trace)."""
+    raw = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    if raw is not None:
+        try:
+            t0 = raw.trace_start_ns()
+            return [
+                ((e.start_ns() - t0) / 1e3, (e.end_ns() - t0) / 1e3)
+                for e in raw.events()
+                if e.device_type() == cuda
+            ]
+        except (AttributeError, TypeError):  # a torch whose raw result reads otherwise
+            pass
+    return device_spans(prof.events(), cuda)
+
+
 def busy_fraction_profiler(
     torch: Any, fn: Callable[[], Any], calls: int, warm_calls: int = 2
 ) -> float | None:
@@ -105,7 +127,7 @@ def busy_fraction_profiler(
             torch.cuda.synchronize()
             wall = time.perf_counter() - t0
             prof.step()
-        spans = device_spans(prof.events(), DeviceType.CUDA)
+        spans = traced_spans(prof, DeviceType.CUDA)
     except Exception:
         return None
     return busy(sorted(spans), wall)
@@ -139,7 +161,7 @@ def profile_chunks(
     traced: list[list[Span]] = []
 
     def ready(prof: Any) -> None:
-        traced.append(device_spans(prof.events(), DeviceType.CUDA))
+        traced.append(traced_spans(prof, DeviceType.CUDA))
 
     try:
         torch.cuda.synchronize()
@@ -268,7 +290,9 @@ def kernel_time_into(
 
     sample_s = result.time.median * k if result.time is not None else 0.0
     want = chunk_count(sample_s, cfg.min_samples, cfg.max_samples)
+    t0 = time.perf_counter()
     traced = profile_chunks(torch, chunk, between, want, cfg.max_time)
+    result.kernel_s = time.perf_counter() - t0
     found = traced if isinstance(traced, str) else kernel_summary(traced, k, cfg.confidence)
     if isinstance(found, str):
         result.notes.append(f"no GPU kernel time: {found}")

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from pytest_gpuperf.core.results import Result
-from pytest_gpuperf.fresh.afford import ROUND_MAX_TIME, affordable, first_need, price
+from pytest_gpuperf.fresh.afford import ROUND_MAX_TIME, affordable, first_need, price, saved
 from pytest_gpuperf.run.paired import BUDGET_FLOOR_S, PAIRS, candidates
 
 HERE = Path(__file__).parent
@@ -39,9 +39,12 @@ for log in sorted(HERE.glob("call[123]/compare-*.log")):
     budget = max(BUDGET_FLOOR_S, sum(costs.values()))
     kept_todo, kept, said = affordable(todo, tests, results, costs, ROUND_MAX_TIME, budget,
                                        PAIRS)  # fmt: skip
-    prices = {t: price(costs.get(t, 0.0), [r.measure_s for r in results
-                                           if r.nodeid == t and r.kind == "measured"],
-                       ROUND_MAX_TIME) for t in tests}  # fmt: skip
+    prices = {t: price(costs.get(t, 0.0), [saved(r.measure_s, r.kernel_s,
+                                                 r.kernel_time.n if r.kernel_time else 0,
+                                                 ROUND_MAX_TIME)
+                                           for r in results
+                                           if r.nodeid == t and r.kind == "measured"])
+              for t in tests}  # fmt: skip
     print(f"{log.parent.name}/{log.name}: budget {budget:.0f} s, {len(todo)} candidate "
           f"figure(s) of {len(tests)} test(s)")  # fmt: skip
     for t in tests:
