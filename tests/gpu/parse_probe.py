@@ -43,7 +43,7 @@ def read_both(name, fn):
     t3 = time.perf_counter()
     same = len(raw) == len(parsed) and all(
         abs(a[0] - b[0]) < 1e-3 and abs(a[1] - b[1]) < 1e-3
-        for a, b in zip(sorted(raw), sorted(parsed))
+        for a, b in zip(sorted(raw), sorted(parsed), strict=True)
     )
     line = {"work": name, "device_events": len(raw), "traced_call_s": round(t1 - t0, 3),
             "raw_read_s": round(t2 - t1, 4), "events_parse_s": round(t3 - t2, 3),
@@ -62,7 +62,7 @@ def main(out, preset="llama-1b", where="cuda"):
     dec = StaticGreedyDecoder(model, 1, 128, 256, compile=False, compile_mode=None)
     dec.warm(ids)
     lines.append(read_both("decoder llama-1b b1 256 tokens", lambda: dec.generate(ids, 256)))
-    del dec, model, built
+    dec = model = built = None  # freed before the trainer is built
     sync()
     tr = make_trainer(preset, device=dev, quantization=None, seq_len=512,
                       gradient_checkpointing=True)  # fmt: skip
