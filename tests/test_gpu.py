@@ -201,7 +201,7 @@ def test_the_raw_trace_gives_the_parsed_events_spans(gpu_device):
     t1 = time.perf_counter()
     parsed = kernels.device_spans(prof.events(), DeviceType.CUDA)
     t2 = time.perf_counter()
-    assert len(raw) >= 4000
+    assert len(raw) >= 3500  # 1,500 matmuls and tanhs, 500 relus, 2 copies
     assert sorted(raw) == pytest.approx(sorted(parsed), abs=1e-3)  # microseconds
     assert kernels.union_length(raw) == pytest.approx(kernels.union_length(parsed), rel=1e-9)
     assert (t2 - t1) > 5 * (t1 - t0), (t1 - t0, t2 - t1)

@@ -17,6 +17,13 @@
 # options, split on spaces (e.g. --gpuperf-paired-budget=240).
 set -u
 parts=$1; mkdir -p "$2"; out=$(cd "$2" && pwd)  # absolute: the runs start in the clone
+# on a GPU, without bitsandbytes every QLoRA test is skipped and its baseline entries read
+# missing (a call of 2026-12-03 whose shell lacked the wheel's PYTHONPATH): refuse
+if [ "${SUITE_PROFILE:-h200}" != cpu ] && ! python3 -c "import bitsandbytes" 2>/dev/null; then
+  echo "bitsandbytes does not import: run the two lines of ../shared/tools/gpu-wheels.sh" \
+    "in this shell first (export PYTHONPATH=/tmp/site)" | tee -a "$out/s.log"
+  exit 2
+fi
 bundle=${SUITE_BUNDLE:-.carry/main.bundle}
 clone=${SUITE_CLONE:-/tmp/suite}
 carried=${SUITE_BASELINES:-}
