@@ -461,8 +461,9 @@ def test_a_test_whose_rounds_would_not_fit_the_budget_is_left_to_the_first_stage
     r = two_tests.runpytest(*FAST, "--gpuperf-json=run.json")
     out = r.stdout.str()
     assert "1 figure(s) of 1 test(s) left to the first stage: their rounds would not fit " in out
-    assert "(a round priced at a test's time in the first stage, its sampling and kernel pass capped " \
-           "as a round's: test_dear 40" in out, out
+    assert "(a round priced at a test's time in the first stage, its sampling and kernel pass " \
+           "capped as a round's, a side, the base's at the baseline's saved time: test_dear 20" \
+           in out, out  # the mean of the head's 400 s and the base's saved time
     assert "paired stage against the baseline's commit" in out, out
     got = {d["nodeid"]: d["verdicts"]["throughput"]
            for d in json.loads((two_tests.path / "run.json").read_text())["results"]}  # fmt: skip
@@ -473,14 +474,35 @@ def test_a_test_whose_rounds_would_not_fit_the_budget_is_left_to_the_first_stage
         "; not re-measured by the paired stage: its test's rounds would not fit its budget")
 
 
+def test_a_base_that_was_dear_when_saved_is_priced_at_its_own_time(pytester, monkeypatch):
+    """On the H200 a base saved before the profiler's trace was read raw made a static
+    decoder's round of both builds 53.9 s where the head's price alone was 14.5 s a side:
+    the stage kept the test and spent 139 s before it saw that no two rounds a pair fit. The
+    base's side is priced at the test's time when the baseline was saved (its entries'
+    duration_s): here 400 s more than the head's, so the test is left out up front."""
+    monkeypatch.setenv("DEAR", "test_dear")  # while the sessions are saved: the base's time
+    bench = BENCH + BENCH.split("import work", 1)[1].replace("def test_step", "def test_dear")
+    repo = saved_repo(pytester, monkeypatch, bench, DEAR, tests=2)
+    monkeypatch.delenv("DEAR")  # the head's own run is cheap
+    r = repo.runpytest(*FAST, "--gpuperf-json=run.json")
+    out = r.stdout.str()
+    assert "1 figure(s) of 1 test(s) left to the first stage: their rounds would not fit " in out
+    assert "the base's at the baseline's saved time: test_dear 20" in out, out
+    got = {d["nodeid"]: d["verdicts"]["throughput"]
+           for d in json.loads((repo.path / "run.json").read_text())["results"]}  # fmt: skip
+    assert got["test_p.py::test_step"]["paired"]["rounds"] == 6
+    assert "paired" not in got["test_p.py::test_dear"]
+
+
 def test_when_no_test_fits_the_stage_measures_nothing_and_says_so(two_tests, monkeypatch):
     monkeypatch.setenv("DEAR", "test_step test_dear")
     r = two_tests.runpytest(*FAST, "--gpuperf-json=run.json", "--gpuperf-paired-budget=500")
     r.stdout.fnmatch_lines([
         "*paired stage against *: 2 figure(s) of 2 test(s) the first stage left inconclusive, "
         "not measured: their rounds would not fit the budget of 500 s (a round priced at a "
-        "test's time in the first stage, its sampling and kernel pass capped as a round's: test_*40? s, "
-        "test_*40? s; all the stage's tests would need about 64?? s, --gpuperf-paired-budget); "
+        "test's time in the first stage, its sampling and kernel pass capped as a round's, a "
+        "side, the base's at the baseline's saved time: test_*20? s, test_*20? s; all the "
+        "stage's tests would need about 32?? s, --gpuperf-paired-budget); "
         "the first stage's verdicts stand",
     ])  # fmt: skip
     for d in json.loads((two_tests.path / "run.json").read_text())["results"]:
@@ -505,5 +527,6 @@ def test_a_stage_cut_by_ctrl_c_says_what_its_rounds_were_re_measuring(two_tests,
         "figure(s) of 1 test(s) the first stage left inconclusive against * within 4?? s; 1 "
         "figure(s) of 1 test(s) left to the first stage: their rounds would not fit the "
         "budget of 4?? s (a round priced at a test's time in the first stage, its sampling and "
-        "kernel pass capped as a round's: test_dear 40? s; *",
+        "kernel pass capped as a round's, a side, the base's at the baseline's saved time: "
+        "test_dear 20? s; *",
     ])  # fmt: skip

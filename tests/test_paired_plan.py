@@ -231,3 +231,25 @@ def test_a_test_whose_kernel_pass_a_round_caps_is_priced_without_it():
     r.kernel_s = 0.0  # without the pass's seconds (a run before they were recorded): left
     _, kept, said = affordable(todo, ["t.py::dec"], [r], {"t.py::dec": 56.0}, 0.5, budget, 2)
     assert kept == [] and "dec 47 s" in said
+
+
+def test_the_base_side_is_priced_at_its_own_saved_time():
+    """A round measures both builds: a side costs the mean of the head's price and the
+    base's (its baseline's saved duration less the same savings)."""
+    import types
+
+    r = types.SimpleNamespace(nodeid="t.py::dec", kind="measured", measure_s=9.5,
+                              kernel_s=0.0, kernel_time=None,
+                              verdicts={"throughput": {"status": "inconclusive"}})  # fmt: skip
+    todo = [(r, "throughput", "model")]
+    head = {"t.py::dec": 24.0}  # 15 s a round once its 9 s of sampling beyond 0.5 s go
+    budget = first_need(15.0, 2) + 1.0
+    _, kept, _ = affordable(todo, ["t.py::dec"], [r], head, 0.5, budget, 2)
+    assert kept == ["t.py::dec"]  # no base time saved: the base costs what the head does
+    _, kept, _ = affordable(todo, ["t.py::dec"], [r], head, 0.5, budget, 2, {"t.py::other": 99})
+    assert kept == ["t.py::dec"]  # another test's saved time changes nothing
+    _, kept, said = affordable(todo, ["t.py::dec"], [r], head, 0.5, budget, 2, {"t.py::dec": 44.0})
+    assert kept == [] and "dec 25 s" in said  # (15 + 35) / 2 a side
+    _, kept, _ = affordable(todo, ["t.py::dec"], [r], head, 0.5, budget, 2, {"t.py::dec": 4.0})
+    assert kept == ["t.py::dec"]  # a cheaper base only helps
+

@@ -96,7 +96,7 @@ def left_said(left: list[str], costs: dict[str, float], worth: dict[str, tuple[i
     every = first_need(sum(costs.get(t, 0.0) for t in worth), pairs)
     said = (f"their rounds would not fit the budget of {budget_s:.0f} s (a round priced at "
             f"a test's time in the first stage, its sampling and kernel pass capped as a "
-            f"round's: {named}"
+            f"round's, a side, the base's at the baseline's saved time: {named}"
             f"{more}; all the stage's tests would need about {every:.0f} s, "
             "--gpuperf-paired-budget)")  # fmt: skip
     checked = sum(worth[t][0] for t in left)
@@ -110,12 +110,20 @@ def left_said(left: list[str], costs: dict[str, float], worth: dict[str, tuple[i
 
 
 def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iterable[Any],
-               durations: dict[str, float], cap_s: float, budget_s: float,
-               pairs: int) -> tuple[list[Any], list[str], str]:  # fmt: skip
+               durations: dict[str, float], cap_s: float, budget_s: float, pairs: int,
+               base_durations: dict[str, float] | None = None,
+               ) -> tuple[list[Any], list[str], str]:  # fmt: skip
     """Of the stage's (result, metric, class) figures `todo` and their `tests`, those a
     first look can afford (`fit` at each test's `price` from its first-stage `durations`
     and its `results`' sampling, a figure the first stage found regressed or improved
-    counted as checked), and why it leaves the rest to the first stage ("" if none)."""
+    counted as checked), and why it leaves the rest to the first stage ("" if none).
+
+    A round measures both builds: a test's cost a side is the mean of the head's price and
+    the base's, from `base_durations` (the test's seconds when the baseline was saved at the
+    base's commit, `duration_s` in its entries) less the same savings; without one the
+    base costs what the head does. On the H200 a base saved before the profiler's trace was
+    read raw made a static decoder's round of both builds 53.9 s where the head's price
+    alone was 14.5 s a side."""
     worth: dict[str, tuple[int, int]] = {}
     for r, m, _ in todo:
         k, n = worth.get(r.nodeid, (0, 0))
@@ -127,7 +135,12 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
             savings[r.nodeid].append(saved(float(r.measure_s or 0.0),
                                            float(getattr(r, "kernel_s", 0.0) or 0.0),
                                            kt.n if kt is not None else 0, cap_s))  # fmt: skip
-    costs = {t: price(durations.get(t, 0.0), savings[t]) for t in tests}
+    costs = {}
+    for t in tests:
+        head = price(durations.get(t, 0.0), savings[t])
+        base = (price(base_durations[t], savings[t]) if base_durations and t in base_durations
+                else head)  # fmt: skip
+        costs[t] = (head + base) / 2
     kept, left = fit(costs, worth, budget_s, pairs)
     if not left:
         return todo, tests, ""

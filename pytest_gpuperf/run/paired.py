@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 
 STAGE_SHARE = 0.5  # of the run's false-alarm budget, when the paired stage can run
 PAIRS = 2  # process pairs: per-process noise shows as pairs that disagree
-BUDGET_FLOOR_S = 180.0  # the stage's budget at the least: 4 process starts and 6 rounds of a
-# small file's few tests (a suite whose own tests take longer gets their time)
+BUDGET_FLOOR_S = 180.0  # the least budget: 4 process starts, 6 rounds of a small file's tests
 LEFT_TO_STAGE1 = "launch-bound"  # wall time whose noise is per process: stage 2 cannot help
 MORE = 2  # the second look's rounds, at the most, as a multiple of the rounds asked (gate-sim:
 # a kernel figure at 3% a round caught 5% slower 76.6% -> 91.3% with 12 more after 6)
@@ -204,12 +203,13 @@ def run_stage(
         return Stage(f"paired stage off: the baseline's commit {commit[:12]} is not in this "
                      "clone (a shallow clone? git fetch --unshallow, or fetch that commit); "
                      "the first stage's verdicts stand")  # fmt: skip
+    from ..baseline.schema import expected_durations
     from ..fresh.afford import affordable, round_cap
     from ..fresh.rounds import RoundsError
 
-    asked = todo
+    asked, base_s = todo, expected_durations(entries, tests)  # the base's own time a test
     todo, tests, dear = affordable(todo, tests, results, costs or {}, round_cap(config),
-                                   budget_s, PAIRS)  # fmt: skip
+                                   budget_s, PAIRS, base_s)  # fmt: skip
     kept = set(tests)
     for r, m, _ in (t for t in asked if t[0].nodeid not in kept):  # said on the figure too
         v = r.verdicts[m]
