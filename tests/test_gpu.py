@@ -196,9 +196,17 @@ def test_the_raw_trace_gives_the_parsed_events_spans(gpu_device):
         dev = host.to("cuda", non_blocking=True)
         host.copy_(dev)
         torch.cuda.synchronize()
+    assert prof.profiler.kineto_results is not None  # the raw read, not its fallback:
+    parse = prof.events
+
+    def refuse():
+        raise AssertionError("traced_spans parsed the events")
+
+    prof.events = refuse
     t0 = time.perf_counter()
     raw = kernels.traced_spans(prof, DeviceType.CUDA)
     t1 = time.perf_counter()
+    prof.events = parse
     parsed = kernels.device_spans(prof.events(), DeviceType.CUDA)
     t2 = time.perf_counter()
     assert len(raw) >= 3500  # 1,500 matmuls and tanhs, 500 relus, 2 copies

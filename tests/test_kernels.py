@@ -87,6 +87,16 @@ def test_traced_spans_read_the_raw_result_without_parsing_the_events():
     # no raw result (another profiler, a torch without it): the parsed events
     parsed = SimpleNamespace(profiler=None, events=lambda: [_event(CUDA, 1, 4), _event(CPU, 0, 9)])
     assert kernels.traced_spans(parsed, CUDA) == [(1.0, 4.0)]
+    # a raw result with events but none on the device (a device type that no longer
+    # compares equal): the parsed events answer, not an empty trace read as "no CUPTI"
+    odd = SimpleNamespace(trace_start_ns=lambda: 0, events=lambda: [_Raw("cuda:0", 1000, 4000)])
+    prof = SimpleNamespace(profiler=SimpleNamespace(kineto_results=odd),
+                           events=lambda: [_event(CUDA, 1, 4)])  # fmt: skip
+    assert kernels.traced_spans(prof, CUDA) == [(1.0, 4.0)]
+    # nothing traced at all: nothing, without parsing
+    empty = SimpleNamespace(trace_start_ns=lambda: 0, events=lambda: [])
+    prof = SimpleNamespace(profiler=SimpleNamespace(kineto_results=empty), events=parse)
+    assert kernels.traced_spans(prof, CUDA) == []
 
 
 def test_each_chunks_kernel_time_is_its_union_over_its_calls():

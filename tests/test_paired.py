@@ -509,6 +509,31 @@ def test_when_no_test_fits_the_stage_measures_nothing_and_says_so(two_tests, mon
         assert "paired" not in d["verdicts"]["throughput"], d["nodeid"]
 
 
+@pytest.mark.parametrize("error", ["rounds", "bug"])
+def test_a_stage_that_measured_nothing_still_names_the_tests_it_left(two_tests, monkeypatch,
+                                                                       error):  # fmt: skip
+    """On the H200 the generation part's line said only why its one kept test was not
+    measured (its base's rounds did not fit); the two decoder tests it had left to the
+    first stage up front were named on their figures but not in the line."""
+    import pytest_gpuperf.fresh.rounds as rounds
+
+    def fail(*args, **kwargs):
+        if error == "rounds":
+            raise rounds.OutOfTime("2 rounds a process pair do not fit the budget")
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(rounds, "measure_rounds", fail)
+    monkeypatch.setenv("DEAR", "test_dear")
+    r = two_tests.runpytest(*FAST)
+    said = ("2 rounds a process pair do not fit the budget" if error == "rounds"
+            else "ValueError: a bug")  # fmt: skip
+    r.stdout.fnmatch_lines([
+        f"gpuperf: paired stage against *: 1 figure(s) of 1 test(s) the first stage left "
+        f"inconclusive, not measured: {said}; the first stage's verdicts stand; 1 figure(s) "
+        "of 1 test(s) left to the first stage: their rounds would not fit the budget *",
+    ])  # fmt: skip
+
+
 def test_a_stage_cut_by_ctrl_c_says_what_its_rounds_were_re_measuring(two_tests, monkeypatch):
     """A CI job's time limit (timeout -s INT) cut the stage on the H200 twice, and its line
     said only "interrupted": what it was re-measuring, and what it had left to the first

@@ -176,6 +176,8 @@ def test_a_round_saves_the_kernel_pass_beyond_the_cap_and_one_chunk():
     assert saved(0.0, 6.0, 10, 0.5) == pytest.approx(6.0 - 0.6)
     # 20 chunks of 50 ms in 1 s: a round's pass takes the cap
     assert saved(0.0, 1.0, 20, 0.5) == pytest.approx(0.5)
+    # 10 chunks of 0.3 s: a round's pass runs 2 of them before it passes the 0.5 s cap
+    assert saved(0.0, 3.0, 10, 0.5) == pytest.approx(3.0 - 0.6)
     # one chunk of 12 s (a decoder's call under the profiler): a round traces it too
     assert saved(0.0, 12.0, 1, 0.5) == 0.0
     assert saved(9.8, 12.0, 1, 0.5) == pytest.approx(9.3)  # sampling and pass add up

@@ -8,6 +8,7 @@ test whose rounds cannot fit is now left out up front."""
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,9 +37,13 @@ def round_cap(config: Any) -> float:
 def saved(measure_s: float, kernel_s: float, chunks: int, cap_s: float) -> float:
     """What a round saves on one measurement against the first stage: its sampling
     `measure_s` beyond the cap `cap_s`, and its kernel-time pass `kernel_s` (of `chunks`
-    chunks) beyond what a round's pass takes (the cap, and one chunk at the least)."""
+    chunks) beyond what a round's pass takes: whole chunks until the cap is passed, one at
+    the least (measure/kernels.profile_chunks)."""
     one_chunk = kernel_s / chunks if chunks > 0 else kernel_s
-    return max(0.0, measure_s - cap_s) + max(0.0, kernel_s - max(cap_s, one_chunk))
+    in_round = kernel_s  # a pass within the cap: a round runs all of it
+    if kernel_s > cap_s:  # then cap_s / one_chunk < chunks: finite
+        in_round = min(kernel_s, one_chunk * max(1, math.ceil(cap_s / one_chunk)))
+    return max(0.0, measure_s - cap_s) + max(0.0, kernel_s - in_round)
 
 
 def price(duration_s: float, saved_s: Iterable[float]) -> float:

@@ -232,12 +232,10 @@ def run_stage(
     try:
         measured, again, note, whole = _measure(config, results, root, commit, tests, rounds,
                                                 budget_s, undecided)  # fmt: skip
-    except RoundsError as exc:
+    except Exception as exc:  # a bug here must not cost the run its stage-1 verdicts either
+        why = exc if isinstance(exc, RoundsError) else f"{type(exc).__name__}: {exc}"
         return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
-                     f"{exc}; the first stage's verdicts stand")  # fmt: skip
-    except Exception as exc:  # a bug here must not cost the run its stage-1 verdicts
-        return Stage(f"paired stage against {commit[:12]}: {what}, not measured: "
-                     f"{type(exc).__name__}: {exc}; the first stage's verdicts stand")  # fmt: skip
+                     f"{why}; the first stage's verdicts stand{'; ' + dear if dear else ''}")
     decided = _apply(todo, measured, false_alarm, commit, again, whole)
     took = time.monotonic() - t0
     counts = ", ".join(f"{n} {s}" for s, n in sorted(decided.items()))
