@@ -12,6 +12,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from ..judging.verdict import CHANGED
+
 MIN_PER_PAIR = 2  # rounds a process pair measures at the least: its own spread needs two
 STOP_S = 5.0  # seconds a process pair is given to end, in the plan (fresh/rounds.plan)
 ROUND_MAX_TIME = 0.5  # seconds of sampling a round's measurement takes at most
@@ -132,7 +134,7 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
     worth: dict[str, tuple[int, int]] = {}
     for r, m, _ in todo:
         k, n = worth.get(r.nodeid, (0, 0))
-        worth[r.nodeid] = (k + (r.verdicts[m].get("status") in ("regressed", "improved")), n + 1)
+        worth[r.nodeid] = (k + (r.verdicts[m].get("status") in CHANGED), n + 1)
     savings: dict[str, list[float]] = {t: [] for t in tests}
     for r in results:
         if r.nodeid in savings and r.kind == "measured":

@@ -41,7 +41,14 @@ from dataclasses import dataclass, replace
 
 from ..core.figures import kernels_of
 from .noise import f_isf
-from .verdict import INCONCLUSIVE, Verdict, per_metric_confidence, quantile, status_of
+from .verdict import (
+    CHANGED,
+    INCONCLUSIVE,
+    Verdict,
+    per_metric_confidence,
+    quantile,
+    status_of,
+)
 
 SETTLE_CAP = 1000  # paired rounds: a projection beyond this says "more than"
 LEVEL_RATIO = 4.0  # base rounds spread this many times a round's own interval: set per run
@@ -131,7 +138,7 @@ def each_pair_beyond(fig: PairedFigure, tolerance: float, status: str) -> list[f
     contradict the first stage or bear it out. Borne out by every pair, the first stage's
     verdict stands; a false alarm of the first stage then also needs every pair's own
     process levels to land beyond the tolerance on its side."""
-    if status not in ("regressed", "improved") or not fig.usable():
+    if status not in CHANGED or not fig.usable():
         return None
     groups = _groups(fig)
     if len(groups) < 2:

@@ -18,6 +18,7 @@ from ..baseline.history import HISTORY
 
 REGRESSED = "regressed"
 IMPROVED = "improved"
+CHANGED = (REGRESSED, IMPROVED)  # the verdicts that say the figure moved
 UNCHANGED = "unchanged"
 INCONCLUSIVE = "inconclusive"
 NEW = "new"

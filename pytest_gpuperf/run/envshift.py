@@ -47,11 +47,12 @@ def environment_shifts(
     from dataclasses import replace
 
     from ..judging.explain import borne_out
+    from ..judging.verdict import CHANGED
 
     by_key = {r.key: r for r in results}
     lines = []
     for i, line in enumerate(shifts):
-        if line.verdict.status not in ("regressed", "improved"):
+        if line.verdict.status not in CHANGED:
             continue
         figs = [v for k in line.keys if k in by_key for v in _of_class(by_key[k], line.cls)]
         # re-measured: the stage's verdict (its first stage's kept), or stage 1's borne out

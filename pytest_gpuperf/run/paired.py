@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..judging.verdict import CHANGED
 from .envshift import environment_shifts, software_changed
 
 if TYPE_CHECKING:
@@ -73,9 +74,6 @@ def newest_commit(
         else ""
     )
     return commit, note
-
-
-CHANGED = ("regressed", "improved")
 
 
 def candidates(
