@@ -175,9 +175,9 @@ def test_launch_bound_work_gets_its_gpu_kernel_time(gpu_benchmark):
 def test_the_raw_trace_gives_the_parsed_events_spans(gpu_device):
     """kernels.traced_spans reads torch's raw kineto result, not prof.events() (which parses
     every event into a Python object and a tree): on a real trace of a few thousand kernels
-    on two streams, with copies, both give the same device spans, and the raw read is the
-    cheaper one by far (a plain comparison of two durations measured here, 5x at the least:
-    no wall-clock threshold of its own)."""
+    on two streams, with copies, both give the same device spans, and the raw read never
+    parses the events (what makes it cheap; its cost against the parse is measured by
+    tests/gpu/parse_probe.py, not asserted here: a loaded machine moves any two timings)."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -203,16 +203,12 @@ def test_the_raw_trace_gives_the_parsed_events_spans(gpu_device):
         raise AssertionError("traced_spans parsed the events")
 
     prof.events = refuse
-    t0 = time.perf_counter()
     raw = kernels.traced_spans(prof, DeviceType.CUDA)
-    t1 = time.perf_counter()
     prof.events = parse
     parsed = kernels.device_spans(prof.events(), DeviceType.CUDA)
-    t2 = time.perf_counter()
     assert len(raw) >= 3500  # 1,500 matmuls and tanhs, 500 relus, 2 copies
     assert sorted(raw) == pytest.approx(sorted(parsed), abs=1e-3)  # microseconds
     assert kernels.union_length(raw) == pytest.approx(kernels.union_length(parsed), rel=1e-9)
-    assert (t2 - t1) > 5 * (t1 - t0), (t1 - t0, t2 - t1)
 
 
 def test_cuda_graph_and_l2_flush_modes(gpu_benchmark):
