@@ -11,7 +11,7 @@ import pytest
 
 from pytest_gpuperf.baseline.schema import entries_to_save
 from pytest_gpuperf.baseline.store import load, save
-from pytest_gpuperf.core.figures import KERNELS, LAUNCH, metrics_of
+from pytest_gpuperf.core.figures import KERNEL_TIME, KERNELS, LAUNCH, metrics_of
 from pytest_gpuperf.core.results import Result, Throughput, throughput_of
 from pytest_gpuperf.core.stats import summarize
 from pytest_gpuperf.judging.confirmation import confirm
@@ -40,7 +40,7 @@ def launch_bound(
     return r
 
 
-def test_the_kernel_figure_is_work_per_kernel_second_in_the_class_of_the_kernels():
+def test_the_kernel_figure_is_work_per_kernel_second_in_the_kernel_time_class():
     r = launch_bound(0.010, 0.002)
     figs = metrics_of(r, LAUNCH)  # the run's class of the result's figures: launch-bound
     assert figs["throughput"]["noise_class"] == LAUNCH
@@ -48,20 +48,21 @@ def test_the_kernel_figure_is_work_per_kernel_second_in_the_class_of_the_kernels
     assert k["unit"] == "tokens/s" and k["direction"] == "higher"
     assert k["median"] == pytest.approx(64 / 0.002, rel=1e-3)
     assert k["ci_low"] < k["median"] < k["ci_high"] and k["n"] == 10
-    assert k["noise_class"] == "model"
+    assert k["noise_class"] == KERNEL_TIME
     assert "launch-bound" in figs["throughput"]["flags"] and "flags" not in k
 
 
 @pytest.mark.parametrize(
-    ("unit", "bound", "declared", "cls"),
-    [("bytes", "memory", None, "bandwidth"), ("flop", "compute", None, "compute"),
-     ("tokens", "memory", None, "model"), ("tokens", "memory", "bandwidth", "bandwidth"),
-     ("tokens", "memory", "launch-bound", "launch-bound")],
+    ("unit", "bound", "declared"),
+    [("bytes", "memory", None), ("flop", "compute", None), ("tokens", "memory", None),
+     ("tokens", "memory", "bandwidth"), ("tokens", "memory", "launch-bound")],
 )  # fmt: skip
-def test_its_class_is_what_the_kernels_are_or_the_declared_one(unit, bound, declared, cls):
+def test_its_class_is_the_kernel_time_class_whatever_the_work_or_the_declared_one(
+    unit, bound, declared
+):
     r = launch_bound(0.010, 0.002, unit=unit, bound=bound)
     r.noise_class = declared
-    assert metrics_of(r)[KERNELS]["noise_class"] == cls
+    assert metrics_of(r)[KERNELS]["noise_class"] == KERNEL_TIME
 
 
 def test_a_latency_gets_its_kernel_time_per_call_in_its_unit():
@@ -99,7 +100,7 @@ def test_saved_read_back_and_judged_beside_the_launch_bound_wall_time(tmp_path):
     (launch-bound: a spread of at least 30%); an A/A run is unchanged in kernel time."""
     base = _sessions(tmp_path, [0.010, 0.013, 0.0085], [0.002, 0.002002, 0.001998])
     saved = base.entries["t.py::gen"]["metrics"]
-    assert saved[KERNELS]["noise_class"] == "model" and len(saved[KERNELS]["history"]) == 3
+    assert saved[KERNELS]["noise_class"] == KERNEL_TIME and len(saved[KERNELS]["history"]) == 3
     assert saved["throughput"]["noise_class"] == LAUNCH
 
     slower = launch_bound(0.011, 0.0022)

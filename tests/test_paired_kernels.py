@@ -14,7 +14,7 @@ import types
 
 import pytest
 
-from pytest_gpuperf.core.figures import KERNELS
+from pytest_gpuperf.core.figures import KERNEL_TIME, KERNELS
 from pytest_gpuperf.core.results import Result
 from pytest_gpuperf.run.paired import _apply, _what, candidates
 
@@ -43,8 +43,8 @@ def _entries(env: dict[str, str]) -> dict[str, dict]:
 def test_a_kernel_time_figure_the_first_stage_found_changed_is_checked(status):
     r = _run(status)
     picked = {(m, c) for _, m, c in candidates([r], _entries(ENV), ENV)}
-    assert picked == {(KERNELS, "compute")}  # the launch-bound wall time is left to stage 1
-    assert _what([(r, KERNELS, "compute")], 1) == (
+    assert picked == {(KERNELS, KERNEL_TIME)}  # the launch-bound wall time is left to stage 1
+    assert _what([(r, KERNELS, KERNEL_TIME)], 1) == (
         "1 figure(s) of 1 test(s): 0 the first stage left inconclusive, 1 GPU kernel-time "
         "figure(s) it found changed (checked)"
     )
@@ -129,7 +129,7 @@ def _rounds(base_s: list[float | None], head_s: list[float | None]) -> types.Sim
 def test_a_checked_figure_the_rounds_find_unchanged_reads_unchanged_and_says_why():
     r = _run("improved")
     same = [0.002 * (1 + d / 2000) for d in (-1, 0, 1, 0, 1, -1)]
-    counts = _apply([(r, KERNELS, "compute")], _rounds(same, same), 0.005, "c" * 40)
+    counts = _apply([(r, KERNELS, KERNEL_TIME)], _rounds(same, same), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
     assert counts == {"unchanged": 1} and v["status"] == "unchanged"
     assert v["stage1"]["status"] == "improved" and v["paired"]["rounds"] == 6
@@ -141,7 +141,7 @@ def test_a_checked_figure_the_rounds_cannot_decide_becomes_inconclusive():
     r = _run("improved")
     base = [0.002 * (1 + d / 20) for d in (-1, 1, -1, 1, -1, 1)]  # ±5% round to round
     head = [0.002 * (1 + d / 20) for d in (1, -1, 1, -1, 1, -1)]
-    _apply([(r, KERNELS, "compute")], _rounds(base, head), 0.005, "c" * 40)
+    _apply([(r, KERNELS, KERNEL_TIME)], _rounds(base, head), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
     assert v["status"] == "inconclusive" and v["stage1"]["status"] == "improved"
     assert v["reason"].startswith("the first stage found it improved (+9.19%) against the "
@@ -152,7 +152,7 @@ def test_a_real_regression_checked_by_the_rounds_stays_regressed():
     r = _run("regressed", change=-0.0834)
     base = [0.002 * (1 + d / 2000) for d in (-1, 0, 1, 0, 1, -1)]
     head = [t * 1.10 for t in base]  # 10% more kernel time per call
-    _apply([(r, KERNELS, "compute")], _rounds(base, head), 0.005, "c" * 40)
+    _apply([(r, KERNELS, KERNEL_TIME)], _rounds(base, head), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
     assert v["status"] == "regressed" and v["change"] == pytest.approx(1 / 1.1 - 1, abs=2e-3)
     assert "the first stage found it regressed (-8.34%)" in v["reason"]
@@ -173,7 +173,7 @@ def test_a_checked_figure_missing_from_a_round_keeps_the_first_stages_verdict():
     r = _run("regressed", change=-0.0834)
     base = [0.002] * 6
     head = [0.0022, None, 0.0022, 0.0022, 0.0022, 0.0022]
-    _apply([(r, KERNELS, "compute")], _rounds(base, head), 0.005, "c" * 40)
+    _apply([(r, KERNELS, KERNEL_TIME)], _rounds(base, head), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
     assert v["status"] == "regressed" and v["change"] == -0.0834 and "stage1" not in v
     assert v["paired"]["rounds"] == 6 and "; paired stage: " in v["reason"]
@@ -208,10 +208,10 @@ def test_h200_a_regression_every_process_pair_bears_out_stays_regressed():
 
     r = _run("regressed", change=-0.0836)
     rounds = _rounds(_times(H200_BASE), _times(H200_HEAD))
-    _, figs, verdicts, _ = first_look([(r, KERNELS, "compute")], rounds, 0.005)
+    _, figs, verdicts, _ = first_look([(r, KERNELS, KERNEL_TIME)], rounds, 0.005)
     assert screened(figs[0], 0.03) is not None  # the screen takes it, as on the H200
     assert verdicts[("t.py::mm", KERNELS)].reason.startswith(PER_PROCESS)
-    _apply([(r, KERNELS, "compute")], rounds, 0.005, "c" * 40)
+    _apply([(r, KERNELS, KERNEL_TIME)], rounds, 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
     assert v["status"] == "regressed" and v["change"] == -0.0836  # the first stage's
     assert "stage1" not in v and v["paired"]["rounds"] == 6
@@ -225,7 +225,7 @@ def test_a_per_process_figure_one_pair_does_not_bear_out_is_not_kept():
     r = _run("regressed", change=-0.0836)
     base = [0.002] * 6
     head = [0.0022, 0.00221, 0.00219, 0.00202, 0.00203, 0.00202]  # -9% in one pair, -1% in one
-    _apply([(r, KERNELS, "compute")], _rounds(base, head), 0.005, "c" * 40)
+    _apply([(r, KERNELS, KERNEL_TIME)], _rounds(base, head), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
     assert v["status"] == "inconclusive" and v["stage1"]["status"] == "regressed"
     assert "not borne out by the paired stage: its noise is per process" in v["reason"]
@@ -233,7 +233,7 @@ def test_a_per_process_figure_one_pair_does_not_bear_out_is_not_kept():
 
 def test_a_per_process_figure_borne_out_on_the_other_side_is_not_kept():
     r = _run("improved")  # the first stage: faster; every pair: slower
-    _apply([(r, KERNELS, "compute")], _rounds(_times(H200_BASE), _times(H200_HEAD)), 0.005,
+    _apply([(r, KERNELS, KERNEL_TIME)], _rounds(_times(H200_BASE), _times(H200_HEAD)), 0.005,
            "c" * 40)  # fmt: skip
     v = r.verdicts[KERNELS]
     assert v["status"] == "inconclusive" and "not borne out" in v["reason"]
@@ -245,7 +245,7 @@ def test_a_figure_the_screen_did_not_take_is_not_kept_however_its_pairs_lie():
     r = _run("regressed", change=-0.0836)
     base = [0.002] * 6
     head = [0.002 * (1 + x) for x in (0.11, 0.01, 0.06, 0.10, 0.0, 0.05)]
-    _apply([(r, KERNELS, "compute")], _rounds(base, head), 0.005, "c" * 40)
+    _apply([(r, KERNELS, KERNEL_TIME)], _rounds(base, head), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
     assert v["status"] == "inconclusive" and "not borne out" in v["reason"]
     assert "per process" not in v["reason"] and "each_pair" not in v["paired"]

@@ -16,13 +16,14 @@ from typing import Any
 
 from ..core.figures import (
     COMPUTE,
+    KERNEL_TIME,
     LAUNCH,
     MEMORY,
     RECORDED,
     TIMED,
     classify,
+    kernels_of,
     per_clock_name,
-    same_class_twins,
 )
 
 ENV_PACKAGES = ("torch", "transformers", "peft", "bitsandbytes")
@@ -55,9 +56,13 @@ def session_key(item: dict[str, Any]) -> str:
 
 
 def metric_class(name: str, base_m: dict[str, Any], entry: dict[str, Any]) -> str:
-    """The noise class of a saved metric: the class saved with it, else what the entry
-    tells (older files): memory for bytes, launch-bound when most sessions were flagged so,
-    compute when it has a per-clock figure, the unit otherwise."""
+    """The noise class of a saved metric: a GPU kernel-time figure's is KERNEL_TIME
+    whatever a file saved before 2026-12-03 says (its work's class then); any other's is the
+    class saved with it, else what the entry tells (older files): memory for bytes,
+    launch-bound when most sessions were flagged so, compute when it has a per-clock
+    figure, the unit otherwise."""
+    if kernels_of(name) is not None:
+        return KERNEL_TIME
     saved = base_m.get("noise_class")
     if isinstance(saved, str) and saved:
         return saved
@@ -71,27 +76,6 @@ def metric_class(name: str, base_m: dict[str, Any], entry: dict[str, Any]) -> st
     if name in TIMED and per_clock_name(name) in (entry.get("metrics") or {}):
         return COMPUTE
     return classify(name, str(base_m.get("unit")), launch_bound=False, bound=None, declared=None)
-
-
-def saved_twins(
-    entries: dict[str, dict[str, Any]], classes: dict[str, str] | None = None
-) -> set[str]:
-    """The saved kernel-time figures ("key::throughput_kernels") that are twins of their
-    wall-time figure (core.figures.same_class_twins, read from the file: a test this run
-    does not measure, or whose kernel pass made no figure this time, still has both series,
-    and they must not both vote). `classes` as in `series_of`."""
-    classes = classes or {}
-    out = set()
-    for key, entry in entries.items():
-        launch = bool((entry.get("flags") or {}).get("launch_bound"))
-        figures = {}
-        for name, m in (entry.get("metrics") or {}).items():
-            if isinstance(m, dict):
-                cls = classes.get(f"{key}::{name}") or metric_class(name, m, entry)
-                figures[name] = {"noise_class": cls,
-                                 "flags": ["launch-bound"] if launch or cls == LAUNCH else []}
-        out |= {f"{key}::{name}" for name in same_class_twins(figures)}
-    return out
 
 
 def series_of(

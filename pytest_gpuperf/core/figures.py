@@ -11,7 +11,6 @@ them is schema.py's. Pure: no I/O.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .results import LATENCY, THROUGHPUT  # a result's figure_name: one of them, or "value"
@@ -36,27 +35,6 @@ def kernels_of(name: str) -> str | None:
     return timed if timed != name and timed in TIMED else None
 
 
-def same_class_twins(figures: Mapping[str, Mapping[str, Any]]) -> set[str]:
-    """The kernel-time figures among one result's `figures` (name -> metric) whose
-    wall-time figure is in the same noise class: work busy enough not to be launch-bound
-    (the band below KERNEL_BUSY_BELOW) has both, and they share most of their noise. Such
-    a twin is judged, but never votes beside its wall-time figure in the class's offsets,
-    pool or line: one benchmark would count twice."""
-    out = set()
-    for name, m in figures.items():
-        timed = kernels_of(name)
-        wall = figures.get(timed) if timed is not None else None
-        if (
-            wall is not None
-            and wall.get("noise_class") == m.get("noise_class")
-            # launch-bound work whose class is declared has both figures in it, but its wall
-            # time is the host's: there the kernel figure is the one to keep voting
-            and "launch-bound" not in (wall.get("flags") or ())
-        ):
-            out.add(name)
-    return out
-
-
 PER_CLOCK = per_clock_name(THROUGHPUT)  # judged with the throughput of compute-bound work
 PER_CLOCKS = frozenset(per_clock_name(n) for n in TIMED)  # a throughput's and a latency's
 SPEED = frozenset((*TIMED, *PER_CLOCKS, *(kernels_name(n) for n in TIMED)))  # fast or slow
@@ -67,7 +45,10 @@ LAUNCH = "launch-bound"
 MEMORY = "memory"
 RECORDED = "recorded"
 CLOCK = "per-clock"  # work per SM clock cycle: its own class, the clock took the power out
-CLASSES = (BANDWIDTH, COMPUTE, MODEL, LAUNCH, MEMORY, RECORDED, CLOCK)
+# the GPU's own time per call: its own class, whatever the work (the host's noise, which
+# moves the wall-time classes session by session, is not in it; docs/baselines.md)
+KERNEL_TIME = "kernel-time"
+CLASSES = (BANDWIDTH, COMPUTE, MODEL, LAUNCH, MEMORY, RECORDED, CLOCK, KERNEL_TIME)
 CLASS_NAMES = {
     BANDWIDTH: "memory-bandwidth-bound",
     COMPUTE: "compute-bound",
@@ -76,6 +57,7 @@ CLASS_NAMES = {
     MEMORY: "memory-size",
     RECORDED: "recorded",
     CLOCK: "per-clock-cycle",
+    KERNEL_TIME: "GPU-kernel-time",
 }
 
 
@@ -213,11 +195,14 @@ def _recorded(result: Result, noise_class: str | None, gate: dict[str, Any]) -> 
 
 
 def _kernels(result: Result, gate: dict[str, Any], clock: float | None) -> dict[str, Any]:
-    """Launch-bound work's figure in the GPU's own kernel time per call, beside its wall-time
-    throughput (which says what the host costs): work per second of kernel time in the
-    throughput's unit (higher is better), or for a latency the kernel time per call in its
-    unit (lower is better). Its noise class is what the kernels are (the declared class,
-    else assigned as if the work were not launch-bound): the host's noise is not in it. A
+    """The GPU's own kernel time per call of work not busy enough to be timed by the wall
+    clock alone (launch-bound work, and the band below KERNEL_BUSY_BELOW), beside its
+    wall-time throughput (which says what the host costs): work per second of kernel time
+    in the throughput's unit (higher is better), or for a latency the kernel time per call
+    in its unit (lower is better). Its noise class is KERNEL_TIME whatever the work: the
+    host's noise, which moves a wall-time class from session to session, is not in it, so
+    it is pooled only with other kernel-time figures and no class offset is removed from it
+    (noise.py; a GPU state that moves every kernel is the paired stage's kernel check's). A
     measurement of its own (not derived from the wall time): its session flags leave out
     launch-bound and noise-limited, which describe the wall-time samples."""
     from .results import throughput_of
@@ -231,8 +216,6 @@ def _kernels(result: Result, gate: dict[str, Any], clock: float | None) -> dict[
         scale = t.median / result.time.median if result.time.median > 0 else 0.0
         low, mid, high = kt.ci_low * scale, kt.median * scale, kt.ci_high * scale
         direction = "lower"
-    cls = classify(result.figure_name, t.unit, launch_bound=False, bound=result.bound,
-                   declared=result.noise_class)  # fmt: skip
     flags = [f for f in result.session_flags if f not in ("launch-bound", "noise-limited")]
     return {
         "unit": t.unit,
@@ -241,7 +224,7 @@ def _kernels(result: Result, gate: dict[str, Any], clock: float | None) -> dict[
         "ci_low": low,
         "ci_high": high,
         "n": kt.n,
-        "noise_class": cls,
+        "noise_class": KERNEL_TIME,
         **gate,
         **({"flags": flags} if flags else {}),
         **({"clock_mhz": clock} if clock is not None else {}),

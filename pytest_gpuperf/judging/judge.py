@@ -18,7 +18,6 @@ from ..baseline.history import (
     env_for,
     incomparable_reason,
     restart_note,
-    saved_twins,
     series_of,
     since_restart,
 )
@@ -29,7 +28,6 @@ from ..core.figures import (
     metrics_of,
     per_clock_name,
     result_classes,
-    same_class_twins,
 )
 from ..core.results import Result
 from ..core.settings import BY_NAME, FALSE_ALARM
@@ -172,10 +170,6 @@ def _fit_models(
         for name, m in ms.items()
     }
     derived = {f"{r.key}::value" for r in results if r.derived_from is not None}
-    # a kernel-time figure beside its wall time in one class: judged, but no vote (one
-    # benchmark counted twice would weigh double in the class's offsets and pool)
-    derived |= {f"{key}::{name}" for key, ms in figures.items() for name in same_class_twins(ms)}
-    derived |= saved_twins(entries, current)  # the file's too: a subset run, a confirmation
     series = series_of(entries, exclude_session, current, derived)
     return figures, NoiseModel.fit(series), NoiseModel.fit(series, offsets=False)
 

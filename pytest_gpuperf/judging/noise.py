@@ -34,8 +34,13 @@ What `fit` does, class by class:
    the pool and keeps its own spread; the others take the larger of their own and the pool,
    with the pool's degrees of freedom. Recorded values (a user's own figures) share no noise
    source and are never pooled. A figure derived from another (judge.py marks a copy of a
-   measurement, and a kernel-time figure beside its wall time in one class) never votes:
-   not in the offsets, not in the pool; it takes the pool where it is as quiet as the pool.
+   measurement) never votes: not in the offsets, not in the pool; it takes the pool where
+   it is as quiet as the pool. GPU kernel-time figures are a class of their own with no
+   offsets (core.figures.KERNEL_TIME): pooled among themselves, each session's value as
+   measured. On the H200 the suite's 11 kernel-time figures spread 0.17-0.73% over three
+   fresh machines, where their work's wall-time class moved with the host; removing the
+   wall-time class's offsets from them added that noise (judged +-52-105%), and offsets of
+   their own, estimated from a handful of figures, cost more than they removed.
 """
 
 from __future__ import annotations
@@ -58,6 +63,8 @@ from ..core.figures import (  # the classes are the result model's; noise fits t
 from .verdict import ratio_change
 
 OFFSET_CLASSES = (BANDWIDTH, COMPUTE, MODEL, CLOCK)  # one machine moves them together
+# (not KERNEL_TIME: a GPU state that moves every kernel reads as each figure changed, and the
+# paired stage re-measures a kernel-time figure stage 1 finds changed: run/paired.py)
 UNPOOLED = (RECORDED,)  # a user's own figures: nothing in common to pool
 MIN_OFFSET_METRICS = 4  # metrics of a class in one session to estimate its offset ...
 FULL_OFFSET_METRICS = 6  # ... or this many where the class has them (a steadier median)

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.figures import CLASS_NAMES, TIMED, kernels_of, per_clock_name, same_class_twins
+from ..core.figures import CLASS_NAMES, TIMED, per_clock_name
 from ..core.results import Result
 from .noise import MIN_OFFSET_METRICS, SCREEN_P, ClassFit, NoiseModel, Spread, f_isf, leave_one_out
 from .verdict import (
@@ -145,24 +145,10 @@ def _groups(its: list[Item]) -> dict[str | None, list[Item]]:
     return {None: its}
 
 
-def kernel_twins(items: Iterable[Item]) -> set[str]:
-    """The keys of the kernel-time figures among `items` whose wall-time figure is among
-    them in the same class (core.figures.same_class_twins): each is judged after its
-    wall-time figure's offset, and never votes in its class's shift. Found among the items,
-    not the run's figures: where the wall-time figure was decided apart (new, or its only
-    session excluded) the kernel figure is the benchmark's one voter here, though the noise
-    fit counts it as derived."""
-    by_result: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for i in items:
-        by_result[i.result.key][i.name] = {**i.metric, "noise_class": i.cls}
-    return {f"{key}::{name}" for key, figures in by_result.items()
-            for name in same_class_twins(figures)}  # fmt: skip
-
-
-def _votes(i: Item, paired: set[str]) -> bool:
+def _votes(i: Item) -> bool:
     """Whether a figure counts in its class's shift: a measurement of its own (not derived
-    from another's, not a kernel-time twin beside its wall time)."""
-    return i.result.derived_from is None and i.key not in paired
+    from another's)."""
+    return i.result.derived_from is None
 
 
 def source_of(r: Result) -> str:
@@ -182,7 +168,6 @@ def run_offsets(
     run's. A derived figure takes its source's."""
     shifts: Offsets = {}
     removed: MetricOffsets = {}
-    paired = kernel_twins(items)
     for kind, pool in (("time", items), ("clock", clocked)):
         by_cls: dict[str, list[Item]] = defaultdict(list)
         for it in pool:
@@ -190,7 +175,7 @@ def run_offsets(
             if fit is not None and fit.offsets and it.spread.offsets_removed:
                 by_cls[it.cls].append(it)
         for cls, its in by_cls.items():
-            voters = [i for i in its if _votes(i, paired)]
+            voters = [i for i in its if _votes(i)]
             for gpu, members in _groups(voters).items():
                 gs = [i.g for i in members]
                 if kind == "time" and len(members) >= MIN_OFFSET_METRICS:
@@ -207,8 +192,6 @@ def run_offsets(
                 if i.result.derived_from is not None:  # its measurement's throughput or latency
                     keys = (f"{source_of(i.result)}::{name}" for name in TIMED)
                     src = next((removed[k] for k in keys if k in removed), None)
-                elif i.key in paired:  # a kernel-time twin: its wall-time figure's
-                    src = removed.get(f"{i.result.key}::{kernels_of(i.name)}")
                 if src is not None:
                     removed[i.key] = src
     return shifts, removed
@@ -362,10 +345,9 @@ def class_shift(
     Where most of the class's figures have a per-clock twin (`clocked`: compute-bound work),
     the shift must hold in time AND per SM clock cycle, as each figure's does: a card
     capped to a lower clock moves the time of the whole class, not its cycles."""
-    paired = kernel_twins(items)
     mine = [
         i for i in items
-        if i.cls == cls and _votes(i, paired) and (gpu is None or i.result.gpu == gpu)
+        if i.cls == cls and _votes(i) and (gpu is None or i.result.gpu == gpu)
     ]  # fmt: skip
     if not mine:
         return None

@@ -78,16 +78,13 @@ def environment_shifts(
 
 
 def _of_class(r: Result, cls: str) -> list[dict[str, Any]]:
-    """The verdicts of `r`'s figures of noise class `cls`, less a kernel-time figure beside
-    its wall time in that class (core.figures.same_class_twins): the class line counts
-    benchmarks, so the paired figures counted against it must too."""
-    from ..core.figures import metrics_of, same_class_twins
+    """The verdicts of `r`'s figures of noise class `cls` (a benchmark has at most one
+    figure in a class: its GPU kernel time is in a class of its own)."""
+    from ..core.figures import metrics_of
 
     figs = metrics_of(r)
-    twins = same_class_twins(figs)
     return [v for m, v in r.verdicts.items()
-            if isinstance(v, dict) and m not in twins
-            and (figs.get(m) or {}).get("noise_class") == cls]  # fmt: skip
+            if isinstance(v, dict) and (figs.get(m) or {}).get("noise_class") == cls]  # fmt: skip
 
 
 VERSIONS = ("driver", "cuda", "torch", "transformers", "peft", "bitsandbytes", "nccl")
