@@ -56,6 +56,27 @@ def test_a_metric_noisier_than_its_class_keeps_its_own_spread():
     assert model.classes["model"].screened == 1
 
 
+def test_a_class_the_screen_leaves_fewer_than_three_of_has_no_pool():
+    """Three metrics, one 100 times noisier (a kernel time whose level is drawn per run):
+    the screen leaves two, too few to pool, so each keeps its own spread and its own 2 df.
+    (Before 2026-12-03 all three stayed in: the quiet two took the noisy one's spread, and
+    the noisy one the pool's degrees of freedom, narrower than its own 2 allow.)"""
+    values = [*noisy(2, 3, 0.0005, seed=4), [100.0, 104.7, 95.6]]
+    model = NoiseModel.fit(sessions(values, [0.0, 0.0, 0.0]), offsets=False)
+    fit = model.classes["model"]
+    assert fit.pooled_var is None and fit.pool_metrics == 0
+    for m in ("m0", "m1", "m2"):
+        sp = model.spread(f"{m}::throughput")
+        assert sp.source == "own" and sp.df == 2, (m, sp)
+    assert math.sqrt(model.spread("m0::throughput").var) < 0.002
+    # a fourth quiet metric: three agree, they pool; the noisy one keeps its own
+    values.insert(2, noisy(1, 3, 0.0005, seed=5)[0])
+    model = NoiseModel.fit(sessions(values, [0.0, 0.0, 0.0]), offsets=False)
+    assert model.spread("m0::throughput").source == "class"
+    assert model.spread("m0::throughput").df == 6
+    assert model.spread("m3::throughput").source == "own, noisier than its class"
+
+
 def test_one_session_takes_the_class_spread_never_zero():
     series = [*sessions(noisy(6, 3, 0.003, seed=3)), Series("one::throughput", "model", ("s0",), (50.0,))]
     sp = NoiseModel.fit(series).spread("one::throughput")

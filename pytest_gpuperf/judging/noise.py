@@ -270,6 +270,8 @@ def _pool(
     if fit.cls in UNPOOLED or len(voters) < MIN_POOL:
         return set()
     keep = _screened(voters)
+    if len(keep) < MIN_POOL:  # too few agree to pool: each keeps its own spread
+        return set()
     # in key order: a sum over a set is added in hash order, which differs between
     # processes (PYTHONHASHSEED), and the run and its confirmation must agree
     fit.pooled_df = sum(with_spread[k][1] for k in sorted(keep))
@@ -317,7 +319,11 @@ def _screened(voters: Mapping[str, tuple[float, float]]) -> set[str]:
     """The metrics a class pool is made of: each is compared with the pool of the OTHER
     metrics kept (F test at SCREEN_P), so that one very noisy metric (a benchmark that is
     launch-bound in some sessions and not in others) cannot widen the pool enough to
-    pass its own test and blind its quiet class-mates; iterated until it settles."""
+    pass its own test and blind its quiet class-mates; iterated until it settles. Fewer
+    than MIN_POOL left is no pool (`_pool`), as in the paired stage (stage2.pooled): a class
+    of three with one noisy member no longer pools it with the two quiet ones (on the own
+    file of 2026-12-02 a kernel time whose level is drawn per run, 4.7% between sessions,
+    took a launch-bound step's quiet kernel time, 0.03%, from ±3.2% to ±28%)."""
     keep = set(voters)
     for _ in range(10):
         new = set()
@@ -330,9 +336,11 @@ def _screened(voters: Mapping[str, tuple[float, float]]) -> set[str]:
             sp = sum(voters[j][0] * voters[j][1] for j in others) / df
             if v <= sp * f_isf(SCREEN_P, d, df):
                 new.add(k)
-        if new == keep or len(new) < MIN_POOL:
+        if new == keep:
             break
         keep = new
+        if len(keep) < MIN_POOL:
+            break
     return keep
 
 
