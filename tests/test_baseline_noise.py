@@ -77,6 +77,27 @@ def test_a_class_the_screen_leaves_fewer_than_three_of_has_no_pool():
     assert model.spread("m3::throughput").source == "own, noisier than its class"
 
 
+def test_a_class_line_without_a_pool_keeps_the_spread_it_had():
+    """Four metrics of an offset class (two at 0.1%, one at 2%, one at 30%): the screen
+    leaves two, so there is no pool, but the class line still needs the spread of one
+    figure's deviation: the pool of the screen's last set of three, never 0 (with 0 the
+    line called a 3.1% shift of such a class REGRESSED at ±1.0%)."""
+    from pytest_gpuperf.judging.offsets import _line_verdict
+
+    rng = random.Random(1)
+    sds, off = (0.001, 0.001, 0.02, 0.30), (0.0, 0.002, -0.002)
+    series = [Series(f"m{i}::throughput", "model", ("s0", "s1", "s2"),
+                     tuple(100 * (1 + off[s]) * (1 + rng.gauss(0, sd)) for s in range(3)))
+              for i, sd in enumerate(sds)]  # fmt: skip
+    model = NoiseModel.fit(series)
+    fit = model.classes["model"]
+    assert fit.offsets and fit.pooled_var is None
+    assert all(model.spread(f"m{i}::throughput").source == "own" for i in range(4))
+    assert fit.line_var is not None and 0.01 < math.sqrt(fit.line_var) < 0.03  # quiet two + 2%
+    v, _, _ = _line_verdict(-0.031, 4, "model", model, 0.03, 0.95)
+    assert v.status == "inconclusive" and v.uncertainty > 0.03, v
+
+
 def test_one_session_takes_the_class_spread_never_zero():
     series = [*sessions(noisy(6, 3, 0.003, seed=3)), Series("one::throughput", "model", ("s0",), (50.0,))]
     sp = NoiseModel.fit(series).spread("one::throughput")

@@ -88,6 +88,11 @@ def test_a_file_saved_with_the_works_class_is_read_in_the_kernel_time_class(tmp_
     run = _run()
     judge_run(run, entries, {})
     assert "of 4 GPU-kernel-time metrics (8 df)" in run[0].verdicts[KERNELS]["basis"]
+    # a run of b alone classes only b's figures: a, c and d's saved kernel figures must be
+    # read in the kernel-time class from the file itself to pool with b's
+    alone = [busy("t.py::b", 0.001, 0.0009)]
+    judge_run(alone, entries, {})
+    assert "of 4 GPU-kernel-time metrics (8 df)" in alone[0].verdicts[KERNELS]["basis"]
 
 
 def test_each_class_pools_one_figure_per_benchmark(tmp_path):

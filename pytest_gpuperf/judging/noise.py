@@ -32,7 +32,8 @@ What `fit` does, class by class:
    freedom; a class of at least MIN_POOL such metrics pools them (weighted by their degrees
    of freedom). A metric clearly noisier than the pool (F test at SCREEN_P) is left out of
    the pool and keeps its own spread; the others take the larger of their own and the pool,
-   with the pool's degrees of freedom. Recorded values (a user's own figures) share no noise
+   with the pool's degrees of freedom. Where fewer than MIN_POOL are left, there is no pool
+   and each keeps its own spread. Recorded values (a user's own figures) share no noise
    source and are never pooled. A figure derived from another (judge.py marks a copy of a
    measurement) never votes: not in the offsets, not in the pool; it takes the pool where
    it is as quiet as the pool. GPU kernel-time figures are a class of their own with no
@@ -111,6 +112,9 @@ class ClassFit:
     pooled_df: float = 0.0
     pool_metrics: int = 0
     screened: int = 0
+    # the class line's spread of one figure where the class has no pool (fewer than
+    # MIN_POOL agree): the pool of the screen's last set of at least MIN_POOL (`_pool`)
+    line_var: float | None = None
 
     @property
     def offset_var(self) -> tuple[float, int] | None:
@@ -269,8 +273,11 @@ def _pool(
     voters = {k: v for k, v in with_spread.items() if k not in unpooled}
     if fit.cls in UNPOOLED or len(voters) < MIN_POOL:
         return set()
-    keep = _screened(voters)
-    if len(keep) < MIN_POOL:  # too few agree to pool: each keeps its own spread
+    keep, last = _screened(voters)
+    if len(keep) < MIN_POOL:  # too few agree to pool: each keeps its own spread; the class
+        # line (offsets.py) keeps the spread it had before the screen took the pool away
+        df = sum(with_spread[k][1] for k in sorted(last))
+        fit.line_var = sum(with_spread[k][0] * with_spread[k][1] for k in sorted(last)) / df
         return set()
     # in key order: a sum over a set is added in hash order, which differs between
     # processes (PYTHONHASHSEED), and the run and its confirmation must agree
@@ -315,7 +322,7 @@ def _member_spread(
     return Spread(level, math.nan, 0, n, "none", 0, aside, offsets)
 
 
-def _screened(voters: Mapping[str, tuple[float, float]]) -> set[str]:
+def _screened(voters: Mapping[str, tuple[float, float]]) -> tuple[set[str], set[str]]:
     """The metrics a class pool is made of: each is compared with the pool of the OTHER
     metrics kept (F test at SCREEN_P), so that one very noisy metric (a benchmark that is
     launch-bound in some sessions and not in others) cannot widen the pool enough to
@@ -323,8 +330,10 @@ def _screened(voters: Mapping[str, tuple[float, float]]) -> set[str]:
     than MIN_POOL left is no pool (`_pool`), as in the paired stage (stage2.pooled): a class
     of three with one noisy member no longer pools it with the two quiet ones (on the own
     file of 2026-12-02 a kernel time whose level is drawn per run, 4.7% between sessions,
-    took a launch-bound step's quiet kernel time, 0.03%, from ±3.2% to ±28%)."""
-    keep = set(voters)
+    took a launch-bound step's quiet kernel time, 0.03%, from ±3.2% to ±28%). Returns the
+    metrics kept and the last set of at least MIN_POOL the screen held (the same where
+    the pool stands)."""
+    keep = last = set(voters)
     for _ in range(10):
         new = set()
         for k, (v, d) in voters.items():
@@ -341,7 +350,8 @@ def _screened(voters: Mapping[str, tuple[float, float]]) -> set[str]:
         keep = new
         if len(keep) < MIN_POOL:
             break
-    return keep
+        last = keep
+    return keep, last
 
 
 def _offsets(

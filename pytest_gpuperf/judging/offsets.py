@@ -74,7 +74,11 @@ def _line_verdict(
     ov, fit = _offset_var(model, cls), model.classes.get(cls)
     if ov is None or fit is None:
         return None
-    pool = fit.pooled_var or 0.0
+    # a class with no pool (fewer than three agree): the spread the line had before the
+    # screen took the pool away (noise.ClassFit.line_var), never 0
+    pool = fit.pooled_var if fit.pooled_var is not None else fit.line_var
+    if pool is None:
+        return None
     v = decide(
         shift, higher_is_better=True, s_cur=0.0, var=ov[0], df=ov[1], k=len(fit.offsets),
         tolerance=tol, confidence=confidence, extra_var=(math.pi / 2) * pool / max(1, n),
@@ -373,8 +377,7 @@ def class_shift(
     v = replace(v, basis=basis)
     keys = {i.result.key for i in mine}
     # a per-clock figure is the twin of its result's throughput (or latency), never of another
-    # figure of the result (a launch-bound result's kernel-time figure is in the class of its
-    # kernels, its per-clock figure launch-bound)
+    # figure of the result (a launch-bound result's per-clock figure is launch-bound)
     timed = {i.result.key for i in mine if i.name in TIMED}
     twins = [p for p in clocked or [] if p.result.key in timed and p.result.derived_from is None]
     if twins and 2 * len(twins) >= len(mine) and v.worse is not None:

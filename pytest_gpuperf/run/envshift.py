@@ -78,8 +78,8 @@ def environment_shifts(
 
 
 def _of_class(r: Result, cls: str) -> list[dict[str, Any]]:
-    """The verdicts of `r`'s figures of noise class `cls` (a benchmark has at most one
-    figure in a class: its GPU kernel time is in a class of its own)."""
+    """The verdicts of `r`'s figures of noise class `cls` (its GPU kernel time is in a
+    class of its own, never beside its wall time)."""
     from ..core.figures import metrics_of
 
     figs = metrics_of(r)

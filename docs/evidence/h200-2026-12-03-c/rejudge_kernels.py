@@ -3,7 +3,9 @@ sessions, false-alarm share 0.5% as with the paired stage on): MODE `shipped` as
 `own` with every kernel-time figure in a class of its own (pooled among kernel figures,
 no session offsets), `own+offsets` the same with session offsets removed in that class.
 A second argument judges the four parts' results as one run (a whole-suite nightly) rather
-than part by part. An experiment, not the shipped rule. From the repository root:
+than part by part. Written as an experiment, with the code of c85f275 (`rejudge_kernels.txt`);
+the kernel-time class is the shipped rule since c3060bc, so `shipped` with later code judges
+with it (28 of 40 benchmarks part by part, docs/performance.md). From the repository root:
 python docs/evidence/h200-2026-12-03-c/rejudge_kernels.py MODE [combined]"""
 
 import json
