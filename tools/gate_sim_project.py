@@ -22,8 +22,10 @@ stage 1 at (1 - STAGE_SHARE), stage 2 at STAGE_SHARE.
 
 --kernels (with --lb-gpu): the launch-bound figures are what the plugin makes of such work,
 a launch-bound wall-time `throughput` (floored, never re-measured) beside a GPU kernel-time
-`throughput_kernels` with the simulated values; the kernel figure is the one counted (as
-fast/evaluate.py's --lb-gpu counts it). --kpair S: the kernel figures' within-machine spread
+`throughput_kernels` with the simulated values, simulated in the model class (its session
+offsets) and judged, as the plugin judges every kernel-time figure since 2026-12-03, in the
+kernel-time class (no offsets; core.figures.KERNEL_TIME); the kernel figure is the one
+counted (as fast/evaluate.py's --lb-gpu counts it). --kpair S: the kernel figures' within-machine spread
 of one paired round (default their class's, W_CLASS), as evaluate_paired.py's --kpair.
 
 --more M (default run.paired.MORE, as the plugin): stage 2 in two looks, each at half of its
