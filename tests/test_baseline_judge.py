@@ -607,9 +607,11 @@ def test_the_h200_file_of_our_own_replayed_10pct_slower_regresses_and_nothing_im
 
 
 def test_a_launch_bound_results_per_clock_figure_is_no_twin_of_its_kernel_figure():
-    """A launch-bound compute-bound result has a kernel-time figure (in the compute class
-    until 2026-12-03, in its own since; a file saved so says compute) and a per-clock
-    figure in the launch-bound class. Listed first, that per-clock figure
+    """A launch-bound compute-bound result beside a power-capped compute class: its
+    kernel-time figure (saved in the compute class before 2026-12-03, read in its own class
+    since) and its per-clock figure (launch-bound) stay out of the compute class's line,
+    which reads power-state. The bug this guarded, when the kernel figure was in the
+    compute class: listed first, that per-clock figure
     was taken for the compute class line's per-clock twin (by result key), the line was
     judged in the launch-bound class, which has no session offsets, and a power-capped
     card's compute class read REGRESSED instead of power-state."""
