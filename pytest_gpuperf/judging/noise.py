@@ -276,15 +276,9 @@ def _pool(
     keep, last = _screened(voters)
     if len(keep) < MIN_POOL:  # too few agree to pool: each keeps its own spread; the class
         # line (offsets.py) keeps the spread it had before the screen took the pool away
-        df = sum(with_spread[k][1] for k in sorted(last))
-        fit.line_var = sum(with_spread[k][0] * with_spread[k][1] for k in sorted(last)) / df
+        fit.line_var = _weighted(with_spread, last)[0]
         return set()
-    # in key order: a sum over a set is added in hash order, which differs between
-    # processes (PYTHONHASHSEED), and the run and its confirmation must agree
-    fit.pooled_df = sum(with_spread[k][1] for k in sorted(keep))
-    fit.pooled_var = (
-        sum(with_spread[k][0] * with_spread[k][1] for k in sorted(keep)) / fit.pooled_df
-    )
+    fit.pooled_var, fit.pooled_df = _weighted(with_spread, keep)
     fit.pool_metrics = len(keep)
     fit.screened = len(voters) - len(keep)
     return keep | {  # a derived figure as quiet as the pool takes its spread
@@ -322,6 +316,16 @@ def _member_spread(
     return Spread(level, math.nan, 0, n, "none", 0, aside, offsets)
 
 
+def _weighted(spreads: Mapping[str, tuple[float, float]], keys: set[str]) -> tuple[float, float]:
+    """The variance of `keys` pooled (each metric's (variance, degrees of freedom) in
+    `spreads`, weighted by its degrees of freedom) and its degrees of freedom; NaN with none.
+    Summed in key order: a sum over a set is added in hash order, which differs between
+    processes (PYTHONHASHSEED), and the run and its confirmation must agree."""
+    ks = sorted(keys)
+    df = sum(spreads[k][1] for k in ks)
+    return (sum(spreads[k][0] * spreads[k][1] for k in ks) / df if df > 0 else math.nan), df
+
+
 def _screened(voters: Mapping[str, tuple[float, float]]) -> tuple[set[str], set[str]]:
     """The metrics a class pool is made of: each is compared with the pool of the OTHER
     metrics kept (F test at SCREEN_P), so that one very noisy metric (a benchmark that is
@@ -337,12 +341,10 @@ def _screened(voters: Mapping[str, tuple[float, float]]) -> tuple[set[str], set[
     for _ in range(10):
         new = set()
         for k, (v, d) in voters.items():
-            others = sorted(keep - {k})  # key order: the same sum in every process
-            df = sum(voters[j][1] for j in others)
+            sp, df = _weighted(voters, keep - {k})
             if df <= 0:
                 new.add(k)
                 continue
-            sp = sum(voters[j][0] * voters[j][1] for j in others) / df
             if v <= sp * f_isf(SCREEN_P, d, df):
                 new.add(k)
         if new == keep:
