@@ -1,5 +1,5 @@
 #!/bin/sh
-# gate-sim-2026-12-02-paired/run_fast.sh, copied 2026-12-03 (gate-sim-2026-12-03-kclass) with four
+# gate-sim-2026-12-02-paired/run_fast.sh, copied 2026-12-03 (gate-sim-2026-12-03-kclass) with five
 # more switches, which kclass.patch adds to that folder's evaluate_paired.py (nothing else changed; without them every output is as the 2026-12-02 script's):
 #   KCLASS=1      with a launch-bound GPU spread (sh run_fast.sh 0.0073): the RULE judges the 8
 #                 kernel-time figures in a class of their own ("kernels": pooled among themselves,
@@ -11,20 +11,8 @@
 #                 a class it would take below three metrics has no pool, its line the last pool's
 #   KSTATE=0.10   the kst/kss scenarios' state offset sd (default 5%); SCENS=...,kss: one offset a run
 #                 shared by the 8 kernel-time figures (kst: one per figure); --kstate
-# The 2026-12-02 notes:
-# The two-stage gate in gate-sim's fast simulator: stage 1 (vecgate.new of 2026-12-01, at 0.5%,
-# with the fresh-process confirmation) + stage 2 (6 paired rounds, at 0.5%), tolerance 3%.
-#   sh run_fast.sh            launch-bound figures as they are (wall time, left to stage 1)
-#   sh run_fast.sh 0.011      launch-bound figures given a GPU kernel-time figure with 1.1% spread,
-#                             in the model class, re-measured in stage 2 (any spread: sh run_fast.sh 0.02)
-# PAIR_R (rounds, default 6), RULES (a comma list), SCENS (scenarios, e.g. aa,d5,d10,cw5,kst)
-# KPAIR (the kernel-time figures' spread of one paired round, or a comma list given to them in
-# turn; default their class's) and KPOOL_KIND=1 (stage 2 pools kernel figures only with kernel figures:
-# the project's rule since 149eb60, with RULES=new+paired-projloo-kcheck+confirm)
-# override the defaults; the
-# leave-one-out screen of 2026-12-02: RULES=new+paired-proj+confirm,new+paired-projloo+confirm.
-# EXT_R (default 0: nothing drawn, every output as before): the two-look rule's extra rounds,
-# RULES=new+paired-projloo-kcheck-ext+confirm (gate-sim-2026-12-02-ext).
+# Everything else (the positional launch-bound spread, PAIR_R, RULES, SCENS, KPAIR, KPOOL_KIND,
+# EXT_R) as ../gate-sim-2026-12-02-paired/run_fast.sh says.
 # AA / DET (default 20000 / 2000): runs per A/A row and per detection row (a quick check: AA=2000 DET=200).
 # Needs numpy and scipy (e.g. /work/venv). Prints the table to stdout.
 set -e
