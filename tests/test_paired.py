@@ -8,6 +8,7 @@ import json
 import math
 import statistics
 import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -555,3 +556,60 @@ def test_a_stage_cut_by_ctrl_c_says_what_its_rounds_were_re_measuring(two_tests,
         "kernel pass capped as a round's, a side, the base's at the baseline's saved time: "
         "test_dear 20? s; *",
     ])  # fmt: skip
+
+
+def test_a_first_look_whose_rounds_do_not_fit_measures_the_rest_without_its_dearest(
+    two_tests, monkeypatch
+):
+    """On the H200 (2026-12-03, run 4) a realistic-length QLoRA step priced at 13 s a side
+    a round took 110.5 s for a pair's first round of both builds beside a cheap test: no two
+    rounds a pair fit, and the stage measured nothing of either. Now the dearest by what its
+    rounds took is left to the first stage and the rest is measured in new process pairs.
+    The first look's rounds here are a stand-in (no clock needed); the second try is real."""
+    import pytest_gpuperf.fresh.rounds as rounds
+    from pytest_gpuperf.fresh import roundworker
+
+    real, calls = rounds.measure_rounds, []
+
+    def first_too_dear(builds, env, work, root, tree, **kw):
+        select = json.loads(Path(env[roundworker.SELECT]).read_text(encoding="utf-8"))
+        calls.append((select, kw.get("pair0", 0)))
+        if len(calls) > 1:
+            return real(builds, env, work, root, tree, **kw)
+        got = rounds.Measured(pair=[0], asked=kw["rounds"])
+        got.seconds = {"test_p.py::test_dear": 150.0, "test_p.py::test_step": 2.0}
+        got.timing.start_s = 1.0
+        got.timing.record(0, 152.0)
+        exc = rounds.TooDear("2 rounds a process pair do not fit the budget")
+        exc.got = got
+        raise exc
+
+    import pytest_gpuperf.run.pairedfigs as pairedfigs
+
+    more = []  # a second look asked for both tests: it re-measures the one still measured
+
+    def second_look(*args, **kwargs):
+        more.append((args[6], kwargs["pair0"]))
+        return None, "none here"
+
+    monkeypatch.setattr(rounds, "measure_rounds", first_too_dear)
+    monkeypatch.setattr(rounds, "measure_more", second_look)
+    monkeypatch.setattr(pairedfigs, "undecided_tests", lambda todo, *a: sorted(
+        {r.nodeid for r, _, _ in todo} | {"test_p.py::test_dear"}))  # fmt: skip
+    r = two_tests.runpytest(*FAST, "--gpuperf-json=run.json")
+    out = r.stdout.str()
+    assert calls == [(["test_p.py::test_dear", "test_p.py::test_step"], 0),
+                     (["test_p.py::test_step"], 2)], calls  # fmt: skip
+    assert more == [(["test_p.py::test_step"], 4)], more  # new pairs again, numbered on
+    assert "the 1 test(s) it left undecided not re-measured: none here" in out, out
+    assert ("its first 1 round(s) showed that its tests' rounds no longer fit the budget, so 1 "
+            "test(s) were left to the first stage (a round of both builds: test_dear 150 s) "
+            "and the other 1 re-measured in new process pairs") in out, out
+    got = {d["nodeid"]: d["verdicts"]["throughput"]
+           for d in json.loads((two_tests.path / "run.json").read_text())["results"]}  # fmt: skip
+    step, dear = got["test_p.py::test_step"], got["test_p.py::test_dear"]
+    assert step["status"] == "unchanged" and step["paired"]["rounds"] == 6, step
+    assert step["paired"]["round_pairs"] == [2, 2, 2, 3, 3, 3]
+    assert "paired" not in dear and dear["status"] == "inconclusive"
+    assert dear["reason"].endswith("; not re-measured by the paired stage: its first rounds "
+                                   "did not fit")  # fmt: skip

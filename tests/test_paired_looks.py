@@ -1,11 +1,12 @@
-"""The paired stage's two looks (run/paired.py `_measure`, `_apply`; run/pairedfigs.py): the
-asked rounds judge every figure at half the stage's share; the figures left inconclusive
-get up to MORE times as many rounds again, of their tests alone, in PAIRS more process pairs,
-judged on all their rounds at the other half, still over every figure re-measured. On the H200 a matmul's kernel time
-whose level is set each time the test runs spread ±4% a round and read inconclusive at 4-6
-rounds while every other figure of the file was decided (docs/performance.md, 2026-12-02,
-fourth session); gate-sim: a 5% slowdown of such figures caught 76.6% -> 91.3% with 12 more
-rounds after 6, the run-wide A/A 0.275% -> 0.330% (docs/evidence/gate-sim-2026-12-02-ext)."""
+"""The paired stage's two looks (run/pairedlooks.py, run/paired.py `_apply`,
+run/pairedfigs.py): the asked rounds judge every figure at half the stage's share; the
+figures left inconclusive get up to MORE times as many rounds again, of their tests alone,
+in PAIRS more process pairs, judged on all their rounds at the other half, still over every
+figure re-measured. On the H200 a matmul's kernel time whose level is set each time the
+test runs spread ±4% a round and read inconclusive at 4-6 rounds while every other figure
+of the file was decided (docs/performance.md, 2026-12-02, fourth session); gate-sim: a 5%
+slowdown of such figures caught 76.6% -> 91.3% with 12 more rounds after 6, the run-wide
+A/A 0.275% -> 0.330% (docs/evidence/gate-sim-2026-12-02-ext)."""
 
 from __future__ import annotations
 
@@ -201,7 +202,7 @@ def test_a_pairs_first_round_counts_in_what_the_second_look_needs():
 
 def test_where_no_second_look_can_fit_the_first_look_takes_the_whole_share():
     from pytest_gpuperf.fresh.rounds import Measured
-    from pytest_gpuperf.run.paired import one_look
+    from pytest_gpuperf.run.pairedlooks import one_look
 
     got = Measured(pair=[0, 0, 1, 1], seconds={"t.py::a": 80.0, "t.py::b": 12.0})
     got.timing.start_s, got.timing.first_s, got.timing.round_s = 1.5, 35.0, 17.5

@@ -6,8 +6,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_gpuperf.fresh.afford import affordable, first_need, fit, price, saved
-from pytest_gpuperf.fresh.rounds import MIN_PER_PAIR, STOP_S, RoundsError, Timing, plan
+from pytest_gpuperf.fresh.afford import affordable, first_need, fit, price, round_cap_of, saved
+from pytest_gpuperf.fresh.rounds import (
+    MIN_PER_PAIR,
+    STOP_S,
+    Measured,
+    RoundsError,
+    Timing,
+    TooDear,
+    more_need,
+    plan,
+)
+from pytest_gpuperf.run.pairedlooks import salvage
 
 
 def costs(start=8.0, first=20.0, round_s=10.0):
@@ -255,3 +265,131 @@ def test_the_base_side_is_priced_at_its_own_saved_time():
     _, kept, _ = affordable(todo, ["t.py::dec"], [r], head, 0.5, budget, 2, {"t.py::dec": 4.0})
     assert kept == ["t.py::dec"]  # a cheaper base only helps
 
+
+
+def _result(max_time=None, **fields):
+    import types
+
+    return types.SimpleNamespace(config={} if max_time is None else {"max_time": max_time},
+                                 **fields)  # fmt: skip
+
+
+def test_a_round_keeps_the_max_time_its_test_set_for_itself():
+    """The H200's realistic-length QLoRA step (2026-12-03, run 4): max_time=30 in its marker
+    outranks a round's cap on the command line, so its rounds sample as the first stage did
+    (25 s), where it was priced as if capped at 0.5 s."""
+    assert round_cap_of(_result(30.0), 0.5, 10.0) == 30.0  # its marker's
+    assert round_cap_of(_result(0.2), 0.5, 10.0) == 0.2  # a keyword's, under the cap
+    assert round_cap_of(_result(10.0), 0.5, 10.0) == 0.5  # the run's own: the round's cap
+    assert round_cap_of(_result(30.0), 0.5, None) == 0.5  # the run's max_time not known
+    assert round_cap_of(_result(), 0.5, 10.0) == 0.5  # no config recorded
+
+
+def test_a_test_with_a_max_time_of_its_own_is_priced_at_it():
+    r = _result(30.0, nodeid="t.py::real", kind="measured", measure_s=24.96, kernel_s=0.0,
+                kernel_time=None, verdicts={"throughput": {"status": "inconclusive"}})  # fmt: skip
+    todo = [(r, "throughput", "model")]
+    durations = {"t.py::real": 37.0}
+    budget = first_need(37.0 - 24.46, 2) + 1.0  # what the capped price would fit
+    _, kept, _ = affordable(todo, ["t.py::real"], [r], durations, 0.5, budget, 2)
+    assert kept == ["t.py::real"]  # the run's max_time not given: priced as capped
+    _, kept, said = affordable(todo, ["t.py::real"], [r], durations, 0.5, budget, 2,
+                               run_max_s=10.0)  # fmt: skip
+    assert kept == [] and "real 37 s" in said
+
+
+# --------------------------- a first look whose rounds no longer fit (run/pairedlooks.salvage)
+
+
+def _got(seconds, rounds=1, start=1.4, first=None, later=None):
+    got = Measured(pair=[0] * rounds, seconds=dict(seconds))
+    got.timing.start_s = start
+    got.timing.record(0, first if first is not None else sum(seconds.values()))
+    if later is not None:
+        got.timing.record(1, later)
+    return got
+
+
+def test_the_dearest_test_by_its_rounds_is_dropped_and_the_rest_kept():
+    # run 4's finetune part on the H200: one round of both builds, 110.5 s, of which the
+    # realistic-length QLoRA step took about 100 s and the hidden casts 10 s; about 90 s left
+    got = _got({"real": 100.0, "casts": 10.0}, first=110.5)
+    assert salvage(["casts", "real"], got, 90.0, 2) == (["casts"], ["real"])
+    assert more_need(got, ["casts"], 2) <= 90.0 < more_need(got, ["casts", "real"], 2)
+    # with less left the cheap one goes too: nothing is re-measured
+    assert salvage(["casts", "real"], got, 40.0, 2) == ([], ["real", "casts"])
+
+
+def test_the_dearest_goes_even_where_the_rest_would_fit_and_a_checked_test_goes_last():
+    got = _got({"a": 4.0, "b": 3.0, "k": 9.0}, rounds=2, first=20.0, later=12.0)
+    # the measured costs say all three would fit: the plan said they do not, so one goes
+    assert salvage(["a", "b", "k"], got, 1000.0, 2) == (["a", "b"], ["k"])
+    # k holds a checked figure: the dearer of the others goes first
+    assert salvage(["a", "b", "k"], got, 1000.0, 2, keep_first={"k"}) == (["b", "k"], ["a"])
+
+
+def test_a_salvage_is_priced_with_a_pairs_first_round_not_the_mean_of_the_rounds_alone():
+    """A first round of 100 s and two of 10 s: the mean, 40 s, would price 2 rounds at 80 s
+    where a new pair's first two cost 110 s; the first round's extra (90 s) is added."""
+    got = _got({"a": 120.0, "b": 0.0}, rounds=3, start=1.0, first=100.0, later=10.0)
+    assert salvage(["a", "b"], got, 200.0, 1) == (["b"], ["a"])  # a is the dearest: it goes
+    got = _got({"a": 120.0}, rounds=3, start=1.0, first=100.0, later=10.0)
+    assert more_need(got, ["a"], 1) == pytest.approx(1.0 + 90.0 + 2 * 40.0 + STOP_S)
+
+
+@given(
+    st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0.0, 500.0), min_size=1),
+    st.integers(1, 6), st.floats(0.0, 20.0), st.floats(0.0, 400.0), st.integers(1, 3),
+    st.sets(st.sampled_from("abcdefgh")), st.floats(0.0, 60.0),
+)  # fmt: skip
+def test_a_salvage_keeps_only_what_fits_and_drops_no_more_than_it_must(seconds, rounds, start,
+                                                                       left, pairs, first,
+                                                                       extra):  # fmt: skip
+    tests = sorted(seconds)
+    got = _got(seconds, rounds, start, first=sum(seconds.values()) / rounds + extra,
+               later=sum(seconds.values()) / rounds if rounds > 1 else None)  # fmt: skip
+    kept, dropped = salvage(tests, got, left, pairs, first)
+    assert sorted(kept + dropped) == tests and dropped  # every test once; one at least goes
+    if kept:
+        assert more_need(got, kept, pairs) <= left
+    if len(dropped) > 1:  # the last to go went because the rest did not fit with it
+        assert more_need(got, [*kept, dropped[-1]], pairs) > left
+    for d in dropped:  # nothing kept was to go before what went
+        for k in kept:
+            assert (d in first, -seconds[d]) <= (k in first, -seconds[k])
+
+
+def test_a_plan_that_no_longer_fits_raises_too_dear():
+    with pytest.raises(TooDear) as info:
+        plan([3, 3], 0, 2, costs(first=20.0, round_s=10.0), 30.0)
+    assert isinstance(info.value, RoundsError) and info.value.got is None  # the pair sets it
+
+
+def test_a_pair_whose_plan_no_longer_fits_hands_on_what_it_measured(monkeypatch, tmp_path):
+    """The stage drops its dearest tests by what their rounds took: the TooDear that
+    measure_rounds raises carries the rounds measured (process starts and rounds faked)."""
+    import types
+
+    from pytest_gpuperf.fresh import rounds
+
+    def fake_round(procs, got, i, last, deadline, tree):
+        for side in ("base", "head"):
+            got.rounds[side].append([])
+        got.seconds["t.py::dear"] = got.seconds.get("t.py::dear", 0.0) + 50.0
+
+    def too_dear(per, p, done, timing, left, asked=None):
+        raise TooDear("2 rounds a process pair do not fit the budget")
+
+    proc = types.SimpleNamespace(popen=None)
+    monkeypatch.setattr(rounds, "_start", lambda *a, **k: proc)
+    monkeypatch.setattr(rounds, "_answer", lambda proc, deadline: ["ready", "1"])
+    monkeypatch.setattr(rounds, "_round", fake_round)
+    monkeypatch.setattr(rounds, "plan", too_dear)
+    monkeypatch.setattr(rounds, "_stop", lambda procs, kill: None)
+    (tmp_path / "probe").mkdir()
+    builds = {s: rounds.Build(s, tmp_path, (), ()) for s in rounds.SIDES}
+    with pytest.raises(TooDear) as info:
+        rounds.measure_rounds(builds, {}, tmp_path, tmp_path, tmp_path, rounds=6, pairs=2,
+                              budget_s=100.0)  # fmt: skip
+    got = info.value.got
+    assert got is not None and got.pair == [0] and got.seconds == {"t.py::dear": 50.0}

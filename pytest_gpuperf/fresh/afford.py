@@ -116,9 +116,23 @@ def left_said(left: list[str], costs: dict[str, float], worth: dict[str, tuple[i
     return said
 
 
+def round_cap_of(r: Any, cap_s: float, run_max_s: float | None) -> float:
+    """The sampling budget a round gives measurement `r`: the round's cap `cap_s`, given on
+    its command line, unless `r`'s test set a max_time of its own (a marker or a keyword:
+    its resolved max_time, `r.config`, is not the run's own `run_max_s`), which outranks
+    the command line, so its rounds sample as its first stage did. On the H200 a
+    realistic-length QLoRA step (max_time=30 in its marker, 25 s of samples) was priced at
+    about 13 s a side a round; its pair's first round of both builds, beside a cheap test,
+    took 110.5 s."""
+    own = (getattr(r, "config", None) or {}).get("max_time")
+    if run_max_s is None or not isinstance(own, int | float) or own == run_max_s:
+        return cap_s
+    return float(own)
+
+
 def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iterable[Any],
                durations: dict[str, float], cap_s: float, budget_s: float, pairs: int,
-               base_durations: dict[str, float] | None = None,
+               base_durations: dict[str, float] | None = None, run_max_s: float | None = None,
                ) -> tuple[list[Any], list[str], str]:  # fmt: skip
     """Of the stage's (result, metric, class) figures `todo` and their `tests`, those a
     first look can afford (`fit` at each test's `price` from its first-stage `durations`
@@ -130,7 +144,8 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
     base's commit, `duration_s` in its entries) less the same savings; without one the
     base costs what the head does. On the H200 a base saved before the profiler's trace was
     read raw made a static decoder's round of both builds 53.9 s where the head's price
-    alone was 14.5 s a side."""
+    alone was 14.5 s a side. A measurement whose test set a max_time of its own is capped
+    at that in its rounds (`round_cap_of`, against the run's own max_time `run_max_s`)."""
     worth: dict[str, tuple[int, int]] = {}
     for r, m, _ in todo:
         k, n = worth.get(r.nodeid, (0, 0))
@@ -141,7 +156,8 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
             kt = getattr(r, "kernel_time", None)
             savings[r.nodeid].append(saved(float(r.measure_s or 0.0),
                                            float(getattr(r, "kernel_s", 0.0) or 0.0),
-                                           kt.n if kt is not None else 0, cap_s))  # fmt: skip
+                                           kt.n if kt is not None else 0,
+                                           round_cap_of(r, cap_s, run_max_s)))  # fmt: skip
     costs = {}
     for t in tests:
         head = price(durations.get(t, 0.0), savings[t])
@@ -154,3 +170,4 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
     said = left_said(left, costs, worth, budget_s, pairs, some_kept=bool(kept))
     keep = set(kept)
     return [t for t in todo if t[0].nodeid in keep], kept, said
+

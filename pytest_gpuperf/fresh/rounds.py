@@ -47,6 +47,13 @@ class OutOfTime(RoundsError):
     """The budget was spent before a process answered."""
 
 
+class TooDear(RoundsError):
+    """The rounds measured show that not even MIN_PER_PAIR a process pair fit the budget
+    left (`plan`); `got`: what they measured (run/pairedlooks.py drops the dearest tests)."""
+
+    got: Measured | None = None
+
+
 @dataclass(frozen=True)
 class Build:
     """Where one side's processes run and the sys.path they start with."""
@@ -347,7 +354,7 @@ def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
     while r > floor and need(r) > left:
         r -= 1
     if need(r) > left and not (later == 0 and done >= r):
-        raise RoundsError(
+        raise TooDear(
             f"{r} rounds a process pair do not fit the budget: a round of both builds takes "
             f"{last:.1f} s (the first of a pair {timing.first_s:.1f} s) and a pair "
             f"{timing.start_s:.1f} s to start, about {need(r):.0f} s more with {max(left, 0):.0f} "
@@ -397,7 +404,11 @@ def _pair(procs: dict[str, _Proc], got: Measured, per: list[int], p: int, deadli
         got.pair.append(pair0 + p)
         timing.record(j, time.monotonic() - t)
         j += 1
-        per = plan(per, p, j, timing, deadline - time.monotonic(), asked)
+        try:
+            per = plan(per, p, j, timing, deadline - time.monotonic(), asked)
+        except TooDear as exc:
+            exc.got = got
+            raise
     return per
 
 

@@ -13,32 +13,30 @@ a fresh process of the gate's own). Otherwise, or when the rounds cannot be meas
 says why in one line and the first stage's verdicts stand. The run's false-alarm budget is
 split: half for the first stage, half for this one (Bonferroni over the figures it
 re-measures), spent in two looks of a half each: the asked rounds, then up to MORE times as
-many of the tests the first look left undecided, in PAIRS more process pairs (`_measure`)."""
+many of the tests the first look left undecided, in PAIRS more process pairs
+(run/pairedlooks.py measures them)."""
 
 from __future__ import annotations
 
 import math
-import os
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..judging.verdict import CHANGED
 from .envshift import environment_shifts, software_changed
+from .pairedlooks import MORE, PAIRS
 
 if TYPE_CHECKING:
     from ..core.results import Result
 
 STAGE_SHARE = 0.5  # of the run's false-alarm budget, when the paired stage can run
-PAIRS = 2  # process pairs: per-process noise shows as pairs that disagree
 BUDGET_FLOOR_S = 180.0  # the least budget: 4 process starts, 6 rounds of a small file's tests
 LEFT_TO_STAGE1 = "launch-bound"  # wall time whose noise is per process: stage 2 cannot help
-MORE = 2  # the second look's rounds, at the most, as a multiple of the rounds asked (gate-sim:
-# a kernel figure at 3% a round caught 5% slower 76.6% -> 91.3% with 12 more after 6)
 
 
 @dataclass
@@ -149,25 +147,11 @@ def _repo(config: Any) -> Path | None:
     return Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else None
 
 
-def _env(gpu: str | None, select: Path) -> dict[str, str]:
-    """The round processes' environment: the run's, less pytest-xdist's worker variables,
-    the step summary and PYTEST_ADDOPTS (the arguments hold them), as a fresh process of
-    the gate's own (no confirmation, no paired stage of its own), on the run's GPU."""
-    from ..fresh import roundworker
-    from ..fresh.confirm import ENV_FLAG, fresh_environment
-
-    env = fresh_environment()
-    env[ENV_FLAG] = "1"
-    env[roundworker.SELECT] = str(select)
-    if gpu:
-        env["CUDA_VISIBLE_DEVICES"] = gpu
-    return env
-
-
 def run_stage(
     config: Any, results: list[Result], entries: dict[str, dict[str, Any]], *,
     rounds: int, false_alarm: float, budget_s: float, env: dict[str, Any] | None = None,
     costs: dict[str, float] | None = None, doing: dict[str, Any] | None = None,
+    run_max_s: float | None = None,
 ) -> Stage | None:  # fmt: skip
     """Re-measure and judge what the first stage left inconclusive (and the kernel-time
     figures it found changed: `candidates`); None when there is nothing to re-measure. The
@@ -175,7 +159,8 @@ def run_stage(
     becomes inconclusive (unless every process pair bears it out: `_each_pair`). `costs`:
     each test's seconds in the first stage; tests whose rounds would not fit the budget at
     that price are left to the first stage, said in the line (fresh/afford.py). `doing`,
-    where given, is told what the rounds re-measure before they start (a Ctrl-C line)."""
+    where given, is told what the rounds re-measure (a Ctrl-C line); `run_max_s`, the run's
+    own max_time (fresh/afford.round_cap_of)."""
     todo = candidates(results, entries, env)
     if not todo:
         return None
@@ -204,15 +189,12 @@ def run_stage(
     from ..baseline.schema import expected_durations
     from ..fresh.afford import affordable, round_cap
     from ..fresh.rounds import RoundsError
+    from .pairedlooks import measure_looks
 
     asked, base_s = todo, expected_durations(entries, tests)  # the base's own time a test
     todo, tests, dear = affordable(todo, tests, results, costs or {}, round_cap(config),
-                                   budget_s, PAIRS, base_s)  # fmt: skip
-    kept = set(tests)
-    for r, m, _ in (t for t in asked if t[0].nodeid not in kept):  # said on the figure too
-        v = r.verdicts[m]
-        v["reason"] = (f"{v.get('reason') or v.get('status')}; not re-measured by the paired "
-                       "stage: its test's rounds would not fit its budget")  # fmt: skip
+                                   budget_s, PAIRS, base_s, run_max_s)  # fmt: skip
+    _leave(asked, set(tests), "its test's rounds would not fit its budget")
     if not tests:
         return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
                      f"{dear}; the first stage's verdicts stand")  # fmt: skip
@@ -222,26 +204,40 @@ def run_stage(
         doing.update(t0=t0, what=f"re-measuring {what} against {commit[:12]} within "
                                  f"{budget_s:.0f} s{'; ' + dear if dear else ''}")  # fmt: skip
 
-    def undecided(measured: Any) -> list[str]:  # the first look's undecided figures' tests
-        from .pairedfigs import undecided_tests
+    def undecided(measured: Any, of: list[str]) -> list[str]:  # the first look's undecided
+        from .pairedfigs import undecided_tests  # figures' tests, of the tests it measured
 
-        return undecided_tests(todo, measured, false_alarm / 2)
+        return undecided_tests([t for t in todo if t[0].nodeid in of], measured, false_alarm / 2)
 
+    first = {r.nodeid for r, m, _ in todo if r.verdicts[m].get("status") in CHANGED}
     try:
-        measured, again, note, whole = _measure(config, results, root, commit, tests, rounds,
-                                                budget_s, undecided)  # fmt: skip
+        looks = measure_looks(config, results, root, commit, tests, rounds, budget_s,
+                              undecided, first)  # fmt: skip
     except Exception as exc:  # a bug here must not cost the run its stage-1 verdicts either
         why = exc if isinstance(exc, RoundsError) else f"{type(exc).__name__}: {exc}"
         return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
                      f"{why}; the first stage's verdicts stand{'; ' + dear if dear else ''}")
-    decided = _apply(todo, measured, false_alarm, commit, again, whole)
+    todo = _leave(todo, set(tests) - set(looks.dropped), "its first rounds did not fit")
+    decided = _apply(todo, looks.got, false_alarm, commit, looks.again, looks.whole)
     took = time.monotonic() - t0
     counts = ", ".join(f"{n} {s}" for s, n in sorted(decided.items()))
     return Stage(
         f"paired stage against the baseline's commit {commit[:12]}{mixed}: {what} "
-        f"re-measured in {_rounds_said(measured, budget_s)} ({PAIRS} processes a side)"
-        f"{_more_said(again, note)} in {took:.0f} s: {counts}{'; ' + dear if dear else ''}"
+        f"re-measured in {_rounds_said(looks.got, budget_s)} ({PAIRS} processes a side)"
+        f"{looks.dropped_said}{_more_said(looks.again, looks.note)} in {took:.0f} s: {counts}"
+        f"{'; ' + dear if dear else ''}"
     )
+
+
+def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
+           why: str) -> list[tuple[Result, str, str]]:  # fmt: skip
+    """`todo` less the figures of the tests not in `keep`, whose reasons now say `why` they
+    were not re-measured."""
+    for r, m, _ in (t for t in todo if t[0].nodeid not in keep):
+        v = r.verdicts[m]
+        v["reason"] = (f"{v.get('reason') or v.get('status')}; not re-measured by the paired "
+                       f"stage: {why}")  # fmt: skip
+    return [t for t in todo if t[0].nodeid in keep]
 
 
 def _more_said(again: Any, note: str) -> str:
@@ -276,84 +272,6 @@ def _rounds_said(measured: Any, budget_s: float) -> str:
     return text + ")"
 
 
-def _measure(config: Any, results: list[Result], root: Path, commit: str, tests: list[str],
-             rounds: int, budget_s: float,
-             more: Callable[[Any], list[str]] | None = None,
-             ) -> tuple[Any, Any, str, bool]:  # fmt: skip
-    """The rounds of both builds (fresh/rounds.measure_rounds) in a worktree of `commit`, in
-    two looks: the asked rounds in PAIRS process pairs, then, where `more` names tests (the
-    first look's undecided), up to MORE times as many rounds as asked of those alone in
-    PAIRS more pairs (so that noise per process stays as visible as in the first look) with
-    what is left of the budget. The first look's rounds, the second's (None where it
-    measured none), why it measured none ("" where it was not needed), and whether the
-    first look takes the stage's whole share: where the budget left cannot hold a second
-    look of even the cheapest test (fresh/rounds.more_need), decided by what the rounds
-    cost, not their figures, so each way spends about the share (docs/baselines.md)."""
-    import json
-
-    from ..fresh.abtree import base_path, base_worktree, prune_stale
-    from ..fresh.confirm import gpu_of
-    from ..fresh.rounds import (
-        RoundsError,
-        base_build,
-        head_build,
-        install_worker,
-        measure_more,
-        measure_rounds,
-    )
-    from ..judging.paired import ABError
-    from ..measure.memory import release_cached
-
-    prune_stale(root)
-    try:
-        with base_worktree(root, commit) as (work, tree):
-            install_worker(work)
-            select = work / "select.json"
-            select.write_text(json.dumps(tests), encoding="utf-8")
-            head = head_build(config)
-            extra = [p for p in base_path(root, tree, None).split(os.pathsep) if p]
-            builds = {"head": head, "base": base_build(head, root, tree, extra)}
-            release_cached()  # this process's cached GPU memory is the rounds' to use
-            t0 = time.monotonic()
-            got = measure_rounds(builds, _env(gpu_of(results, tests), select), work, root,
-                                 tree, rounds=rounds, pairs=PAIRS, budget_s=budget_s)  # fmt: skip
-            try:
-                one = one_look(got, tests, budget_s - (time.monotonic() - t0))
-                again = more(got) if more is not None and not one else []
-            except Exception as exc:  # a bug here must not cost the first look
-                return got, None, f"no second look: {type(exc).__name__}: {exc}", False
-            if more is None or one:
-                return got, None, one if more is not None else "", True
-            if not again:
-                return got, None, "", False
-            select2 = work / "select-more.json"
-            select2.write_text(json.dumps(again), encoding="utf-8")
-            left = budget_s - (time.monotonic() - t0)
-            more_got, why = measure_more(builds, _env(gpu_of(results, again), select2), work,
-                                         root, tree, got, again, rounds=MORE * rounds,
-                                         pairs=PAIRS, budget_s=left, pair0=PAIRS)  # fmt: skip
-            if why:
-                why = f"the {len(again)} test(s) it left undecided not re-measured: {why}"
-            return got, more_got, why, False
-    except ABError as exc:  # git could not add the worktree
-        raise RoundsError(str(exc)) from None
-
-
-def one_look(got: Any, tests: list[str], left: float) -> str:
-    """Why the stage judges its first look at its whole share ("" where a second look
-    could fit): the `left` seconds of its budget cannot hold a second look of even the
-    cheapest of `tests` (fresh/rounds.more_need, by what the first look's rounds `got`
-    cost). It reads the rounds' durations, not their figures: a duration follows a figure's
-    noise only through its capped sampling, so each way spends about the stage's share."""
-    from ..fresh.rounds import more_need
-
-    least = min((more_need(got, [t], PAIRS) for t in tests), default=0.0)
-    if left >= least:
-        return ""
-    return (f"one look at the stage's whole share: the budget left ({max(left, 0):.0f} s) "
-            f"holds no second look of even its cheapest test (about {least:.0f} s)")  # fmt: skip
-
-
 def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: float,
            commit: str, again: Any = None, whole: bool = False) -> dict[str, int]:  # fmt: skip
     """Judge the rounds and write the stage-2 verdicts of the figures it decides (the
@@ -361,7 +279,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     the stage's share over all the figures it re-measured (Bonferroni: together they spend
     the share): the first on `measured`, the second on the figures the first left
     inconclusive with the rounds of `again` after theirs; `whole`: one look, at the whole
-    share (no second look could fit, `_measure`). A compute-bound throughput
+    share (no second look could fit, pairedlooks.one_look). A compute-bound throughput
     regresses only in time AND per clock cycle, as in stage 1 (verdict.combine_clocked)."""
     from ..judging.explain import EACH_PAIR
     from ..judging.judge import verdict_dict
@@ -468,20 +386,21 @@ def _stage1_said(first: dict[str, Any]) -> str:
 
 def after_judgement(
     config: Any, base: Any, results: list[Result], options: Any, durations: dict[str, float],
-    env: dict[str, Any],
+    env: dict[str, Any], run_max_s: float | None = None,
 ) -> tuple[list[str], bool]:  # fmt: skip
     """The paired stage at the end of a run (run/session.py): its line, and the class
     lines it found to be the environment's; whether Ctrl-C stopped it. `base` is the run's
     RunBaseline (its entries and judgement), `options` its Options, `durations` each test's
-    seconds in this run; the budget is the run's own test time, at least BUDGET_FLOOR_S,
-    unless --gpuperf-paired-budget names it."""
+    seconds in this run, `run_max_s` its own max_time (ini and command line); the budget
+    is the run's own test time, at least BUDGET_FLOOR_S, unless --gpuperf-paired-budget
+    names it."""
     budget = options.paired_budget or max(BUDGET_FLOOR_S, sum(durations.values()))
     doing: dict[str, Any] = {}
     try:
         stage = run_stage(
             config, results, base.entries, rounds=options.paired_rounds,
             false_alarm=options.false_alarm * STAGE_SHARE, budget_s=budget, env=env,
-            costs=durations, doing=doing,
+            costs=durations, doing=doing, run_max_s=run_max_s,
         )  # fmt: skip
     except KeyboardInterrupt:  # a job's time limit: say what the rounds were doing
         said = (f" after {time.monotonic() - doing['t0']:.0f} s, {doing['what']}"

@@ -253,9 +253,20 @@ class GpuPerfSession:
 
             env = self.environment(self.options.emulate)
             notes, stopped = after_judgement(config, self.base, self.results, self.options,
-                                             self.durations, env)  # fmt: skip
+                                             self.durations, env, self.run_max_time())  # fmt: skip
             self.finish_notes += notes
             self.interrupted = self.interrupted or stopped
+
+    def run_max_time(self) -> float | None:
+        """The run's own max_time: its ini file and command line over the backend's
+        default (a test's marker or keyword may set its own); None where they contradict."""
+        from ..core.settings import SettingError, resolve
+
+        backend = "cuda" if self.snapshot().kind == "cuda" else "cpu"
+        try:
+            return resolve(backend, self.ini_layer, self.cli_layer).max_time
+        except SettingError:
+            return None
 
     def save_baseline(self, session: pytest.Session) -> str | None:
         """Merge this run's results into the profile's baseline file (save mode)."""

@@ -1,0 +1,185 @@
+"""The paired stage's measurement (run/paired.py judges it): the rounds of both builds
+(fresh/rounds.measure_rounds) in a worktree of the baseline's commit, in two looks: the
+asked rounds in PAIRS process pairs, then up to MORE times as many of the tests the first
+look left undecided, alone, in PAIRS more pairs (so that noise per process stays as
+visible as in the first look), with what is left of the budget.
+
+Where the first look's rounds show that its tests no longer fit the budget (a test priced
+up front at far less than its rounds take: on the H200 a realistic-length QLoRA step
+priced at about 13 s a side made its pair's first round of both builds, beside a cheap
+test, 110.5 s and the second 73.1 s, and the stage measured nothing of either), the
+dearest tests by what their rounds took are left to the first stage and the rest measured
+again in new process pairs (`salvage`), instead of none."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..core.results import Result
+
+PAIRS = 2  # process pairs: per-process noise shows as pairs that disagree
+MORE = 2  # the second look's rounds, at the most, as a multiple of the rounds asked (gate-sim:
+# a kernel figure at 3% a round caught 5% slower 76.6% -> 91.3% with 12 more after 6)
+
+
+@dataclass
+class Looks:
+    """What the stage measured: the first look's rounds (`got`), the second's (None where
+    it measured none), why it measured none ("" where it was not needed), whether the first
+    look takes the stage's whole share, and the tests the first look dropped after its
+    rounds showed they did not fit (with the line's words on them)."""
+
+    got: Any
+    again: Any = None
+    note: str = ""
+    whole: bool = False
+    dropped: list[str] = field(default_factory=list)
+    dropped_said: str = ""
+
+
+def _env(gpu: str | None, select: Path) -> dict[str, str]:
+    """The round processes' environment: the run's, less pytest-xdist's worker variables,
+    the step summary and PYTEST_ADDOPTS (the arguments hold them), as a fresh process of
+    the gate's own (no confirmation, no paired stage of its own), on the run's GPU."""
+    from ..fresh import roundworker
+    from ..fresh.confirm import ENV_FLAG, fresh_environment
+
+    env = fresh_environment()
+    env[ENV_FLAG] = "1"
+    env[roundworker.SELECT] = str(select)
+    if gpu:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    return env
+
+
+def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
+                  tests: list[str], rounds: int, budget_s: float,
+                  more: Callable[[Any, list[str]], list[str]] | None = None,
+                  keep_first: Collection[str] = ()) -> Looks:  # fmt: skip
+    """The stage's rounds of `tests` within `budget_s`, in two looks where `more` names the
+    first look's undecided tests (of the tests it measured). The first look takes the
+    stage's whole share where the budget left cannot hold a second look of even the
+    cheapest test (`one_look`), decided by what the rounds cost, not their figures, so each
+    way spends about the share (docs/baselines.md). `keep_first`: tests with a figure the
+    first stage decided (a checked kernel-time figure), dropped last (`salvage`)."""
+    import json
+
+    from ..fresh import rounds as r
+    from ..fresh.abtree import base_path, base_worktree, prune_stale
+    from ..fresh.confirm import gpu_of
+    from ..judging.paired import ABError
+    from ..measure.memory import release_cached
+
+    def select(name: str, chosen: list[str]) -> dict[str, str]:  # their rounds' environment
+        (work / name).write_text(json.dumps(chosen), encoding="utf-8")
+        return _env(gpu_of(results, chosen), work / name)
+
+    prune_stale(root)
+    try:
+        with base_worktree(root, commit) as (work, tree):
+            r.install_worker(work)
+            head = r.head_build(config)
+            extra = [p for p in base_path(root, tree, None).split(os.pathsep) if p]
+            builds = {"head": head, "base": r.base_build(head, root, tree, extra)}
+            release_cached()  # this process's cached GPU memory is the rounds' to use
+            t0 = time.monotonic()
+            looks, pair0 = Looks(None), PAIRS
+            try:
+                looks.got = r.measure_rounds(builds, select("select.json", tests), work, root,
+                                           tree, rounds=rounds, pairs=PAIRS, budget_s=budget_s)
+            except r.TooDear as exc:  # drop the dearest, measure the rest in new pairs
+                left = budget_s - (time.monotonic() - t0)
+                tests = _salvaged(looks, exc, tests, left, keep_first)
+                try:
+                    looks.got = r.measure_rounds(builds, select("select-kept.json", tests),
+                                                 work, root, tree, rounds=rounds, pairs=PAIRS,
+                                                 budget_s=left, pair0=PAIRS)  # fmt: skip
+                except r.RoundsError as err:
+                    raise r.RoundsError(f"{err}{looks.dropped_said}") from None
+                pair0 = 2 * PAIRS
+            try:
+                one = one_look(looks.got, tests, budget_s - (time.monotonic() - t0))
+                again = ([t for t in more(looks.got, tests) if t in tests]
+                         if more is not None and not one else [])  # fmt: skip
+            except Exception as exc:  # a bug here must not cost the first look
+                looks.note = f"no second look: {type(exc).__name__}: {exc}"
+                return looks
+            if more is None or one:
+                looks.note, looks.whole = (one if more is not None else ""), True
+                return looks
+            if not again:
+                return looks
+            left = budget_s - (time.monotonic() - t0)
+            looks.again, why = r.measure_more(builds, select("select-more.json", again), work,
+                                              root, tree, looks.got, again, rounds=MORE * rounds,
+                                              pairs=PAIRS, budget_s=left, pair0=pair0)  # fmt: skip
+            if why:
+                looks.note = f"the {len(again)} test(s) it left undecided not re-measured: {why}"
+            return looks
+    except ABError as exc:  # git could not add the worktree
+        raise r.RoundsError(str(exc)) from None
+
+
+def _salvaged(looks: Looks, exc: Any, tests: list[str], left: float,
+              keep_first: Collection[str]) -> list[str]:  # fmt: skip
+    """The tests a first look whose rounds no longer fit (`exc`, a TooDear) measures again
+    (`salvage`), the dropped ones and the line's words on them recorded in `looks`; the
+    TooDear again where none is left."""
+    kept, dropped = ([], tests) if exc.got is None else salvage(tests, exc.got, left, PAIRS,
+                                                                 keep_first)  # fmt: skip
+    if not kept:
+        raise exc
+    looks.dropped, looks.dropped_said = dropped, salvage_said(dropped, kept, exc.got)
+    return kept
+
+
+def salvage(tests: list[str], got: Any, left_s: float, pairs: int,
+            keep_first: Collection[str] = ()) -> tuple[list[str], list[str]]:  # fmt: skip
+    """After the first look's rounds `got` showed that its tests no longer fit
+    (fresh/rounds.TooDear): the tests to measure again in `pairs` new process pairs within
+    `left_s`, and those left to the first stage. The dearest by what their rounds took
+    (`got.seconds`) go first, a test of `keep_first` (a checked figure) last, until the rest
+    fit as fresh/rounds.more_need prices them (each pair its start, the first look's first
+    round's extra, MIN_PER_PAIR rounds at the tests' mean a round so far, a first round's
+    build included, and its end). The dearest goes in any case: all of them did not fit."""
+    from ..fresh.rounds import more_need
+
+    cost = {t: got.seconds.get(t, 0.0) for t in tests}
+    order = sorted(tests, key=lambda t: (t in keep_first, -cost[t], t))  # first to go first
+    dropped, kept = order[:1], order[1:]
+    while kept and more_need(got, kept, pairs) > left_s:
+        dropped.append(kept.pop(0))
+    return sorted(kept), dropped
+
+
+def salvage_said(dropped: list[str], kept: list[str], got: Any) -> str:
+    """The line's words on a first look that dropped its dearest tests (`salvage`)."""
+    n = max(len(got.pair), 1)
+    named = ", ".join(f"{t.split('::')[-1]} {got.seconds.get(t, 0.0) / n:.0f} s"
+                      for t in dropped[:3])  # fmt: skip
+    more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+    return (f"; its first {len(got.pair)} round(s) showed that its tests' rounds no longer fit "
+            f"the budget, so {len(dropped)} test(s) were left to the first stage (a round of "
+            f"both builds: {named}{more}) and the other {len(kept)} re-measured in new "
+            "process pairs")
+
+
+def one_look(got: Any, tests: list[str], left: float) -> str:
+    """Why the stage judges its first look at its whole share ("" where a second look
+    could fit): the `left` seconds of its budget cannot hold a second look of even the
+    cheapest of `tests` (fresh/rounds.more_need, by what the first look's rounds `got`
+    cost). It reads the rounds' durations, not their figures: a duration follows a figure's
+    noise only through its capped sampling, so each way spends about the stage's share."""
+    from ..fresh.rounds import more_need
+
+    least = min((more_need(got, [t], PAIRS) for t in tests), default=0.0)
+    if left >= least:
+        return ""
+    return (f"one look at the stage's whole share: the budget left ({max(left, 0):.0f} s) "
+            f"holds no second look of even its cheapest test (about {least:.0f} s)")  # fmt: skip
