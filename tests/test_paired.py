@@ -396,6 +396,12 @@ def test_a_compute_bound_head_slower_only_at_a_lower_clock_is_not_a_regression()
     v = run.verdicts["throughput"]
     assert v["status"] != "regressed", v
     assert v["per_cycle"] == "unchanged" and v["stage1"]["status"] == "inconclusive"
+    # the per-clock rounds that decided it are kept beside the time's, with their basis
+    clock = v["paired"]["per_clock"]
+    assert clock["round_pairs"] == [0, 0, 0, 1, 1, 1] and len(clock["head_rounds"]) == 6
+    assert clock["head_median"] == pytest.approx(clock["base_median"], rel=1e-3)  # same cycles
+    assert v["paired"]["head_median"] < v["paired"]["base_median"] * 0.92  # 10% slower in time
+    assert clock["basis"].endswith("over 6 paired rounds (its own, 5 df)"), clock["basis"]
 
 
 LEVEL_BENCH = """

@@ -310,7 +310,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         new["paired"] = {"commit": commit, "rounds": n_f, "processes": pairs,
                          "confidence": confidence}  # fmt: skip
         if f is not None:
-            new["paired"].update(_round_record(f))
+            new["paired"].update(_round_record(f, measured_figs, verdicts))
         tip = ""
         if v.status == "inconclusive" and f is not None:
             round_s = took[r.nodeid] / n if took.get(r.nodeid) and n else None
@@ -362,16 +362,30 @@ def _each_pair(f: Any, tolerance: float,
     return text, changes
 
 
-def _round_record(f: Any) -> dict[str, Any]:
+def _round_record(f: Any, figs: dict[tuple[str, str], Any] | None = None,
+                  verdicts: dict[tuple[str, str], Any] | None = None,
+                  ) -> dict[str, Any]:  # fmt: skip
     """A figure's rounds as the verdict keeps them: each build's median over the rounds
     (the failure line's "base -> now") and each round's figure of both builds with the
     process pair that measured it, so a reader can see where the noise was; and the sd of
-    the paired difference a round, relative (`round_spread`)."""
+    the paired difference a round, relative (`round_spread`). A compute-bound figure's
+    per-clock twin, judged with it (in `figs`, its verdict in `verdicts`), is kept the same
+    way under `per_clock`, with its interval's basis (its class's pool or its own rounds):
+    on the H200 the matmuls' time rounds spread 0.4-1.0% and their per-clock interval,
+    which decides, read ±2.9% on its own 5 df, where the run before pooled them."""
+    from ..core.figures import per_clock_name
+
     sd = statistics.stdev(f.diffs()) if len(f.base) >= 2 else None
-    return {"base_median": statistics.median(f.base), "head_median": statistics.median(f.head),
-            "base_rounds": list(f.base), "head_rounds": list(f.head),
-            "round_pairs": list(f.pair),
-            "round_spread": math.expm1(sd) if sd is not None else None}  # fmt: skip
+    out = {"base_median": statistics.median(f.base), "head_median": statistics.median(f.head),
+           "base_rounds": list(f.base), "head_rounds": list(f.head),
+           "round_pairs": list(f.pair),
+           "round_spread": math.expm1(sd) if sd is not None else None}  # fmt: skip
+    twin = (f.key, per_clock_name(f.metric))
+    if figs is not None and twin in figs and twin != (f.key, f.metric):
+        out["per_clock"] = _round_record(figs[twin])
+        v = (verdicts or {}).get(twin)
+        out["per_clock"]["basis"] = getattr(v, "basis", None)
+    return out
 
 
 def _stage1_said(first: dict[str, Any]) -> str:
