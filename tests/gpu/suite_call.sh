@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One device call of the shipped suite's judged parts (tests/gpu/suite_gate.sh), from the
+# repository's root on a GPU machine: tests/gpu/suite_call.sh TAG PART..., PART one of
+#   sweeps    compare:finetune, the QLoRA batch sweeps only (181 s in run 4)
+#   finetune  compare:finetune, all but the batch sweeps (396 s)
+#   dtype     compare:dtype (131 s)
+#   generate  compare:generate (162 s)
+# against the baseline sessions carried in ${SUITE_BASELINES:-.carry/sb}, from the bundle
+# .carry/main.bundle (its HEAD is what is judged). It installs the wheels carried in .whl
+# (the two lines of ../shared/tools/gpu-wheels.sh), re-installs the plugin editable from
+# the suite's clone where one is left from an earlier call (tests/gpu/own_call.sh installs
+# the runner's copy, whose paired stage would then import the wrong build), skips a part
+# that would not end by DEADLINE (570 s) at its own expected time, and leaves under $OUT:
+# call.log and s-TAG.tgz (each part's log, JSON and s.log).
+set -u
+tag=$1; shift
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 2
+python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || exit 3
+if [ -d "${SUITE_CLONE:-/tmp/suite}/.git" ]; then
+  (cd "${SUITE_CLONE:-/tmp/suite}" && python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1) || exit 3
+fi
+nvidia-smi --query-gpu=name,serial,clocks.sm,clocks.max.sm,power.limit,temperature.gpu,driver_version --format=csv >> "$OUT/call.log" 2>&1
+echo "$tag start $(date -u +%FT%TZ) bundle $(git bundle list-heads .carry/main.bundle 2>/dev/null | cut -c1-12)" >> "$OUT/call.log"
+finish() { tar czf "$OUT/s-$tag.tgz" -C "$OUT" s 2>/dev/null && rm -rf "$OUT/s"; }
+trap finish EXIT
+export SUITE_BASELINES=${SUITE_BASELINES:-.carry/sb}
+for part in "$@"; do
+  case $part in
+    sweeps) need=200; mod=finetune; k='qlora_batch_sweep' ;;
+    finetune) need=430; mod=finetune; k='not qlora_batch_sweep' ;;
+    dtype) need=200; mod=dtype; k='' ;;
+    generate) need=200; mod=generate; k='' ;;
+    *) echo "unknown part $part" >> "$OUT/call.log"; continue ;;
+  esac
+  if [ $((SECONDS + need)) -gt "${DEADLINE:-570}" ]; then
+    echo "skipped $part at ${SECONDS}s" >> "$OUT/call.log"; continue
+  fi
+  SUITE_K=$k SUITE_TIMEOUT=$((need + 90)) timeout $((need + 100)) \
+    tests/gpu/suite_gate.sh "compare:$mod" "$OUT/s"
+  echo "$part rc=$? done at ${SECONDS}s" >> "$OUT/call.log"
+done
