@@ -51,6 +51,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..baseline.history import Series
 from ..core.figures import (  # the classes are the result model's; noise fits them
@@ -276,9 +277,9 @@ def _pool(
     keep, last = _screened(voters)
     if len(keep) < MIN_POOL:  # too few agree to pool: each keeps its own spread; the class
         # line (offsets.py) keeps the spread it had before the screen took the pool away
-        fit.line_var = _weighted(with_spread, last)[0]
+        fit.line_var = pooled_variance(with_spread, last)[0]
         return set()
-    fit.pooled_var, fit.pooled_df = _weighted(with_spread, keep)
+    fit.pooled_var, fit.pooled_df = pooled_variance(with_spread, keep)
     fit.pool_metrics = len(keep)
     fit.screened = len(voters) - len(keep)
     return keep | {  # a derived figure as quiet as the pool takes its spread
@@ -316,11 +317,13 @@ def _member_spread(
     return Spread(level, math.nan, 0, n, "none", 0, aside, offsets)
 
 
-def _weighted(spreads: Mapping[str, tuple[float, float]], keys: set[str]) -> tuple[float, float]:
-    """The variance of `keys` pooled (each metric's (variance, degrees of freedom) in
+def pooled_variance(spreads: Mapping[Any, tuple[float, float]],
+                    keys: Iterable[Any]) -> tuple[float, float]:  # fmt: skip
+    """The variance of `keys` pooled (each figure's (variance, degrees of freedom) in
     `spreads`, weighted by its degrees of freedom) and its degrees of freedom; NaN with none.
     Summed in key order: a sum over a set is added in hash order, which differs between
-    processes (PYTHONHASHSEED), and the run and its confirmation must agree."""
+    processes (PYTHONHASHSEED), and the run and its confirmation must agree. Stage 1's class
+    pools and screen use it, and the paired stage's (stage2.pooled)."""
     ks = sorted(keys)
     df = sum(spreads[k][1] for k in ks)
     return (sum(spreads[k][0] * spreads[k][1] for k in ks) / df if df > 0 else math.nan), df
@@ -341,7 +344,7 @@ def _screened(voters: Mapping[str, tuple[float, float]]) -> tuple[set[str], set[
     for _ in range(10):
         new = set()
         for k, (v, d) in voters.items():
-            sp, df = _weighted(voters, keep - {k})
+            sp, df = pooled_variance(voters, keep - {k})
             if df <= 0:
                 new.add(k)
                 continue

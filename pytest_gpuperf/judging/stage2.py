@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..core.figures import kernels_of
-from .noise import f_isf
+from .noise import f_isf, pooled_variance
 from .verdict import (
     CHANGED,
     INCONCLUSIVE,
@@ -177,8 +177,7 @@ def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, f
                 break
         if len(keep) < MIN_POOL:  # too few agree to pool: each keeps its own variance
             continue
-        df_sum = sum(out[k][1] for k in keep)
-        sp = sum(out[k][0] * out[k][1] for k in keep) / df_sum
+        sp, df_sum = pooled_variance(out, keep)
         for k in keep:
             out[k] = (max(out[k][0], sp), df_sum)
     return out
@@ -190,11 +189,9 @@ def _fits(out: dict[tuple[str, str], tuple[float, float]], keep: set[tuple[str, 
     SCREEN_P): leave-one-out, so a single noisy member, which would dominate a pool it is
     part of (one of three at ten times the others' variance is still under F's bar), is
     screened out instead of widening every quiet class-mate's interval."""
-    others = keep - {k}
-    df = sum(out[o][1] for o in others)
+    sp, df = pooled_variance(out, keep - {k})
     if df <= 0:
         return True
-    sp = sum(out[o][0] * out[o][1] for o in others) / df
     return out[k][0] <= sp * f_isf(SCREEN_P, out[k][1], df)
 
 
