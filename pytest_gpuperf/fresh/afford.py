@@ -170,4 +170,3 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
     said = left_said(left, costs, worth, budget_s, pairs, some_kept=bool(kept))
     keep = set(kept)
     return [t for t in todo if t[0].nodeid in keep], kept, said
-

@@ -105,8 +105,7 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
                 pair0 = 2 * PAIRS
             try:
                 one = one_look(looks.got, tests, budget_s - (time.monotonic() - t0))
-                again = ([t for t in more(looks.got, tests) if t in tests]
-                         if more is not None and not one else [])  # fmt: skip
+                again = more(looks.got, tests) if more is not None and not one else []
             except Exception as exc:  # a bug here must not cost the first look
                 looks.note = f"no second look: {type(exc).__name__}: {exc}"
                 return looks
