@@ -15,33 +15,44 @@ RUNS = {
     "run 4 (sweeps and generation)": ["d/s/compare-finetune-141434.json",
                                       "d/s/compare-generate-141155.json"],
 }  # fmt: skip
-for run, files in RUNS.items():
-    tot = dec = nb = decb = lb = lbd = 0
-    for f in files:
-        d = json.loads((E / f).read_text())
-        n = d_ = b = db = 0
-        for r in d["results"]:
-            speed = {k: v for k, v in (r.get("verdicts") or {}).items()
-                     if k.startswith(("throughput", "latency")) and not k.endswith("_per_clock")}
-            if not speed:
-                continue
-            b += 1
-            db += any(v.get("status") in DEC for v in speed.values())
-            for k, v in speed.items():
-                n += 1
-                s = v.get("status")
-                d_ += s in DEC
-                wall_lb = not k.endswith("_kernels") and bool(r.get("launch_bound"))
-                lb += wall_lb
-                lbd += wall_lb and s in DEC
-                if s in ("regressed", "improved"):
-                    print(f"  FALSE ALARM {r['key']} {k} {s}")
-                if s not in DEC:
-                    by = "paired" if v.get("paired") else "stage 1"
-                    print(f"  undecided  {r['key'].split('::', 1)[1][:58]:58s} {k:18s} "
-                          f"{'launch-bound wall' if wall_lb else ''} ({by}) {(v.get('basis') or '')[:60]}")
-        print(f"{run} {f}: {d_} of {n} speed figures, {db} of {b} benchmarks")
-        tot, dec, nb, decb = tot + n, dec + d_, nb + b, decb + db
-    print(f"{run} TOTAL: {dec} of {tot} speed figures ({100 * dec / tot:.0f}%), {decb} of {nb} "
-          f"benchmarks ({100 * decb / nb:.1f}%); launch-bound wall times {lb} ({lbd} decided): "
-          f"{dec - lbd} of {tot - lb} other figures ({100 * (dec - lbd) / (tot - lb):.0f}%)\n")
+
+
+def tally(folder: Path, runs: dict[str, list[str]]) -> None:
+    """Print each run's parts (JSON files under `folder`) counted, then its total."""
+    for run, files in runs.items():
+        tot = dec = nb = decb = lb = lbd = 0
+        for f in files:
+            d = json.loads((folder / f).read_text())
+            n = d_ = b = db = 0
+            for r in d["results"]:
+                speed = {k: v for k, v in (r.get("verdicts") or {}).items()
+                         if k.startswith(("throughput", "latency"))
+                         and not k.endswith("_per_clock")}
+                if not speed:
+                    continue
+                b += 1
+                db += any(v.get("status") in DEC for v in speed.values())
+                for k, v in speed.items():
+                    n += 1
+                    s = v.get("status")
+                    d_ += s in DEC
+                    wall_lb = not k.endswith("_kernels") and bool(r.get("launch_bound"))
+                    lb += wall_lb
+                    lbd += wall_lb and s in DEC
+                    if s in ("regressed", "improved"):
+                        print(f"  FALSE ALARM {r['key']} {k} {s}")
+                    if s not in DEC:
+                        by = "paired" if v.get("paired") else "stage 1"
+                        print(f"  undecided  {r['key'].split('::', 1)[1][:58]:58s} {k:18s} "
+                              f"{'launch-bound wall' if wall_lb else ''} ({by}) "
+                              f"{(v.get('basis') or '')[:60]}")
+            print(f"{run} {f}: {d_} of {n} speed figures, {db} of {b} benchmarks")
+            tot, dec, nb, decb = tot + n, dec + d_, nb + b, decb + db
+        print(f"{run} TOTAL: {dec} of {tot} speed figures ({100 * dec / tot:.0f}%), {decb} of "
+              f"{nb} benchmarks ({100 * decb / nb:.1f}%); launch-bound wall times {lb} ({lbd} "
+              f"decided): {dec - lbd} of {tot - lb} other figures "
+              f"({100 * (dec - lbd) / (tot - lb):.0f}%)\n")
+
+
+if __name__ == "__main__":
+    tally(E, RUNS)
