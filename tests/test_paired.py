@@ -404,6 +404,55 @@ def test_a_compute_bound_head_slower_only_at_a_lower_clock_is_not_a_regression()
     assert clock["basis"].endswith("over 6 paired rounds (its own, 5 df)"), clock["basis"]
 
 
+def test_a_compute_bound_time_inside_the_tolerance_is_unchanged_whatever_its_cycles():
+    """The H200's matmuls in run 4: their paired time rounds agreed within 0.4% while their
+    per-clock rounds (each at the round's own median SM clock) spread several percent, so
+    the per-clock interval reached past the tolerance. The time's whole interval inside the
+    tolerance decides it: neither slower nor faster in time, so neither verdict that needs
+    time AND cycles can hold. Its interval is the time's, its per-cycle reading kept."""
+    import random
+    import types
+
+    from pytest_gpuperf.core.results import Result, Throughput
+    from pytest_gpuperf.core.stats import summarize
+    from pytest_gpuperf.run.paired import _apply
+
+    rng = random.Random(4)
+
+    def measured_at(seconds, mhz):
+        r = Result("t.py::mm", None, "flop", 1e12, bound="compute")
+        r.outcome = "ok"
+        r.time = summarize([seconds] * 9, 0.95)
+        r.throughput = Throughput("TFLOP/s", 1 / seconds, 0.999 / seconds, 1.001 / seconds)
+        r.telemetry = {"sm_clock_median_mhz": mhz}
+        return r.to_dict()
+
+    def side():
+        return [[measured_at(1.0 + rng.gauss(0, 0.002), 1980 * (1 + rng.gauss(0, 0.05)))]
+                for _ in range(6)]  # fmt: skip
+
+    rounds = {"base": side(), "head": side()}
+    measured = types.SimpleNamespace(rounds=rounds, pair=[0, 0, 0, 1, 1, 1])
+    run = Result("t.py::mm", None, "flop", 1e12, bound="compute")
+    run.verdicts = {"throughput": {"status": "inconclusive", "reason": "wide"}}
+    _apply([(run, "throughput", "compute")], measured, 0.005, "c" * 40)
+    v = run.verdicts["throughput"]
+    assert v["status"] == "unchanged", v
+    assert v["per_cycle"] == "inconclusive"  # the cycles alone could not say
+    assert "in time; per clock cycle" in v["reason"]
+    assert v["uncertainty"] < 0.015 < v["paired"]["per_clock"]["round_spread"], v
+    assert v["basis"].endswith("over 6 paired rounds (its own, 5 df)"), v["basis"]  # the time's
+    # a 10% slower head at the same coarse clock readings: its cycles cannot tell, its time
+    # can, and a clock that differs between the builds of one card is the code's doing
+    rounds["head"] = [[measured_at(1.1 * (1.0 + rng.gauss(0, 0.002)),
+                                   1980 * (1 + rng.gauss(0, 0.05)))] for _ in range(6)]  # fmt: skip
+    run.verdicts = {"throughput": {"status": "inconclusive", "reason": "wide"}}
+    _apply([(run, "throughput", "compute")], measured, 0.005, "c" * 40)
+    v = run.verdicts["throughput"]
+    assert v["status"] == "regressed" and v["per_cycle"] == "inconclusive", v
+    assert v["uncertainty"] < 0.015 and "in time; per clock cycle" in v["reason"]
+
+
 LEVEL_BENCH = """
 from vclock import spin
 

@@ -151,7 +151,7 @@ def _fig(key, metric, base, head):
 
 def test_a_compute_bound_figure_its_per_clock_twin_decided_is_not_measured_again():
     # its time figure undecided, its per-clock twin unchanged: the written verdict is
-    # decided (stage 1's rule: a regression in time AND per cycle), so no second look
+    # decided (the cycles rule out a regression, which needs both), so no second look
     from pytest_gpuperf.judging.verdict import Verdict
     from pytest_gpuperf.run.pairedfigs import second_look, written
 

@@ -252,3 +252,58 @@ def test_decide_never_overflows(d, s_cur, var):
     v = decide(d, higher_is_better=True, s_cur=s_cur, var=var, df=2, k=3, tolerance=0.03, confidence=0.999)
     assert v.status in (REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE)
     assert v.uncertainty is not None and not math.isnan(v.uncertainty)
+
+
+_log = st.floats(-0.2, 0.2, allow_nan=False)
+_half = st.floats(0.0, 0.2, allow_nan=False)
+
+
+@given(_log, _half, _log, _half)
+def test_the_paired_clock_rule_changes_nothing_the_time_does_not(dt, ht, dc, hc):
+    """stage2.clocked, the paired stage's compute-bound rule: every regression or
+    improvement it gives, the time alone gives (gate-sim's paired stage judges the time
+    alone, so the rule adds no false alarm to what it measured); the time's verdict stands
+    unless its cycles decidedly say otherwise of a change (a power state) or decidedly
+    rule out a change it left undecided (then stage 1's rule speaks); and a time
+    wholly inside the tolerance whose cycles cannot say is unchanged in stage 1 too."""
+    from pytest_gpuperf.judging.stage2 import clocked
+    from pytest_gpuperf.judging.verdict import CHANGED, status_of
+
+    time_v = status_of(dt, ht, higher_is_better=True, tolerance=0.03)
+    cycle_v = status_of(dc, hc, higher_is_better=True, tolerance=0.03)
+    v = clocked(time_v, cycle_v)
+    stage1 = combine_clocked(time_v, cycle_v, None, None, "each round at its own SM clock")
+    if v.status in CHANGED:
+        assert v.status == time_v.status and v.uncertainty == time_v.uncertainty
+    if time_v.status in CHANGED and stage1.status in CHANGED:  # both say it moved: alike
+        assert v.status == stage1.status
+    against = {REGRESSED: (UNCHANGED, IMPROVED), IMPROVED: (UNCHANGED, REGRESSED),
+               INCONCLUSIVE: (UNCHANGED,)}  # fmt: skip
+    if cycle_v.status not in against.get(time_v.status, ()):  # the time's own verdict
+        assert (v.status, v.uncertainty) == (time_v.status, time_v.uncertainty)
+        assert v.per_cycle == cycle_v.status and "in time; per clock cycle" in v.reason
+    elif time_v.status == REGRESSED:  # slower in time, decidedly not per cycle
+        assert v.status == INCONCLUSIVE_POWER
+    else:  # a speed-up the cycles rule out, or an undecided time whose cycles are unchanged
+        assert v.status in (UNCHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER)
+        assert v == stage1
+    if time_v.status == UNCHANGED and cycle_v.status == INCONCLUSIVE:  # stage 1 alike
+        assert stage1.status == v.status == UNCHANGED
+        assert stage1.uncertainty == time_v.uncertainty and "in time" in stage1.reason
+
+
+def test_stage1_unchanged_in_time_is_unchanged_where_cycles_cannot_say():
+    """combine_clocked: a time whose whole interval lies inside the tolerance decides an
+    unchanged verdict at its own interval; before, the cycles' ±7% left it inconclusive."""
+    from dataclasses import replace
+
+    from pytest_gpuperf.judging.verdict import Verdict
+
+    same = Verdict(UNCHANGED, 0.001, -0.001, 0.01, 0.03, "within tolerance", 0.03,
+                   basis="±1.00% from the spread")  # fmt: skip
+    wide = Verdict(INCONCLUSIVE, 0.0, 0.0, 0.07, 0.03, "wide", 0.07)
+    v = combine_clocked(same, wide, 1980, 1980)
+    assert (v.status, v.uncertainty, v.per_cycle) == (UNCHANGED, 0.01, INCONCLUSIVE)
+    assert v.basis == "±1.00% from the spread (in time)"
+    near = replace(same, status=INCONCLUSIVE, uncertainty=0.035)  # its interval crosses it
+    assert combine_clocked(near, wide, 1980, 1980).status == INCONCLUSIVE

@@ -43,10 +43,15 @@ from ..core.figures import kernels_of
 from .noise import f_isf, pooled_variance
 from .verdict import (
     CHANGED,
+    IMPROVED,
     INCONCLUSIVE,
+    REGRESSED,
+    UNCHANGED,
     Verdict,
+    combine_clocked,
     per_metric_confidence,
     quantile,
+    relative_change_text,
     status_of,
 )
 
@@ -242,6 +247,35 @@ def judge_paired(
             basis=f"±{math.expm1(half) * 100:.2f}% over {n} paired rounds ({pool})",
         )
     return out, confidence
+
+
+def clocked(time_v: Verdict, cycle_v: Verdict) -> Verdict:
+    """The paired stage's verdict of compute-bound work from its time's rounds and its
+    per-clock twin's (each round's figure per median SM clock cycle).
+
+    Stage 1 asks a regression to hold in time AND per cycle (verdict.combine_clocked): its
+    sessions ran on other cards in other power states. A round measures both builds on one
+    card minutes apart, alternating, so a clock that differs between them is the code's
+    doing; and a round's median clock reading is coarse (on the H200 the matmuls' paired
+    time rounds agreed within 0.4-1.0% while their per-clock interval read ±2.9%; a 5%
+    slower MLP read 4.5-6.6% slower in every round and ±6.1% per cycle). So the time
+    decides, at its own interval, and the cycles can only veto a change or rule one out:
+    a time changed beyond the tolerance whose cycles are decidedly the same (or changed
+    the other way) is a power state, as stage 1 says it; an undecided time whose cycles
+    are decidedly unchanged is combined as stage 1 combines it (unchanged, or a power
+    state where the time's own change is beyond the tolerance: a card whose clock moves
+    from round to round widens the time's interval, not the cycles'). Every change this
+    gives, the time alone gives (gate-sim's paired stage judges the time alone), so it
+    adds no false alarm to it."""
+    if time_v.worse is None or cycle_v.worse is None:
+        return time_v
+    against = {REGRESSED: (UNCHANGED, IMPROVED), IMPROVED: (UNCHANGED, REGRESSED),
+               INCONCLUSIVE: (UNCHANGED,)}  # fmt: skip
+    if cycle_v.status in against.get(time_v.status, ()):  # a power state, or no change
+        return combine_clocked(time_v, cycle_v, None, None, "each round at its own SM clock")
+    why = (f"{time_v.reason} in time; per clock cycle {relative_change_text(cycle_v)}, "
+           f"{cycle_v.status} (each round at its own SM clock)")  # fmt: skip
+    return replace(time_v, reason=why, per_cycle=cycle_v.status, per_cycle_worse=cycle_v.worse)
 
 
 def rounds_to_settle(var: float, confidence: float, tolerance: float) -> int | None:

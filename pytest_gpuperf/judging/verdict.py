@@ -199,6 +199,10 @@ def combine_clocked(
     (time x SM clock), as nvbench's compare script asks. The uncertainty is the cycle
     verdict's: its between-session spread is the code's, not the card's power state.
     A change in time that the clock explains is reported as such, never as a regression.
+    A time whose whole interval lies inside the tolerance is UNCHANGED with its own
+    interval even where the cycles' is too wide to say: neither of the verdicts that need
+    time AND cycles can hold (on the H200 the matmuls' paired time rounds spread 0.4-1.0%
+    and their per-clock figures' interval read ±2.9%, which left them undecided).
     `clocks`: the text naming the clocks where no one pair of them applies (a class line)."""
     tol = time_v.tolerance
     clocks = clocks or (
@@ -209,7 +213,9 @@ def combine_clocked(
     per_cycle = relative_change_text(cycle_v)
     if time_v.worse is None or cycle_v.worse is None:
         return cycle_v if time_v.worse is None else time_v
-    slower_in_time = time_v.worse > tol
+    # a REGRESSED time is slower even where its relative change is a hair under the
+    # tolerance (the ladder compares log ratios: 2.95% slower is log1p(3%) in a throughput)
+    slower_in_time = time_v.worse > tol or time_v.status == REGRESSED
     base = Verdict(
         UNCHANGED,
         time_v.change,
@@ -235,6 +241,15 @@ def combine_clocked(
     if cycle_v.status == IMPROVED and -time_v.worse > tol:
         why = f"faster in time and per clock cycle; {clocks}"
         return replace(base, status=IMPROVED, reason=why)
+    if time_v.status == UNCHANGED and cycle_v.status == INCONCLUSIVE:
+        # the time's whole interval inside the tolerance: neither slower nor faster in time,
+        # so neither of the two that need time AND cycles can hold, whatever the cycles say
+        why = (f"within the tolerance in time, its whole interval inside it, so neither "
+               f"slower nor faster whatever its clock (per clock cycle {per_cycle}, "
+               f"inconclusive; {clocks})")  # fmt: skip
+        return replace(base, status=UNCHANGED, reason=why, uncertainty=time_v.uncertainty,
+                       mde=time_v.mde, sessions_needed=time_v.sessions_needed,
+                       basis=time_v.basis + " (in time)" if time_v.basis else "")  # fmt: skip
     status = cycle_v.status if cycle_v.status in (UNCHANGED, INCONCLUSIVE) else UNCHANGED
     why = f"{cycle_v.reason} (judged per clock cycle; {clocks})"
     return replace(base, status=status, reason=why)

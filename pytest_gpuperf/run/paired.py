@@ -279,8 +279,9 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     the stage's share over all the figures it re-measured (Bonferroni: together they spend
     the share): the first on `measured`, the second on the figures the first left
     inconclusive with the rounds of `again` after theirs; `whole`: one look, at the whole
-    share (no second look could fit, pairedlooks.one_look). A compute-bound throughput
-    regresses only in time AND per clock cycle, as in stage 1 (verdict.combine_clocked)."""
+    share (no second look could fit, pairedlooks.one_look). A compute-bound throughput is
+    decided by its time, its per-clock twin vetoing a change that the cycles decidedly do
+    not share (stage2.clocked)."""
     from ..judging.explain import EACH_PAIR
     from ..judging.judge import verdict_dict
     from ..judging.stage2 import judge_paired, settle_advice

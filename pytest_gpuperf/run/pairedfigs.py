@@ -91,15 +91,16 @@ def extended(figures: Sequence[PairedFigure], measured: Any) -> list[PairedFigur
 
 def written(r: Result, metric: str, verdicts: Mapping[tuple[str, str], Verdict]) -> Verdict:
     """The verdict the stage writes for the figure `metric` of `r`: a compute-bound
-    throughput's combined with its per-clock twin's, which regresses only in time AND per
-    clock cycle, as in stage 1 (verdict.combine_clocked); else the figure's own."""
+    throughput's decided by its time with its per-clock twin's veto (stage2.clocked: a
+    time changed where the cycles are decidedly not is a power state); else the
+    figure's own."""
     from ..core.figures import TIMED, per_clock_name
-    from ..judging.verdict import combine_clocked
+    from ..judging.stage2 import clocked
 
     v = verdicts[(r.key, metric)]
     twin = verdicts.get((r.key, per_clock_name(metric))) if metric in TIMED else None
     if twin is not None and r.bound == "compute":
-        v = combine_clocked(v, twin, None, None, "each round at its own SM clock")
+        v = clocked(v, twin)
     return v
 
 

@@ -1,0 +1,65 @@
+"""Runs 3 and 4's paired stages judged again on the CPU with the paired stage's clock rule
+of this commit (stage2.clocked: the time decides, the per-clock figure only vetoes a
+change). Those runs' JSON keep each re-measured throughput's rounds of both builds but not
+its per-clock twin's (kept since 0808363), so this judges the time alone: under the new
+rule that is the verdict wherever the time is not changed (a change could still be vetoed
+by cycles that decidedly disagree). Each look as the run judged it: the figures with their
+rounds (both looks' where a second look ran), pooled per class over the figures of the
+part that have the same rounds count, at the confidence each figure's paired record names.
+From the repository root: python docs/evidence/h200-2026-12-03-f/rejudge_clocked.py"""
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+from pytest_gpuperf.core.figures import metrics_of
+from pytest_gpuperf.core.results import Result
+from pytest_gpuperf.judging.stage2 import PairedFigure, pooled
+from pytest_gpuperf.judging.verdict import quantile, status_of
+
+E = Path(__file__).parent.parent
+PARTS = {
+    "run 3": ["h200-2026-12-03-d/a/s/compare-finetune-135538.json",
+              "h200-2026-12-03-d/b/s/compare-finetune-140227.json",
+              "h200-2026-12-03-d/c/s/compare-generate-140856.json",
+              "h200-2026-12-03-d/a/s/compare-dtype-135843.json"],
+    "run 4": ["h200-2026-12-03-e/a/s/compare-finetune-161421.json",
+              "h200-2026-12-03-e/c/s/compare-finetune-163237.json",
+              "h200-2026-12-03-e/c/s/compare-generate-163551.json",
+              "h200-2026-12-03-e/b/s/compare-dtype-162130.json"],
+}  # fmt: skip
+for run, files in PARTS.items():
+    for f in files:
+        data = json.loads((E / f).read_text())
+        figs, rec = [], {}
+        for d in data["results"]:
+            r = Result.from_dict(d)
+            for metric, v in (r.verdicts or {}).items():
+                p = v.get("paired")
+                if not p or not p.get("base_rounds") or "_per_clock" in metric:
+                    continue
+                cls = (metrics_of(r).get(metric) or {}).get("noise_class") or "?"
+                fig = PairedFigure(r.key, metric, cls, r.higher_is_better,
+                                   tuple(p["base_rounds"]), tuple(p["head_rounds"]),
+                                   tuple(p["round_pairs"]))  # fmt: skip
+                figs.append(fig)
+                rec[(r.key, metric)] = (v, p, r.bound)
+        by_n: dict[int, list[PairedFigure]] = {}
+        for fig in figs:
+            by_n.setdefault(len(fig.base), []).append(fig)
+        for group in by_n.values():
+            var = pooled([g for g in group if g.usable()])
+            for fig in group:
+                v, p, bound = rec[(fig.key, fig.metric)]
+                if not fig.usable():
+                    continue
+                s2, df = var[(fig.key, fig.metric)]
+                half = quantile(p["confidence"], df) * math.sqrt(s2 / len(fig.base))
+                d = statistics.fmean(fig.diffs())
+                new = status_of(d, half, higher_is_better=fig.higher, tolerance=v["tolerance"])
+                name = fig.key.split("::")[-1][:44]
+                print(f"{run} {Path(f).name[:16]:16} {name:44} {fig.metric[:18]:18} "
+                      f"{bound or '-':8} written {v['status']:12} time alone {new.status:12} "
+                      f"{math.expm1(d) * 100:+.2f}% ±{math.expm1(half) * 100:.2f}% "
+                      f"({len(fig.base)} rounds, {df:.0f} df)")  # fmt: skip
