@@ -1,4 +1,4 @@
-"""Runs 3 and 4's paired stages judged again on the CPU with the paired stage's clock rule
+"""Runs 3 and 4's paired stages (and the own file's 5% runs at d864213) judged again on the CPU with the paired stage's clock rule
 of this commit (stage2.clocked: the time decides, the per-clock figure only vetoes a
 change). Those runs' JSON keep each re-measured throughput's rounds of both builds but not
 its per-clock twin's (kept since 0808363), so this judges the time alone: under the new
@@ -28,6 +28,8 @@ PARTS = {
               "h200-2026-12-03-e/c/s/compare-finetune-163237.json",
               "h200-2026-12-03-e/c/s/compare-generate-163551.json",
               "h200-2026-12-03-e/b/s/compare-dtype-162130.json"],
+    "own 5%": ["h200-2026-12-03-e/own/c1/slow5-1.json", "h200-2026-12-03-e/own/c2/slow5-2.json",
+               "h200-2026-12-03-e/own/c2/slow5-3.json"],
 }  # fmt: skip
 for run, files in PARTS.items():
     for f in files:
