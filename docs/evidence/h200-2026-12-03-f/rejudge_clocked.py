@@ -1,12 +1,13 @@
-"""Runs 3 and 4's paired stages (and the own file's 5% runs at d864213) judged again on the CPU with the paired stage's clock rule
-of this commit (stage2.clocked: the time decides, the per-clock figure only vetoes a
-change). Those runs' JSON keep each re-measured throughput's rounds of both builds but not
-its per-clock twin's (kept since 0808363), so this judges the time alone: under the new
-rule that is the verdict wherever the time is not changed (a change could still be vetoed
-by cycles that decidedly disagree). Each look as the run judged it: the figures with their
-rounds (both looks' where a second look ran), pooled per class over the figures of the
-part that have the same rounds count, at the confidence each figure's paired record names.
-From the repository root: python docs/evidence/h200-2026-12-03-f/rejudge_clocked.py"""
+"""Runs 3 and 4's paired stages (and the own file's 5% runs at d864213) judged again on
+the CPU with the paired stage's clock rule of 6380181 (stage2.clocked: the time decides,
+the per-clock figure only vetoes a change). Those runs' JSON keep each re-measured
+throughput's rounds of both builds but not its per-clock twin's (kept since 0808363), so
+this judges the time alone: under the new rule that is the verdict wherever the time is
+not changed (a change could still be vetoed by cycles that decidedly disagree). Each look
+as the run judged it: the figures with their rounds (both looks' where a second look
+ran), pooled per class over the figures of the part that have the same rounds count, at
+the confidence each figure's paired record names. From the repository root:
+python docs/evidence/h200-2026-12-03-f/rejudge_clocked.py"""
 
 import json
 import math
