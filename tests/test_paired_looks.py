@@ -149,9 +149,10 @@ def _fig(key, metric, base, head):
                         tuple(i * 2 // n for i in range(n)), (0.001,) * n)  # fmt: skip
 
 
-def test_a_compute_bound_figure_its_per_clock_twin_decided_is_not_measured_again():
-    # its time figure undecided, its per-clock twin unchanged: the written verdict is
-    # decided (the cycles rule out a regression, which needs both), so no second look
+def test_a_compute_bound_figure_its_time_decided_is_not_measured_again():
+    # the paired stage decides compute-bound work by its time (stage2.clocked): a time
+    # unchanged is decided whatever its per-clock twin says, so no second look; a time
+    # undecided goes to the second look with its twin, even where the twin is unchanged
     from pytest_gpuperf.judging.verdict import Verdict
     from pytest_gpuperf.run.pairedfigs import second_look, written
 
@@ -161,14 +162,21 @@ def test_a_compute_bound_figure_its_per_clock_twin_decided_is_not_measured_again
     clock_f = _fig(r.key, "throughput_per_clock", [1.0] * 4, [1.0] * 4)
     wide = Verdict("inconclusive", -0.03, 0.03, 0.05, 0.03, "wide")
     within = Verdict("unchanged", 0.0, 0.0, 0.01, 0.03, "within tolerance")
-    verdicts = {(r.key, "throughput"): wide, (r.key, "throughput_per_clock"): within}
+    verdicts = {(r.key, "throughput"): within, (r.key, "throughput_per_clock"): wide}
     todo = [(r, "throughput", "compute")]
     assert written(r, "throughput", verdicts).status == "unchanged"
     assert second_look(todo, [time_f, clock_f], verdicts) == []
-    # both undecided: both go to the second look, judged together again
-    verdicts[(r.key, "throughput_per_clock")] = wide
+    # its time undecided: both go to the second look, judged together again
+    verdicts = {(r.key, "throughput"): wide, (r.key, "throughput_per_clock"): within}
+    assert written(r, "throughput", verdicts).status == "inconclusive"
     assert second_look(todo, [time_f, clock_f], verdicts) == [time_f, clock_f]
+    # a time faster beyond the tolerance at the same cycles: power-state, decided
+    faster = Verdict("improved", 0.06, -0.06, 0.01, 0.03, "beyond tolerance and significant")
+    verdicts = {(r.key, "throughput"): faster, (r.key, "throughput_per_clock"): within}
+    assert written(r, "throughput", verdicts).status == "power-state"
+    assert second_look(todo, [time_f, clock_f], verdicts) == []
     # a figure without usable rounds is never taken again (more rounds cannot mend it)
+    verdicts = {(r.key, "throughput"): wide, (r.key, "throughput_per_clock"): wide}
     bad = _fig(r.key, "throughput", [1.0, 0.0], [1.0, 1.0])
     assert second_look(todo, [bad, clock_f], verdicts) == []
 

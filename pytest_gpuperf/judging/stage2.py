@@ -45,10 +45,10 @@ from .verdict import (
     CHANGED,
     IMPROVED,
     INCONCLUSIVE,
+    INCONCLUSIVE_POWER,
     REGRESSED,
     UNCHANGED,
     Verdict,
-    combine_clocked,
     per_metric_confidence,
     quantile,
     relative_change_text,
@@ -255,27 +255,28 @@ def clocked(time_v: Verdict, cycle_v: Verdict) -> Verdict:
 
     Stage 1 asks a regression to hold in time AND per cycle (verdict.combine_clocked): its
     sessions ran on other cards in other power states. A round measures both builds on one
-    card minutes apart, alternating, so a clock that differs between them is the code's
-    doing; and a round's median clock reading is coarse (on the H200 the matmuls' paired
-    time rounds agreed within 0.4-1.0% while their per-clock interval read ±2.9%; a 5%
-    slower MLP read 4.5-6.6% slower in every round and ±6.1% per cycle). So the time
-    decides, at its own interval, and the cycles can only veto a change or rule one out:
-    a time changed beyond the tolerance whose cycles are decidedly the same (or changed
-    the other way) is a power state, as stage 1 says it; an undecided time whose cycles
-    are decidedly unchanged is combined as stage 1 combines it (unchanged, or a power
-    state where the time's own change is beyond the tolerance: a card whose clock moves
-    from round to round widens the time's interval, not the cycles'). Every change this
-    gives, the time alone gives (gate-sim's paired stage judges the time alone), so it
-    adds no false alarm to it."""
+    card minutes apart, alternating, and a round's median clock reading is coarse (on the
+    H200 the matmuls' paired time rounds agreed within 0.4-1.0% while their per-clock
+    interval read ±2.9%; a 5% slower MLP read 4.5-6.6% slower in every round and ±6.1% per
+    cycle). So the time decides, at its own interval, and the cycles can only veto a
+    change: a time slower or faster beyond the tolerance whose cycles are decidedly the
+    same, or changed the other way, is `power-state` (the clocks of the two builds'
+    rounds differed), never a regression or an improvement. Every change this gives, the
+    time alone gives (gate-sim's paired stage judges the time alone), so it adds no false
+    alarm to it, and every status but those vetoed is the time's."""
     if time_v.worse is None or cycle_v.worse is None:
         return time_v
-    against = {REGRESSED: (UNCHANGED, IMPROVED), IMPROVED: (UNCHANGED, REGRESSED),
-               INCONCLUSIVE: (UNCHANGED,)}  # fmt: skip
-    if cycle_v.status in against.get(time_v.status, ()):  # a power state, or no change
-        return combine_clocked(time_v, cycle_v, None, None, "each round at its own SM clock")
-    why = (f"{time_v.reason} in time; per clock cycle {relative_change_text(cycle_v)}, "
-           f"{cycle_v.status} (each round at its own SM clock)")  # fmt: skip
-    return replace(time_v, reason=why, per_cycle=cycle_v.status, per_cycle_worse=cycle_v.worse)
+    per_cycle = f"per clock cycle {relative_change_text(cycle_v)}, {cycle_v.status}"
+    clocks = "each round at its own SM clock"
+    against = {REGRESSED: (UNCHANGED, IMPROVED), IMPROVED: (UNCHANGED, REGRESSED)}
+    if cycle_v.status in against.get(time_v.status, ()):
+        way = "slower" if time_v.status == REGRESSED else "faster"
+        why = (f"power state differs: {way} in time ({relative_change_text(time_v)}) but "
+               f"{per_cycle} ({clocks})")  # fmt: skip
+        return replace(time_v, status=INCONCLUSIVE_POWER, reason=why,
+                       per_cycle=cycle_v.status, per_cycle_worse=cycle_v.worse)  # fmt: skip
+    return replace(time_v, reason=f"{time_v.reason} in time; {per_cycle} ({clocks})",
+                   per_cycle=cycle_v.status, per_cycle_worse=cycle_v.worse)  # fmt: skip
 
 
 def rounds_to_settle(var: float, confidence: float, tolerance: float) -> int | None:

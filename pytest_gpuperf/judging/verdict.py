@@ -213,9 +213,7 @@ def combine_clocked(
     per_cycle = relative_change_text(cycle_v)
     if time_v.worse is None or cycle_v.worse is None:
         return cycle_v if time_v.worse is None else time_v
-    # a REGRESSED time is slower even where its relative change is a hair under the
-    # tolerance (the ladder compares log ratios: 2.95% slower is log1p(3%) in a throughput)
-    slower_in_time = time_v.worse > tol or time_v.status == REGRESSED
+    slower_in_time = time_v.worse > tol
     base = Verdict(
         UNCHANGED,
         time_v.change,

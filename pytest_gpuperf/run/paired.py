@@ -281,7 +281,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     inconclusive with the rounds of `again` after theirs; `whole`: one look, at the whole
     share (no second look could fit, pairedlooks.one_look). A compute-bound throughput is
     decided by its time, its per-clock twin vetoing a change that the cycles decidedly do
-    not share (stage2.clocked)."""
+    not share (power-state: stage2.clocked)."""
     from ..judging.explain import EACH_PAIR
     from ..judging.judge import verdict_dict
     from ..judging.stage2 import judge_paired, settle_advice
@@ -372,8 +372,8 @@ def _round_record(f: Any, figs: dict[tuple[str, str], Any] | None = None,
     the paired difference a round, relative (`round_spread`). A compute-bound figure's
     per-clock twin, judged with it (in `figs`, its verdict in `verdicts`), is kept the same
     way under `per_clock`, with its interval's basis (its class's pool or its own rounds):
-    on the H200 the matmuls' time rounds spread 0.4-1.0% and their per-clock interval,
-    which decides, read ±2.9% on its own 5 df, where the run before pooled them."""
+    on the H200 the matmuls' time rounds spread 0.4-1.0% and their per-clock interval read
+    ±2.9% on its own 5 df (the time decides; the cycles can only veto: stage2.clocked)."""
     from ..core.figures import per_clock_name
 
     sd = statistics.stdev(f.diffs()) if len(f.base) >= 2 else None

@@ -92,8 +92,8 @@ def extended(figures: Sequence[PairedFigure], measured: Any) -> list[PairedFigur
 def written(r: Result, metric: str, verdicts: Mapping[tuple[str, str], Verdict]) -> Verdict:
     """The verdict the stage writes for the figure `metric` of `r`: a compute-bound
     throughput's decided by its time with its per-clock twin's veto (stage2.clocked: a
-    time changed where the cycles are decidedly not is a power state); else the
-    figure's own."""
+    time changed where the cycles decidedly are not is power-state); else the figure's
+    own."""
     from ..core.figures import TIMED, per_clock_name
     from ..judging.stage2 import clocked
 
