@@ -15,7 +15,9 @@ if [ ! -d /tmp/paired-repo/.git ] && [ -f .carry/paired-repo.tgz ]; then
   tar xzf .carry/paired-repo.tgz -C /tmp && echo "restored /tmp/paired-repo" | tee -a "$OUT/call.log"
 fi
 nvidia-smi --query-gpu=name,serial,clocks.sm,clocks.max.sm,power.limit,temperature.gpu,driver_version --format=csv >> "$OUT/call.log" 2>&1
-echo "$tag start $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null)" >> "$OUT/call.log"
+# the runner's copy carries the working tree's files but an older .git: its HEAD misnames the
+# code, so the plugin's sources are named by a digest (tests/gpu/src_digest.sh, run here too)
+echo "$tag start $(date -u +%FT%TZ) plugin sources $(tests/gpu/src_digest.sh)" >> "$OUT/call.log"
 finish() {
   tar czf "$OUT/p-$tag.tgz" -C "$OUT" p 2>/dev/null && rm -rf "$OUT/p"
   [ -d /tmp/paired-repo ] && tar czf "$OUT/paired-repo.tgz" -C /tmp paired-repo
