@@ -6,18 +6,17 @@ this judges the time alone: under the new rule that is the verdict wherever the 
 not changed (a change could still be vetoed by cycles that decidedly disagree). Each look
 as the run judged it: the figures with their rounds (both looks' where a second look
 ran), pooled per class over the figures of the part that have the same rounds count, at
-the confidence each figure's paired record names. From the repository root:
+the confidence each figure's paired record names, by stage2.judge_paired itself (its
+pool, per-process screen and interval). From the repository root:
 python docs/evidence/h200-2026-12-03-f/rejudge_clocked.py"""
 
 import json
 import math
-import statistics
 from pathlib import Path
 
 from pytest_gpuperf.core.figures import metrics_of
 from pytest_gpuperf.core.results import Result
-from pytest_gpuperf.judging.stage2 import PairedFigure, pooled
-from pytest_gpuperf.judging.verdict import quantile, status_of
+from pytest_gpuperf.judging.stage2 import PairedFigure, judge_paired
 
 E = Path(__file__).parent.parent
 PARTS = {
@@ -48,21 +47,27 @@ for run, files in PARTS.items():
                                    tuple(p["round_pairs"]))  # fmt: skip
                 figs.append(fig)
                 rec[(r.key, metric)] = (v, p, r.bound)
-        by_n: dict[int, list[PairedFigure]] = {}
+        # one look's figures: the same rounds and the same confidence (the run's record)
+        looks: dict[tuple[int, float], list[PairedFigure]] = {}
         for fig in figs:
-            by_n.setdefault(len(fig.base), []).append(fig)
-        for group in by_n.values():
-            var = pooled([g for g in group if g.usable()])
+            looks.setdefault((len(fig.base), rec[(fig.key, fig.metric)][1]["confidence"]),
+                             []).append(fig)  # fmt: skip
+        for (_, conf), group in looks.items():
+            tol = {fig.key: rec[(fig.key, fig.metric)][0]["tolerance"] for fig in group}
+            # the look's own rule (pool, per-process screen, interval) at the recorded
+            # confidence: judge_paired with a count of 1 judges each figure at 1 - its share
+            verdicts, _ = judge_paired(group, tol, 1 - conf, count=1)
             for fig in group:
-                v, p, bound = rec[(fig.key, fig.metric)]
-                if not fig.usable():
+                v, _, bound = rec[(fig.key, fig.metric)]
+                new = verdicts[(fig.key, fig.metric)]
+                if new.change is None or new.uncertainty is None:
+                    print(f"{run} {Path(f).name[:16]:16} {fig.key.split('::')[-1][:44]:44} "
+                          f"{fig.metric[:18]:18} written {v['status']:12} time alone "
+                          f"{new.status}: {new.reason}")  # fmt: skip
                     continue
-                s2, df = var[(fig.key, fig.metric)]
-                half = quantile(p["confidence"], df) * math.sqrt(s2 / len(fig.base))
-                d = statistics.fmean(fig.diffs())
-                new = status_of(d, half, higher_is_better=fig.higher, tolerance=v["tolerance"])
                 name = fig.key.split("::")[-1][:44]
                 print(f"{run} {Path(f).name[:16]:16} {name:44} {fig.metric[:18]:18} "
                       f"{bound or '-':8} written {v['status']:12} time alone {new.status:12} "
-                      f"{math.expm1(d) * 100:+.2f}% ±{math.expm1(half) * 100:.2f}% "
-                      f"({len(fig.base)} rounds, {df:.0f} df)")  # fmt: skip
+                      f"{new.change * 100:+.2f}% ±{math.expm1(new.uncertainty) * 100:.2f}% "
+                      f"({new.basis.split('(')[-1].rstrip(')')}, "
+                      f"{len(fig.base)} rounds)")  # fmt: skip
