@@ -4,13 +4,10 @@ saved at cfe3008: each part's speed figures and benchmarks decided, every change
 ../h200-2026-12-03-d/tally.py. From the repository root:
 python docs/evidence/h200-2026-12-03-f/tally.py"""
 
-import importlib.util
+import runpy
 from pathlib import Path
 
 E = Path(__file__).parent
-spec = importlib.util.spec_from_file_location("tally_d", E.parent / "h200-2026-12-03-d/tally.py")
-assert spec is not None and spec.loader is not None
-run3 = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(run3)
-run3.tally(E, {"run 5": ["a/s/compare-finetune-184059.json", "b/s/compare-finetune-184627.json",
-                         "c/s/compare-generate-185159.json", "b/s/compare-dtype-184932.json"]})
+tally = runpy.run_path(str(E.parent / "h200-2026-12-03-d/tally.py"))["tally"]  # run 3's
+tally(E, {"run 5": ["a/s/compare-finetune-184059.json", "b/s/compare-finetune-184627.json",
+               "c/s/compare-generate-185159.json", "b/s/compare-dtype-184932.json"]})
