@@ -1,0 +1,89 @@
+"""Cut a bitsandbytes wheel down to the native libraries one GPU runner loads, in place.
+
+The device runner takes at most 64 MiB a call (tracked files and what `carry` names);
+bitsandbytes 0.50.2's wheel is 43 MB, most of it libraries for CUDA 11.8-12.8 and ROCm that
+a CUDA 13 runner never loads. This rewrites each wheel named (by default every `.whl/*.whl`)
+without the libraries whose name matches none of KEEP, and drops their lines from the
+wheel's RECORD so pip installs it as it did the full one (7.4 MB for 0.50.2: the CUDA 13.0
+and 13.2 libraries, the CPU and XPU ones). The full wheel is kept in a folder beside the
+wheel's, `.whl-full/` for `.whl/` (git ignores it; a call carries only what it names), unless
+one of its name is there already; a wheel with nothing to drop is left as it is.
+
+    python tools/slim_wheel.py [--keep cuda13,cpu,xpu] [WHEEL ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+NATIVE = re.compile(r"(^|/)lib[\w]+_(?P<target>[a-z]+\d*)\.(so|dll|dylib)$")
+
+
+def dropped(name: str, keep: list[str]) -> bool:
+    """A native library of the wheel whose target (cuda130, rocm72, cpu) no KEEP prefix names."""
+    m = NATIVE.search(name)
+    return bool(m) and not any(m.group("target").startswith(k) for k in keep)
+
+
+def full_copy(wheel: Path) -> Path:
+    """Where the full wheel is kept: `.whl-full/NAME` for `.whl/NAME`."""
+    folder = wheel.resolve().parent
+    return folder.with_name(folder.name + "-full") / wheel.name
+
+
+def slim(wheel: Path, keep: list[str]) -> list[str]:
+    """Rewrite WHEEL without the dropped libraries; return their names (none: left as is)."""
+    with zipfile.ZipFile(wheel) as zin:
+        gone = [i.filename for i in zin.infolist() if dropped(i.filename, keep)]
+        if not gone:
+            return []
+        full = full_copy(wheel)
+        if not full.exists():
+            full.parent.mkdir(exist_ok=True)
+            shutil.copy2(wheel, full)
+        tmp = wheel.with_name(wheel.name + ".tmp")
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zout:
+            for info in zin.infolist():
+                if info.filename in gone:
+                    continue
+                data = zin.read(info)
+                if info.filename.endswith(".dist-info/RECORD"):
+                    rows = data.decode().splitlines()
+                    data = "".join(
+                        r + "\n" for r in rows if r and r.split(",")[0] not in gone
+                    ).encode()
+                zout.writestr(info, data)
+    tmp.replace(wheel)
+    return gone
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("wheels", nargs="*", type=Path)
+    ap.add_argument("--keep", default="cuda13,cpu,xpu",
+                    help="comma-separated prefixes of the library targets to keep")
+    args = ap.parse_args(argv)
+    keep = [k for k in args.keep.split(",") if k]
+    if not keep:
+        print("slim_wheel: --keep names no library target to keep", file=sys.stderr)
+        return 2
+    wheels = args.wheels or sorted(Path(".whl").glob("*.whl"))
+    if not wheels:
+        print("slim_wheel: no wheel named and none in .whl/", file=sys.stderr)
+        return 2
+    for wheel in wheels:
+        before = wheel.stat().st_size
+        gone = slim(wheel, keep)
+        print(f"{wheel}: {before / 1e6:.1f} MB -> {wheel.stat().st_size / 1e6:.1f} MB, "
+              f"{len(gone)} librar{'y' if len(gone) == 1 else 'ies'} dropped"
+              + (f" ({', '.join(Path(g).name for g in gone)})" if gone else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
