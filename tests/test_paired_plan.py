@@ -285,6 +285,21 @@ def test_a_round_keeps_the_max_time_its_test_set_for_itself():
     assert round_cap_of(_result(), 0.5, 10.0) == 0.5  # no config recorded
 
 
+def test_a_max_time_the_test_set_at_the_runs_own_value_is_still_its_own():
+    """A marker's max_time=10 in a run whose own is 10 outranks a round's cap of 0.5 s all
+    the same; only a result written before `set_by_test` is judged by the value."""
+    mine = _result(10.0)
+    mine.config["set_by_test"] = ["max_time"]
+    assert round_cap_of(mine, 0.5, 10.0) == 10.0
+    assert round_cap_of(mine, 0.5, None) == 10.0  # the run's max_time not needed
+    run = _result(30.0)
+    run.config["set_by_test"] = ["min_samples"]  # 30 s from the ini file or command line
+    assert round_cap_of(run, 0.5, 10.0) == 0.5
+    odd = _result(True)
+    odd.config["set_by_test"] = ["max_time"]
+    assert round_cap_of(odd, 0.5, 10.0) == 0.5  # not a number of seconds
+
+
 def test_a_test_with_a_max_time_of_its_own_is_priced_at_it():
     r = _result(30.0, nodeid="t.py::real", kind="measured", measure_s=24.96, kernel_s=0.0,
                 kernel_time=None, verdicts={"throughput": {"status": "inconclusive"}})  # fmt: skip

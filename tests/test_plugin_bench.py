@@ -103,6 +103,29 @@ def test_marker_settings_override_the_command_line(pytester):
     pytester.runpytest(*FAST).assert_outcomes(passed=1)
 
 
+def test_a_result_names_the_settings_its_test_set_even_at_the_runs_own_value(pytester):
+    """A paired round's cap on the command line yields to the test's own max_time, so the
+    stage prices the round at it (fresh/afford.round_cap_of): a marker's max_time equal to
+    the run's is the test's own all the same."""
+    pytester.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.mark.gpuperf(max_time=0.2, min_samples=3)
+        def test_m(gpu_benchmark):
+            r = gpu_benchmark(lambda: None, work=1, unit="calls")
+            assert r.config["max_time"] == 0.2 and r.config["set_by_test"] == ["max_time", "min_samples"]
+            r2 = gpu_benchmark(lambda: None, metric="b", target=0.05)
+            assert r2.config["set_by_test"] == ["max_time", "min_samples", "target"]
+
+        def test_plain(gpu_benchmark):
+            r = gpu_benchmark(lambda: None, work=1, unit="calls")
+            assert r.config["max_time"] == 0.2 and r.config["set_by_test"] == []
+        """
+    )
+    pytester.runpytest(*FAST).assert_outcomes(passed=2)
+
+
 def test_bad_marker_setting_is_a_collection_error(pytester):
     pytester.makepyfile(
         test_m="import pytest\n@pytest.mark.gpuperf(max_time=-1)\ndef test_m():\n    pass\n"

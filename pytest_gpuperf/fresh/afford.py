@@ -118,14 +118,21 @@ def left_said(left: list[str], costs: dict[str, float], worth: dict[str, tuple[i
 
 def round_cap_of(r: Any, cap_s: float, run_max_s: float | None) -> float:
     """The sampling budget a round gives measurement `r`: the round's cap `cap_s`, given on
-    its command line, unless `r`'s test set a max_time of its own (a marker or a keyword:
-    its resolved max_time, `r.config`, is not the run's own `run_max_s`), which outranks
-    the command line, so its rounds sample as its first stage did. On the H200 a
-    realistic-length QLoRA step (max_time=30 in its marker, 25 s of samples) was priced at
-    about 13 s a side a round; its pair's first round of both builds, beside a cheap test,
-    took 110.5 s."""
-    own = (getattr(r, "config", None) or {}).get("max_time")
-    if run_max_s is None or not isinstance(own, int | float) or own == run_max_s:
+    its command line, unless `r`'s test set a max_time of its own (its marker or a keyword
+    of the call, which outrank the command line), so that its rounds sample as its first
+    stage did. On the H200 a realistic-length QLoRA step (max_time=30 in its marker, 25 s
+    of samples) was priced at about 13 s a side a round; its pair's first round of both
+    builds, beside a cheap test, took 110.5 s. A measurement names the settings its test
+    set (`set_by_test` in `r.config`), so a marker's max_time equal to the run's is the
+    test's own too; where a result predates that, a resolved max_time other than the run's
+    own `run_max_s` is taken for the test's."""
+    cfg = getattr(r, "config", None) or {}
+    own, by_test = cfg.get("max_time"), cfg.get("set_by_test")
+    if not isinstance(own, int | float) or isinstance(own, bool):
+        return cap_s
+    if isinstance(by_test, list):
+        return float(own) if "max_time" in by_test else cap_s
+    if run_max_s is None or own == run_max_s:
         return cap_s
     return float(own)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..core.results import Result, Throughput, lower_is_better_unit
@@ -39,8 +39,12 @@ class GpuBenchmark:
         disabled: bool = False,
         foreign: Callable[[], int | None] | None = None,
         processes: ProcessWatch | None = None,
+        test_settings: Iterable[str] = (),
     ) -> None:
         self.nodeid = nodeid
+        # the settings the test's own marker sets: with a call's keywords they outrank the
+        # command line, a paired round's cap included (fresh/afford.round_cap_of)
+        self._test_settings = frozenset(test_settings)
         # the other processes on the GPU, read around each measurement (gpushare.py)
         self._processes = processes
         # bytes of another test's memory resident now (memory.foreign_now), None without CUDA
@@ -153,6 +157,7 @@ class GpuBenchmark:
         before = hostload.read_host()
         procs = watch.read() if watch is not None else None
         result = run()
+        result.config["set_by_test"] = sorted(self._test_settings | set(settings))
         hostload.stamp(result, before, hostload.read_host())
         if watch is not None:
             watch.stamp(result, procs, watch.read())

@@ -225,6 +225,7 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
         disabled=benchmarks_disabled(request.config),
         foreign=_foreign_reader(item) if isinstance(item, pytest.Item) else None,
         processes=_process_watch(request.config, sess) if snap.kind == "cuda" else None,
+        test_settings=layers[-1],  # the marker's
     )
     item.stash[BENCH_KEY] = bench
     return bench
