@@ -41,6 +41,17 @@ def test_unchanged_code_reads_unchanged_and_a_slower_head_regressed():
     assert conf == pytest.approx(1 - 0.005 / 2)
 
 
+def test_the_basis_names_the_interval_the_verdict_carries():
+    """On the H200 (2026-12-03, the own file 10% slower) the regression line read ±7.35%
+    (the basis, exp(h) - 1) and the verdict table ±7.09% (the verdict's h) for one figure;
+    both now print the verdict's half-width."""
+    noisy = (1.00, 1.04, 0.97, 1.05, 0.95, 1.02)
+    f = fig([100 * w for w in noisy], [90 * w for w in noisy[::-1]])
+    (v,) = judge_paired([f], {"t.py::a": 0.03}, 0.005)[0].values()
+    assert v.uncertainty > 0.05  # wide enough that exp(h) - 1 would print otherwise
+    assert v.basis.startswith(f"±{v.uncertainty * 100:.2f}% over 6 paired rounds"), v.basis
+
+
 def test_a_latency_that_grew_regressed():
     lat = fig([10 * w for w in WOBBLE], [11 * w for w in WOBBLE], higher=False)
     (v,) = judge_paired([lat], {"t.py::a": 0.03}, 0.005)[0].values()

@@ -244,7 +244,8 @@ def judge_paired(
         out[(f.key, f.metric)] = replace(
             v,
             reason=f"{v.reason} over {n} paired rounds",
-            basis=f"±{math.expm1(half) * 100:.2f}% over {n} paired rounds ({pool})",
+            # the half-width as the verdict carries and every output prints it (log units)
+            basis=f"±{half * 100:.2f}% over {n} paired rounds ({pool})",
         )
     return out, confidence
 

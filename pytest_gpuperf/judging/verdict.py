@@ -79,7 +79,10 @@ class Verdict:
     status: str
     change: float | None  # relative change of the metric's value, signed (+ = larger value)
     worse: float | None  # relative change in the bad direction (+ = worse), None if n/a
-    uncertainty: float | None  # half-width of the change's confidence interval (relative)
+    # half-width of the change's confidence interval: of its log ratio in the judge's two
+    # stages (the ladder compares log units: 7.09% there is 7.35% relative), the
+    # relative one from `paired` (gpuperf ab); every output prints it as ±%
+    uncertainty: float | None
     tolerance: float
     reason: str
     mde: float | None = None  # smallest change in the bad direction this verdict can detect
