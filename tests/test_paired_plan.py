@@ -6,7 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_gpuperf.fresh.afford import affordable, first_need, fit, price, round_cap_of, saved
+from pytest_gpuperf.fresh.afford import (
+    affordable,
+    first_need,
+    fit,
+    price,
+    round_cap,
+    round_cap_of,
+    saved,
+)
 from pytest_gpuperf.fresh.rounds import (
     MIN_PER_PAIR,
     STOP_S,
@@ -283,6 +291,35 @@ def test_a_round_keeps_the_max_time_its_test_set_for_itself():
     assert round_cap_of(_result(10.0), 0.5, 10.0) == 0.5  # the run's own: the round's cap
     assert round_cap_of(_result(30.0), 0.5, None) == 0.5  # the run's max_time not known
     assert round_cap_of(_result(), 0.5, 10.0) == 0.5  # no config recorded
+
+
+class _Config:
+    """The two ways a run is given settings: its command line and its ini file."""
+
+    def __init__(self, cli=None, ini=None):
+        self.cli, self.ini = cli or {}, ini or {}
+
+    def getoption(self, name, default=None):
+        return self.cli.get(name, default)
+
+    def getini(self, name):
+        return self.ini.get(name, "")  # pytest's value of an ini option not set
+
+
+def test_a_rounds_cap_never_contradicts_the_runs_own_minimum():
+    """A round samples for at most 0.5 s, given on its command line; an ini file's
+    gpuperf_min_time = 1 would contradict that in every round ("min_time=1 (ini) is above
+    max_time=0.5 (command line)"), so the cap is lifted to the run's minimum."""
+    assert round_cap(_Config()) == 0.5
+    assert round_cap(_Config(cli={"gpuperf_max_time": "0.2"})) == 0.2  # the run's own, smaller
+    assert round_cap(_Config(ini={"gpuperf_min_time": "1"})) == 1.0
+    assert round_cap(_Config(ini={"gpuperf_min_time": "1500ms"})) == 1.5  # parsed as the plugin does
+    assert round_cap(_Config(ini={"gpuperf_min_sample_time": "0.8s"})) == 0.8
+    assert round_cap(_Config(cli={"gpuperf_min_time": "0.7s"})) == 0.7  # "0.7s": was ignored
+    both = _Config(cli={"gpuperf_min_time": "0.1"}, ini={"gpuperf_min_time": "2"})
+    assert round_cap(both) == 0.5  # the command line's beats the ini file's
+    assert round_cap(_Config(ini={"gpuperf_min_time": "soon"})) == 0.5  # the run reports it
+    assert round_cap(object()) == 0.5  # no config at all
 
 
 def test_a_max_time_the_test_set_at_the_runs_own_value_is_still_its_own():

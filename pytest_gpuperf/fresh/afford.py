@@ -22,7 +22,9 @@ START_GUESS_S = 10.0  # a process pair's start before one was measured (H200: 1.
 
 def round_cap(config: Any) -> float:
     """The seconds a round's measurement samples for at most: ROUND_MAX_TIME, or the run's
-    own --gpuperf-max-time when smaller, never under its --gpuperf-min-time."""
+    own --gpuperf-max-time when smaller, never under the least its command line or ini file
+    asks of a measurement (`run_minimum`): a cap under it would contradict it, and every
+    round would stop at that setting error."""
     getoption = getattr(config, "getoption", None)
     if getoption is None:
         return ROUND_MAX_TIME
@@ -31,9 +33,26 @@ def round_cap(config: Any) -> float:
         cap = min(float(given), ROUND_MAX_TIME) if given is not None else ROUND_MAX_TIME
     except (TypeError, ValueError):
         cap = ROUND_MAX_TIME
-    with contextlib.suppress(TypeError, ValueError):  # never under the run's minimum
-        cap = max(cap, float(getoption("gpuperf_min_time", None) or 0))
-    return cap
+    return max(cap, run_minimum(config))
+
+
+def run_minimum(config: Any) -> float:
+    """The most of the run's min_time and min_sample_time, each from its command line over
+    its ini file (as the plugin resolves them, "1s" or "500ms" alike); 0 where neither sets
+    one, and a value that does not parse counts for nothing (the run says what is wrong)."""
+    from ..core.settings import SettingError, parse_layer
+
+    least = 0.0
+    for name in ("min_time", "min_sample_time"):
+        raw = config.getoption(f"gpuperf_{name}", None)
+        if raw is None:
+            with contextlib.suppress(ValueError, AttributeError):
+                raw = config.getini(f"gpuperf_{name}") or None
+        if raw is None:
+            continue
+        with contextlib.suppress(SettingError, TypeError, ValueError):
+            least = max(least, float(parse_layer({name: raw}, "the run")[name]))
+    return least
 
 
 def saved(measure_s: float, kernel_s: float, chunks: int, cap_s: float) -> float:
