@@ -322,6 +322,32 @@ def test_a_rounds_cap_never_contradicts_the_runs_own_minimum():
     assert round_cap(object()) == 0.5  # no config at all
 
 
+def test_a_test_that_asks_more_sampling_than_a_round_allows_is_left_out_saying_so():
+    """A marker's min_time=2 outranks a round's cap of 0.5 s on its command line, so each
+    round would stop at "min_time=2 (marker) is above max_time=0.5 (command line)"."""
+    def res(nodeid, **config):
+        r = _result(nodeid=nodeid, kind="measured", measure_s=2.0, kernel_s=0.0,
+                    kernel_time=None, verdicts={"throughput": {"status": "inconclusive"}})  # fmt: skip
+        r.config = config
+        return r
+
+    slow = res("t.py::slow", min_time=2.0, max_time=10.0, set_by_test=["min_time"])
+    fine = res("t.py::fine", min_time=0.1, max_time=10.0, set_by_test=["min_time"])
+    own = res("t.py::own", min_time=2.0, max_time=5.0, set_by_test=["max_time", "min_time"])
+    batch = res("t.py::batch", min_sample_time=0.8, max_time=10.0, set_by_test=["min_sample_time"])
+    run = res("t.py::run", min_time=2.0, max_time=10.0, set_by_test=[])  # the run's: cap lifted
+    every = [slow, fine, own, batch, run]
+    todo = [(r, "throughput", "model") for r in every]
+    names = [r.nodeid for r in every]
+    kept_todo, kept, said = affordable(todo, names, every, dict.fromkeys(names, 3.0), 0.5, 1e6, 2)
+    assert kept == ["t.py::fine", "t.py::own", "t.py::run"]
+    assert [t[0].nodeid for t in kept_todo] == kept
+    assert said == ("2 test(s) asking more sampling of themselves than a round's cap of 0.5 s, "
+                    "without a max_time of their own, left out: batch 0.8 s, slow 2 s")
+    _, kept, said = affordable(todo, names, every, dict.fromkeys(names, 3.0), 2.0, 1e6, 2)
+    assert kept == names and said == ""  # a cap of 2 s holds them all
+
+
 def test_a_max_time_the_test_set_at_the_runs_own_value_is_still_its_own():
     """A marker's max_time=10 in a run whose own is 10 outranks a round's cap of 0.5 s all
     the same; only a result written before `set_by_test` is judged by the value."""

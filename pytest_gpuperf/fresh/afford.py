@@ -156,6 +156,20 @@ def round_cap_of(r: Any, cap_s: float, run_max_s: float | None) -> float:
     return float(own)
 
 
+def own_minimum(r: Any, cap_s: float) -> float | None:
+    """The least sampling `r`'s test asks of itself (a min_time or min_sample_time of its
+    marker or keywords, `set_by_test`) where it is above the round's cap `cap_s` and the
+    test set no max_time of its own: its rounds would stop at that setting error (the cap,
+    on their command line, is below a minimum that outranks it); else None."""
+    cfg = getattr(r, "config", None) or {}
+    by_test = cfg.get("set_by_test")
+    if not isinstance(by_test, list) or "max_time" in by_test:
+        return None
+    asked = [cfg.get(k) for k in ("min_time", "min_sample_time") if k in by_test]
+    least = max((float(v) for v in asked if isinstance(v, int | float)), default=0.0)
+    return least if least > cap_s else None
+
+
 def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iterable[Any],
                durations: dict[str, float], cap_s: float, budget_s: float, pairs: int,
                base_durations: dict[str, float] | None = None, run_max_s: float | None = None,
@@ -171,19 +185,29 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
     base costs what the head does. On the H200 a base saved before the profiler's trace was
     read raw made a static decoder's round of both builds 53.9 s where the head's price
     alone was 14.5 s a side. A measurement whose test set a max_time of its own is capped
-    at that in its rounds (`round_cap_of`, against the run's own max_time `run_max_s`)."""
+    at that in its rounds (`round_cap_of`, against the run's own max_time `run_max_s`); a
+    test that asks more sampling of itself than the cap allows is left out (`own_minimum`)."""
     worth: dict[str, tuple[int, int]] = {}
     for r, m, _ in todo:
         k, n = worth.get(r.nodeid, (0, 0))
         worth[r.nodeid] = (k + (r.verdicts[m].get("status") in CHANGED), n + 1)
     savings: dict[str, list[float]] = {t: [] for t in tests}
+    clash: dict[str, float] = {}
     for r in results:
         if r.nodeid in savings and r.kind == "measured":
+            if (least := own_minimum(r, cap_s)) is not None:
+                clash[r.nodeid] = max(least, clash.get(r.nodeid, 0.0))
             kt = getattr(r, "kernel_time", None)
             savings[r.nodeid].append(saved(float(r.measure_s or 0.0),
                                            float(getattr(r, "kernel_s", 0.0) or 0.0),
                                            kt.n if kt is not None else 0,
                                            round_cap_of(r, cap_s, run_max_s)))  # fmt: skip
+    clash_said = (f"{len(clash)} test(s) asking more sampling of themselves than a round's "
+                  f"cap of {cap_s:g} s, without a max_time of their own, left out: "
+                  + ", ".join(f"{t.split('::')[-1]} {m:g} s" for t, m in sorted(clash.items()))
+                  if clash else "")  # fmt: skip
+    tests = [t for t in tests if t not in clash]
+    todo = [t for t in todo if t[0].nodeid not in clash]
     costs = {}
     for t in tests:
         head = price(durations.get(t, 0.0), savings[t])
@@ -192,7 +216,8 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
         costs[t] = (head + base) / 2
     kept, left = fit(costs, worth, budget_s, pairs)
     if not left:
-        return todo, tests, ""
+        return todo, tests, clash_said
     said = left_said(left, costs, worth, budget_s, pairs, some_kept=bool(kept))
     keep = set(kept)
-    return [t for t in todo if t[0].nodeid in keep], kept, said
+    return ([t for t in todo if t[0].nodeid in keep], kept,
+            "; ".join(x for x in (clash_said, said) if x))  # fmt: skip
