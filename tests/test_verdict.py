@@ -1,6 +1,7 @@
 """The verdict: pure, property-tested."""
 
 import math
+import statistics
 
 import pytest
 from hypothesis import given
@@ -114,6 +115,8 @@ from pytest_gpuperf.judging.verdict import (  # noqa: E402
     combine_clocked,
     paired,
     per_metric_confidence,
+    status_of,
+    t_quantile,
 )
 
 rounds = st.lists(st.floats(min_value=0.5, max_value=2.0), min_size=2, max_size=8)
@@ -154,10 +157,26 @@ def test_paired_never_overflows(a, b, higher, confidence):
     assert v.uncertainty is not None and v.uncertainty >= 0  # inf where it overflows, never NaN
 
 
-def test_paired_two_rounds_far_apart_is_inconclusive_with_an_infinite_interval():
+def test_paired_two_rounds_far_apart_is_inconclusive_with_a_huge_log_interval():
+    """t(1) at 99.9% is 636.6; the rounds' log ratios 0 and ln 10 (sd 1.628 over sqrt 2):
+    a log half-width of 733, stored in log units as the judge's stages store theirs."""
     v = paired([1.0, 1.0], [1.0, 10.0], higher_is_better=True, tolerance=0.03, confidence=0.999)
-    assert (v.status, v.uncertainty, v.mde) == (INCONCLUSIVE, math.inf, math.inf)
-    assert "±inf%" in v.reason
+    half = 636.619 * math.log(10) / math.sqrt(2) / math.sqrt(2)
+    assert v.status == INCONCLUSIVE
+    assert v.uncertainty == pytest.approx(half, rel=1e-4) and v.mde == v.uncertainty
+    assert "(2 paired rounds)" in v.reason
+
+
+def test_paired_stores_the_log_half_width_as_the_judge_does():
+    """gpuperf ab and the judge's stages print the same ± for the same rounds."""
+    base = [100.0, 101.0, 99.0, 100.5]
+    head = [95.0, 97.0, 93.0, 96.0]
+    d = [math.log(h / b) for b, h in zip(base, head, strict=True)]
+    v = paired(base, head, higher_is_better=True, tolerance=0.03, confidence=0.99)
+    half = t_quantile(0.99, 3) * statistics.stdev(d) / math.sqrt(4)
+    assert v.uncertainty == pytest.approx(half, rel=1e-12)
+    ladder = status_of(statistics.fmean(d), half, higher_is_better=True, tolerance=0.03)
+    assert (v.status, v.change, v.mde) == (ladder.status, ladder.change, ladder.mde)
 
 
 @given(st.floats(min_value=1e-4, max_value=0.5), st.integers(1, 500), st.integers(1, 500))

@@ -79,9 +79,8 @@ class Verdict:
     status: str
     change: float | None  # relative change of the metric's value, signed (+ = larger value)
     worse: float | None  # relative change in the bad direction (+ = worse), None if n/a
-    # half-width of the change's confidence interval: of its log ratio in the judge's two
-    # stages (the ladder compares log units: 7.09% there is 7.35% relative), the
-    # relative one from `paired` (gpuperf ab); every output prints it as ±%
+    # half-width of the change's confidence interval, of its log ratio, from every rule
+    # (the ladder compares log units: ±7.09% is -6.85%/+7.35% relative); printed as ±%
     uncertainty: float | None
     tolerance: float
     reason: str
@@ -282,31 +281,12 @@ def paired(
     if n < 2:
         return Verdict(INCONCLUSIVE, None, None, None, tolerance, f"{n} round(s): 2 needed")
     d = [math.log(h / b) for b, h in zip(base, head, strict=True)]
-    mean = statistics.fmean(d)
+    # the half-width in log units, as the judge's stages store it (2 rounds that differ 6x
+    # at 99.9%: t(1) = 637 gives a half-width near 7, finite here, infinite as exp(h) - 1)
     half_log = t_quantile(confidence, n - 1) * statistics.stdev(d) / math.sqrt(n)
-    worse_log = -mean if higher_is_better else mean
-    tol_log = math.log1p(tolerance)
-    change = ratio_change(mean)
-    worse = -change if higher_is_better else change
-    half = ratio_change(half_log)  # 2 rounds that differ 6x: t(1) at 99.9% is 637
-    mde = max(tolerance, half)
-    if worse_log > tol_log and worse_log > half_log:
-        status, why = REGRESSED, f"beyond tolerance and significant over {n} paired rounds"
-    elif -worse_log > tol_log and -worse_log > half_log:
-        status, why = IMPROVED, f"beyond tolerance and significant over {n} paired rounds"
-    elif half_log > tol_log or abs(worse_log) > tol_log:
-        status, why = INCONCLUSIVE, f"uncertainty ±{half * 100:.1f}% over {n} paired rounds"
-    elif abs(worse_log) + half_log > tol_log:  # UNCHANGED: the whole interval within
-        status, why = (
-            INCONCLUSIVE,
-            (
-                f"within the tolerance, but its interval (±{half * 100:.1f}% over {n} paired "
-                "rounds) reaches beyond it"
-            ),
-        )
-    else:
-        status, why = UNCHANGED, f"within tolerance over {n} paired rounds"
-    return Verdict(status, change, worse, half, tolerance, why, mde)
+    v = status_of(statistics.fmean(d), half_log, higher_is_better=higher_is_better,
+                  tolerance=tolerance)  # fmt: skip
+    return replace(v, reason=f"{v.reason} ({n} paired rounds)")
 
 
 def what_would_settle(v: Verdict, history_len: int) -> str:
