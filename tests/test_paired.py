@@ -538,8 +538,8 @@ def test_a_test_whose_rounds_would_not_fit_the_budget_is_left_to_the_first_stage
     assert "paired" not in got["test_p.py::test_dear"]
     assert got["test_p.py::test_dear"]["status"] == "inconclusive"
     assert got["test_p.py::test_dear"]["reason"].endswith(
-        "; not re-measured by the paired stage: its test's rounds would not fit (the stage's "
-        "line says why)")
+        "; not re-measured by the paired stage: its test was left out of the rounds (the "
+        "stage's line says why)")
 
 
 def test_a_base_that_was_dear_when_saved_is_priced_at_its_own_time(pytester, monkeypatch):

@@ -10,6 +10,7 @@ from pytest_gpuperf.fresh.afford import (
     affordable,
     first_need,
     fit,
+    own_minimum,
     price,
     round_cap,
     round_cap_of,
@@ -319,6 +320,9 @@ def test_a_rounds_cap_never_contradicts_the_runs_own_minimum():
     both = _Config(cli={"gpuperf_min_time": "0.1"}, ini={"gpuperf_min_time": "2"})
     assert round_cap(both) == 0.5  # the command line's beats the ini file's
     assert round_cap(_Config(ini={"gpuperf_min_time": "soon"})) == 0.5  # the run reports it
+    assert round_cap(_Config(cli={"gpuperf_max_time": "300ms"})) == 0.3  # was taken for 0.5
+    assert round_cap(_Config(ini={"gpuperf_max_time": "0.3s"})) == 0.3  # was ignored
+    assert round_cap(_Config(cli={"gpuperf_max_time": "1"}, ini={"gpuperf_max_time": "0.3"})) == 0.5
     assert round_cap(object()) == 0.5  # no config at all
 
 
@@ -342,10 +346,96 @@ def test_a_test_that_asks_more_sampling_than_a_round_allows_is_left_out_saying_s
     kept_todo, kept, said = affordable(todo, names, every, dict.fromkeys(names, 3.0), 0.5, 1e6, 2)
     assert kept == ["t.py::fine", "t.py::own", "t.py::run"]
     assert [t[0].nodeid for t in kept_todo] == kept
-    assert said == ("2 test(s) asking more sampling of themselves than a round's cap of 0.5 s, "
-                    "without a max_time of their own, left out: batch 0.8 s, slow 2 s")
+    assert said == ("2 test(s) asking more sampling of themselves than a round's cap of 0.5 s "
+                    "allows (each round would stop at the setting error), left out: batch 0.8 s, "
+                    "slow 2 s")
     _, kept, said = affordable(todo, names, every, dict.fromkeys(names, 3.0), 2.0, 1e6, 2)
     assert kept == names and said == ""  # a cap of 2 s holds them all
+
+
+def test_a_test_left_out_for_its_sampling_stays_out_when_the_budget_drops_another():
+    """`fit` ranks the tests it is given: a test left out for the sampling it asks of itself
+    was still ranked (at no cost) and kept once a dear test was dropped, and each of its
+    rounds would have stopped at the setting error (a review, 2026-12-05)."""
+    def res(nodeid, **config):
+        r = _result(nodeid=nodeid, kind="measured", measure_s=0.4, kernel_s=0.0,
+                    kernel_time=None, verdicts={"throughput": {"status": "inconclusive"}})  # fmt: skip
+        r.config = {"max_time": 10.0, "set_by_test": sorted(config), **config}
+        return r
+
+    every = [res("t.py::slow", min_time=2.0), res("t.py::cheap"), res("t.py::dear")]
+    names = [r.nodeid for r in every]
+    todo = [(r, "throughput", "model") for r in every]
+    costs = {"t.py::slow": 3.0, "t.py::cheap": 3.0, "t.py::dear": 500.0}
+    kept_todo, kept, said = affordable(todo, names, every, costs, 0.5, 200.0, 2)
+    assert kept == ["t.py::cheap"] and [t[0].nodeid for t in kept_todo] == kept
+    assert said.startswith("1 test(s) asking more sampling of themselves") and "dear 500 s" in said
+    _, kept, _ = affordable(todo[::2], names[::2], every[::2], costs, 0.5, 200.0, 2)
+    assert kept == []  # slow and dear: nothing to measure, not slow's failing rounds
+
+
+def test_own_minimum_foretells_which_tests_a_rounds_cap_stops(pytester):
+    """Each way a test asks sampling of itself, run as the first stage ran it and then
+    under a round's cap on the command line: `own_minimum` names exactly the tests the
+    capped run stops at a setting error. The fixture checks the marker against the command
+    line before a call's keywords apply, so a marker's min_time above the cap stops the
+    test though the call sets a max_time of its own or a smaller min_time (a review found
+    both taken for fine)."""
+    import json
+    import re
+
+    from pytest_gpuperf.core.results import Result
+
+    pytester.makepyfile(test_s="""
+        import pytest
+
+        def work():
+            pass
+
+        @pytest.mark.gpuperf(min_time=0.3)
+        def test_marker_min(gpu_benchmark):
+            gpu_benchmark(work)
+
+        @pytest.mark.gpuperf(min_time=0.3)
+        def test_marker_min_call_max(gpu_benchmark):
+            gpu_benchmark(work, max_time=1.0)
+
+        @pytest.mark.gpuperf(min_sample_time=0.3)
+        def test_marker_min_call_lowers(gpu_benchmark):
+            gpu_benchmark(work, min_sample_time=0.001)
+
+        @pytest.mark.gpuperf(min_time=0.3, max_time=1.0)
+        def test_marker_both(gpu_benchmark):
+            gpu_benchmark(work)
+
+        def test_call_min(gpu_benchmark):
+            gpu_benchmark(work, min_time=0.3)
+
+        def test_call_both(gpu_benchmark):
+            gpu_benchmark(work, min_time=0.3, max_time=1.0)
+
+        @pytest.mark.gpuperf(max_time=1.0)
+        def test_marker_max_call_min(gpu_benchmark):
+            gpu_benchmark(work, min_time=0.3)
+
+        def test_plain(gpu_benchmark):
+            gpu_benchmark(work)
+
+        def test_samples(gpu_benchmark):
+            gpu_benchmark.from_samples([0.01, 0.011, 0.012], work=1, unit="calls")
+    """)
+    fast = ["-p", "no:cacheprovider", "--gpuperf-warmup-time=0", "--gpuperf-min-samples=3"]
+    pytester.runpytest(*fast, "--gpuperf-json=first.json").assert_outcomes(passed=9)
+    results = [Result.from_dict(d)
+               for d in json.loads((pytester.path / "first.json").read_text())["results"]]  # fmt: skip
+    assert all(isinstance(r.config.get("marker_sampling"), dict) for r in results)
+    foretold = {r.nodeid.split("::")[-1] for r in results if own_minimum(r, 0.2) is not None}
+    capped = pytester.runpytest(*fast, "--gpuperf-max-time=0.2", "-rA")
+    stopped = {m[1] for line in capped.outlines
+               if (m := re.match(r"(?:FAILED|ERROR) test_s\.py::(\w+)", line))}  # fmt: skip
+    assert stopped == {"test_marker_min", "test_marker_min_call_max",
+                       "test_marker_min_call_lowers", "test_call_min"}  # fmt: skip
+    assert foretold == stopped
 
 
 def test_a_max_time_the_test_set_at_the_runs_own_value_is_still_its_own():

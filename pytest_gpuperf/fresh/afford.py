@@ -22,37 +22,39 @@ START_GUESS_S = 10.0  # a process pair's start before one was measured (H200: 1.
 
 def round_cap(config: Any) -> float:
     """The seconds a round's measurement samples for at most: ROUND_MAX_TIME, or the run's
-    own --gpuperf-max-time when smaller, never under the least its command line or ini file
-    asks of a measurement (`run_minimum`): a cap under it would contradict it, and every
-    round would stop at that setting error."""
-    getoption = getattr(config, "getoption", None)
-    if getoption is None:
+    own max_time when smaller (its command line over its ini file, "300ms" or "0.3s"
+    alike), never under the least its command line or ini file asks of a measurement
+    (`run_minimum`): a cap under it would contradict it, and every round would stop at that
+    setting error."""
+    if getattr(config, "getoption", None) is None:
         return ROUND_MAX_TIME
-    given = getoption("gpuperf_max_time", None)
-    try:
-        cap = min(float(given), ROUND_MAX_TIME) if given is not None else ROUND_MAX_TIME
-    except (TypeError, ValueError):
-        cap = ROUND_MAX_TIME
+    given = run_setting(config, "max_time")
+    cap = min(given, ROUND_MAX_TIME) if given is not None else ROUND_MAX_TIME
     return max(cap, run_minimum(config))
 
 
 def run_minimum(config: Any) -> float:
-    """The most of the run's min_time and min_sample_time, each from its command line over
-    its ini file (as the plugin resolves them, "1s" or "500ms" alike); 0 where neither sets
-    one, and a value that does not parse counts for nothing (the run says what is wrong)."""
+    """The most of the run's min_time and min_sample_time (`run_setting`); 0 where neither
+    is set."""
+    asked = (run_setting(config, name) for name in ("min_time", "min_sample_time"))
+    return max((x for x in asked if x is not None), default=0.0)
+
+
+def run_setting(config: Any, name: str) -> float | None:
+    """The run's own setting `name` (max_time, min_time, ...) in seconds, from its command
+    line over its ini file, parsed as the plugin parses them ("1s" or "500ms" alike); None
+    where neither sets it, or where it does not parse (the run says what is wrong)."""
     from ..core.settings import SettingError, parse_layer
 
-    least = 0.0
-    for name in ("min_time", "min_sample_time"):
-        raw = config.getoption(f"gpuperf_{name}", None)
-        if raw is None:
-            with contextlib.suppress(ValueError, AttributeError):
-                raw = config.getini(f"gpuperf_{name}") or None
-        if raw is None:
-            continue
-        with contextlib.suppress(SettingError, TypeError, ValueError):
-            least = max(least, float(parse_layer({name: raw}, "the run")[name]))
-    return least
+    raw = config.getoption(f"gpuperf_{name}", None)
+    if raw is None:
+        with contextlib.suppress(ValueError, AttributeError):
+            raw = config.getini(f"gpuperf_{name}") or None
+    if raw is None:
+        return None
+    with contextlib.suppress(SettingError, TypeError, ValueError):
+        return float(parse_layer({name: raw}, "the run")[name])
+    return None
 
 
 def saved(measure_s: float, kernel_s: float, chunks: int, cap_s: float) -> float:
@@ -157,16 +159,24 @@ def round_cap_of(r: Any, cap_s: float, run_max_s: float | None) -> float:
 
 
 def own_minimum(r: Any, cap_s: float) -> float | None:
-    """The least sampling `r`'s test asks of itself (a min_time or min_sample_time of its
-    marker or keywords, `set_by_test`) where it is above the round's cap `cap_s` and the
-    test set no max_time of its own: its rounds would stop at that setting error (the cap,
-    on their command line, is below a minimum that outranks it); else None."""
+    """The least sampling `r`'s test asks of itself where it is above the round's cap
+    `cap_s`, which its rounds get on their command line: the test's fixture checks its
+    marker's min_time and min_sample_time against it (`marker_sampling`), unless its marker
+    set a max_time; then its call checks what the marker and the call's keywords resolved
+    to (`set_by_test`), unless either set a max_time. Above the cap, each of its rounds
+    would stop at that setting error; else None (and None for a result that names no
+    settings of its test, written before they were recorded)."""
     cfg = getattr(r, "config", None) or {}
-    by_test = cfg.get("set_by_test")
-    if not isinstance(by_test, list) or "max_time" in by_test:
+    by_test, marker = cfg.get("set_by_test"), cfg.get("marker_sampling") or {}
+    if not isinstance(by_test, list) or not isinstance(marker, dict):
         return None
-    asked = [cfg.get(k) for k in ("min_time", "min_sample_time") if k in by_test]
-    least = max((float(v) for v in asked if isinstance(v, int | float)), default=0.0)
+    asked = []
+    if "max_time" not in marker:
+        asked += [marker.get(k) for k in ("min_time", "min_sample_time")]
+    if "max_time" not in by_test:
+        asked += [cfg.get(k) for k in ("min_time", "min_sample_time") if k in by_test]
+    numbers = (float(v) for v in asked if isinstance(v, int | float) and not isinstance(v, bool))
+    least = max(numbers, default=0.0)
     return least if least > cap_s else None
 
 
@@ -203,11 +213,13 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
                                            kt.n if kt is not None else 0,
                                            round_cap_of(r, cap_s, run_max_s)))  # fmt: skip
     clash_said = (f"{len(clash)} test(s) asking more sampling of themselves than a round's "
-                  f"cap of {cap_s:g} s, without a max_time of their own, left out: "
+                  f"cap of {cap_s:g} s allows (each round would stop at the setting error), "
+                  "left out: "
                   + ", ".join(f"{t.split('::')[-1]} {m:g} s" for t, m in sorted(clash.items()))
                   if clash else "")  # fmt: skip
     tests = [t for t in tests if t not in clash]
     todo = [t for t in todo if t[0].nodeid not in clash]
+    worth = {t: w for t, w in worth.items() if t not in clash}  # `fit` ranks what it holds
     costs = {}
     for t in tests:
         head = price(durations.get(t, 0.0), savings[t])

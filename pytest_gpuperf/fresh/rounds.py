@@ -484,8 +484,9 @@ def head_build(config: Any) -> Build:
     """The head's build: the run's own start directory, sys.path (before its conftests)
     and arguments as the confirmation's fresh process gets them (confirm.command), less the
     outputs each round process gets its own of; each round samples for at most
-    afford.ROUND_MAX_TIME (or the run's own budget, when smaller): a round needs its median only
-    as precise as the rounds' spread, and twelve measurements a figure must fit a night."""
+    afford.round_cap (0.5 s, the run's own max_time when smaller, at least its own minimum):
+    a round needs its median only as precise as the rounds' spread, and twelve measurements
+    a figure must fit a night."""
     from .confirm import SYS_PATH_KEY, command, entry, start_dir
 
     path = config.stash.get(SYS_PATH_KEY, None) or list(sys.path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.results import Result, Throughput, lower_is_better_unit
@@ -39,12 +39,14 @@ class GpuBenchmark:
         disabled: bool = False,
         foreign: Callable[[], int | None] | None = None,
         processes: ProcessWatch | None = None,
-        test_settings: Iterable[str] = (),
+        test_settings: Mapping[str, Any] | None = None,
     ) -> None:
         self.nodeid = nodeid
         # the settings the test's own marker sets: with a call's keywords they outrank the
-        # command line, a paired round's cap included (fresh/afford.round_cap_of)
-        self._test_settings = frozenset(test_settings)
+        # command line, a paired round's cap included (fresh/afford.round_cap_of); its
+        # sampling times, which the fixture checks against the command line before a call's
+        # keywords apply (fresh/afford.own_minimum)
+        self._test_settings = dict(test_settings or {})
         # the other processes on the GPU, read around each measurement (gpushare.py)
         self._processes = processes
         # bytes of another test's memory resident now (memory.foreign_now), None without CUDA
@@ -157,7 +159,7 @@ class GpuBenchmark:
         before = hostload.read_host()
         procs = watch.read() if watch is not None else None
         result = run()
-        result.config["set_by_test"] = sorted(self._test_settings | set(settings))
+        self._settings_of(result, settings)
         hostload.stamp(result, before, hostload.read_host())
         if watch is not None:
             watch.stamp(result, procs, watch.read())
@@ -211,6 +213,7 @@ class GpuBenchmark:
         result.time = summarize(result.samples, cfg.confidence)
         result.throughput = throughput_of(result.time, result.work_per_call, unit_key)
         result.stop_reason = "external"
+        self._settings_of(result, {})
         result.bound = cfg.bound if cfg.bound != "auto" else "memory"
         self._stamp(result)
         if note:
@@ -220,6 +223,15 @@ class GpuBenchmark:
             self.results.append(result)
         self._report(result)
         return result
+
+    def _settings_of(self, result: Result, keywords: Mapping[str, Any]) -> None:
+        """Which of `result`'s settings its test set (its marker and the call's `keywords`),
+        and the sampling times its marker set, in its config."""
+        result.config["set_by_test"] = sorted({*self._test_settings, *keywords})
+        result.config["marker_sampling"] = {
+            k: v for k, v in self._test_settings.items()
+            if k in ("min_time", "min_sample_time", "max_time")
+        }  # fmt: skip
 
     def _stamp(self, result: Result) -> None:
         """What the result ran on beyond the device line: the emulated card, which GPU of

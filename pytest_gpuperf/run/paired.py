@@ -194,7 +194,7 @@ def run_stage(
     asked, base_s = todo, expected_durations(entries, tests)  # the base's own time a test
     todo, tests, dear = affordable(todo, tests, results, costs or {}, round_cap(config),
                                    budget_s, PAIRS, base_s, run_max_s)  # fmt: skip
-    _leave(asked, set(tests), "its test's rounds would not fit (the stage's line says why)")
+    _leave(asked, set(tests), "its test was left out of the rounds (the stage's line says why)")
     if not tests:
         return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
                      f"{dear}; the first stage's verdicts stand")  # fmt: skip
