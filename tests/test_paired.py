@@ -198,9 +198,10 @@ def git(path, *args):
     subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
 
 
-def saved_repo(pytester, monkeypatch, bench=BENCH, conftest=ROUND_CLOCK, tests=1):
+def saved_repo(pytester, monkeypatch, bench=BENCH, conftest=ROUND_CLOCK, tests=1, args=()):
     """A git repository whose baseline (3 sessions on "machines" 20% apart, so that the
-    first stage cannot decide) was saved at its first commit."""
+    first stage cannot decide) was saved at its first commit (`args`: more options of the
+    saving runs)."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     vclock.add_to(pytester)
     pytester.makeconftest(conftest)
@@ -210,7 +211,7 @@ def saved_repo(pytester, monkeypatch, bench=BENCH, conftest=ROUND_CLOCK, tests=1
     git(pytester.path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
     for machine in ("1.0", "1.2", "0.85"):  # the code as committed, on machines 20% apart
         monkeypatch.setenv("MACHINE", machine)
-        pytester.runpytest(*FAST, "--gpuperf-baseline=save").assert_outcomes(passed=tests)
+        pytester.runpytest(*FAST, *args, "--gpuperf-baseline=save").assert_outcomes(passed=tests)
     monkeypatch.delenv("MACHINE")
     return pytester
 
@@ -314,6 +315,58 @@ def test_a_session_saved_from_uncommitted_code_records_no_commit(repo):
     assert [e["commit"] for e in data["entries"].values()] == [None]
     r = repo.runpytest(*FAST)
     r.stdout.fnmatch_lines(["*paired stage off*recorded no commit*"])
+
+
+def test_a_baseline_kept_outside_the_checkout_records_the_checkouts_commit(
+    pytester, monkeypatch, tmp_path_factory
+):
+    """The nightly recipe keeps its baselines in a cache outside the checkout (docs/gating.md,
+    --gpuperf-baseline-dir=/tmp/gpuperf-baselines): each session recorded the commit of the
+    baseline's own directory, none outside a repository, so the paired stage never ran (a
+    break-it pass, 2026-12-05). The cache does not exist before the first save."""
+    cache = tmp_path_factory.mktemp("nightly") / "gpuperf-baselines"
+    repo = saved_repo(pytester, monkeypatch, args=(f"--gpuperf-baseline-dir={cache}",))
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo.path, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    entry = json.loads((cache / "cpu.json").read_text())["entries"]["test_p.py::test_step"]
+    assert [h["commit"] for h in entry["metrics"]["throughput"]["history"]] == [head] * 3
+    r = repo.runpytest(*FAST, f"--gpuperf-baseline-dir={cache}")
+    r.stdout.fnmatch_lines([f"*paired stage against the baseline's commit {head[:12]}*"])
+
+
+def test_the_commit_recorded_is_the_checkouts_whatever_holds_the_baseline(tmp_path):
+    """code_commit: the run's checkout names the commit; a baseline directory in another
+    repository, in none or not yet made changes nothing; an edit to the checkout's tracked
+    code outside the baseline directory records none, an edit inside it does not count."""
+    from pytest_gpuperf.run.baseline import code_commit
+
+    def commit_all(path):
+        git(path, "init", "-q")
+        (path / "f.py").write_text("x = 1\n")
+        git(path, "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
+        git(path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c")
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True,
+                              text=True, check=True).stdout.strip()  # fmt: skip
+
+    code, other, plain = (tmp_path / n for n in ("code", "other", "plain"))
+    for d in (code, other, plain):
+        d.mkdir()
+    head = commit_all(code)
+    commit_all(other)
+    (code / "baselines").mkdir()
+    (code / "baselines" / "cpu.json").write_text("{}")
+    git(code, "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
+    git(code, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "baseline")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=code, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    for where in (other, plain, plain / "not-yet", code / "baselines"):
+        assert code_commit(code, where) == (head, ""), where
+    (code / "baselines" / "cpu.json").write_text('{"edited": 1}')  # the baseline's own file
+    assert code_commit(code, code / "baselines") == (head, "")
+    (code / "f.py").write_text("x = 2\n")  # the code measured is not HEAD's
+    commit, why = code_commit(code, other)
+    assert commit is None and "uncommitted changes outside the baseline directory" in why
+    assert code_commit(plain, plain) == (None, "")  # no repository: the compare run says so
 
 
 def test_a_shallow_clone_without_the_commit_keeps_stage_one_at_the_whole_budget(repo):

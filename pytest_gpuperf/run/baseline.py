@@ -4,6 +4,7 @@ BaselineError, which the session turns into a usage error."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -222,7 +223,7 @@ class RunBaseline:
         line, failed = save_run(
             self.path, self.profile or "?", [r for r in results if r.nodeid not in disturbed],
             left_out, environment, durations, self.session_id,
-            save_shared=self.options.save_shared,
+            save_shared=self.options.save_shared, code_root=self.options.rootdir,
         )  # fmt: skip
         if disturbed:  # refused, not flagged: its figure is the other work's (baselines.md)
             named = "; ".join(f"{n}: {w}" for n, w in sorted(disturbed.items()))
@@ -280,13 +281,16 @@ def save_run(
     durations: dict[str, float],
     session_id: str | None = None,
     save_shared: bool = False,
+    code_root: Path | None = None,
 ) -> tuple[str, bool]:
     """Merge the results of the tests that passed into the baseline file: a test in
     `left_out` (nodeid: why, e.g. "skipped", "xfailed", "error in teardown") did not pass
     every phase, and its results are named in the line, never saved. A test with a result
     measured while another process used the GPU (gpu-shared) is left out too, and the save
     fails, unless `save_shared` (--gpuperf-save-gpu-shared). Returns the line to show and
-    whether a save that was asked for did not happen."""
+    whether a save that was asked for did not happen. Each session records the commit of
+    the checkout the run measured, `code_root` (the run's rootdir; the baseline file's
+    directory where not given), which the paired stage builds (`code_commit`)."""
     from ..baseline.history import host
     from ..baseline.schema import BaselineError, entries_to_save
     from ..baseline.store import save
@@ -305,10 +309,7 @@ def save_run(
     )
     kept = set(left_out) | (set(shared) if refused else set())
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    commit = git_commit(path.parent)
-    unheld = commit is not None and code_changed(path.parent)
-    if unheld:  # the paired stage would build HEAD, which is not the code measured
-        commit = None
+    commit, no_commit = code_commit(code_root or path.parent, path.parent)
     updates = entries_to_save(
         [r for r in results if r.nodeid not in kept],
         environment,  # one run, one device, one emulation
@@ -318,12 +319,7 @@ def save_run(
         host=host(),
         durations=durations,
     )
-    note = not_saved_note(results, left_out) + (
-        "; no commit recorded: the checkout has uncommitted changes outside the baseline "
-        "directory (commit them, then save, for the paired stage to build this code)"
-        if unheld
-        else ""
-    ) + tail
+    note = not_saved_note(results, left_out) + no_commit + tail
     if not updates:
         return f"nothing saved to {path}{note}", refused
     try:
@@ -367,29 +363,50 @@ def _git_ok(where: Path, *args: str) -> bool:
     return out.returncode == 0
 
 
-def code_changed(where: Path) -> bool:
-    """Whether tracked files outside `where` (the baseline directory) differ from HEAD: a
-    session saved so measured code that no commit holds."""
-    if not where.is_dir():
-        return False
+def code_commit(root: Path, baseline_dir: Path) -> tuple[str | None, str]:
+    """The commit of the checkout at `root` that a saved session measured, and the save
+    line's clause saying why none is recorded where tracked files of it outside
+    `baseline_dir` differ from HEAD (HEAD is not the code measured; the paired stage would
+    build the wrong one); none, unsaid, where `root` is in no git repository or has no
+    commit yet (a compare run's paired stage says it is off, and why). A baseline
+    directory outside the checkout (a nightly job's cache) takes the checkout's commit all
+    the same: it used to take its own directory's, none outside a repository."""
+    top = _git_out(root, "rev-parse", "--show-toplevel")
+    commit = _git_out(root, "rev-parse", "HEAD") if top else None
+    if top is None or commit is None:
+        return None, ""
+    if code_changed(Path(top), baseline_dir):
+        return None, ("; no commit recorded: the checkout has uncommitted changes outside the "
+                      "baseline directory (commit them, then save, for the paired stage to "
+                      "build this code)")  # fmt: skip
+    return commit, ""
+
+
+def code_changed(top: Path, baseline_dir: Path) -> bool:
+    """Whether tracked files of the checkout at `top` outside `baseline_dir` differ from
+    HEAD: a session saved so measured code that no commit holds."""
+    spec = ["."]
+    with contextlib.suppress(ValueError, OSError):  # the baseline's own files: not the code
+        rel = baseline_dir.resolve().relative_to(Path(top).resolve())
+        spec = [".", f":(exclude){rel.as_posix()}"] if rel.parts else []
+    if not spec:
+        return False  # the baseline directory is the whole checkout: nothing else to hold
     try:
-        out = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", ":/", ":!."], cwd=where,
+        out = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", *spec], cwd=top,
                              capture_output=True, timeout=10, check=False)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return False
     return out.returncode == 1
 
 
-def git_commit(where: Path) -> str | None:
+def _git_out(where: Path, *args: str) -> str | None:
+    """git's output in `where` (its nearest existing folder), stripped; None on an error."""
+    here = where
+    while not here.exists() and here != here.parent:
+        here = here.parent
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=where if where.exists() else None,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
+        out = subprocess.run(["git", *args], cwd=here, capture_output=True, text=True,
+                             timeout=10, check=False)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
