@@ -357,6 +357,20 @@ def test_a_regression_that_repeats_at_another_size_fails_with_the_smaller_figure
     assert v["change"] == pytest.approx(-0.1976) and "the smaller is reported" in v["reason"]
 
 
+def test_the_smaller_figure_keeps_its_own_interval_and_basis():
+    """A break-it pass (2026-12-05): the table printed the fresh process's ±4.92% and the
+    failure line the first run's basis, ±5.14% from its class's spread, for one verdict."""
+    first = regressed_vd(-0.3286, uncertainty=0.0514, mde=0.0514,
+                         basis="±5.14% from the spread of 3 compute-bound metrics (6 df)")  # fmt: skip
+    fresh = regressed_vd(-0.3045, uncertainty=0.0492, mde=0.0492,
+                         basis="±4.92% from the spread of 3 compute-bound metrics (6 df)")  # fmt: skip
+    v = merged(first, fresh)
+    assert (v["change"], v["uncertainty"], v["mde"]) == (-0.3045, 0.0492, 0.0492)
+    assert v["basis"].startswith("±4.92% from the spread") and "fresh process's" in v["basis"]
+    v = merged(fresh, first)  # the run's own is the smaller: its own basis stays
+    assert (v["uncertainty"], v["basis"]) == (0.0492, fresh["basis"])
+
+
 def test_a_fresh_process_out_of_memory_leaves_the_regression_standing():
     """on_oom="record": "not confirmed: -49.53% here, no change (failed) there", exit 0."""
     failed = {"status": "failed", "change": None, "worse": None, "uncertainty": None,

@@ -4,6 +4,8 @@ import textwrap
 import types
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_gpuperf.outputs.text import markdown_table, md_cell, plain, table
 
@@ -108,8 +110,44 @@ def test_a_change_says_in_a_word_what_it_means(name, direction, change, word):
 
     worse = -change if direction == "higher" else change
     v = {"status": "inconclusive", "change": change, "worse": worse, "uncertainty": 0.01}
-    assert change_text(name, v) == f"{change * 100:+.2f}% ±1.00% {word}"
-    assert change_text(name, {**v, "worse": None}, direction) == f"{change * 100:+.2f}% ±1.00% {word}"
+    # a change of several times: its interval printed by its bounds (interval_text)
+    unc = {2.75: "[+271.27%, +278.77%]", 31.4: "[+3107.76%, +3172.56%]"}.get(change, "±1.00%")
+    assert change_text(name, v) == f"{change * 100:+.2f}% {unc} {word}"
+    assert change_text(name, {**v, "worse": None}, direction) == f"{change * 100:+.2f}% {unc} {word}"
+
+
+@given(st.floats(min_value=-0.9, max_value=5.0), st.floats(min_value=0.0, max_value=3.0))
+def test_a_printed_interval_is_the_verdicts_within_what_it_rounds_to(change, half):
+    """interval_text prints change ± half only where those bounds are the log interval's
+    within a quarter of half (and 0.5 points); else the bounds, which are exactly it."""
+    import math
+
+    from pytest_gpuperf.judging.verdict import interval_text
+
+    d = math.log1p(change)
+    lo, hi = math.expm1(d - half), math.expm1(d + half)
+    text = interval_text(change, half)
+    if text.startswith(" ["):
+        got = [float(x.strip(" []%")) / 100 for x in text.split(",")]
+        assert got == pytest.approx([lo, hi], abs=6e-5)
+    else:
+        assert text == f" ±{half * 100:.2f}%"
+        slack = max(0.25 * half, 0.005) + 1e-12
+        assert abs(lo - (change - half)) <= slack and abs(hi - (change + half)) <= slack
+    assert lo - 1e-12 <= change <= hi + 1e-12  # the change lies in its interval
+
+
+def test_a_regressed_verdict_prints_an_interval_that_excludes_no_change():
+    """The break-it pass's `gpuperf ab` row: REGRESSED, -32.67% ±35.17% (log half-width)."""
+    import math
+
+    from pytest_gpuperf.judging.verdict import interval_text, worse_text
+
+    change, half = -0.3267, 0.3517
+    assert interval_text(change, half) == " [-52.63%, -4.29%]"
+    assert math.log1p(change) + half < 0  # the upper bound is still a slowdown
+    assert worse_text(-change, half, change) == "32.67% [4.29%, 52.63%] slower"
+    assert worse_text(0.02, 0.005, -0.02) == "2.00% ±0.50% slower"  # symmetric enough
 
 
 def test_a_change_that_rounds_to_zero_or_is_unknown_has_no_word():

@@ -107,9 +107,11 @@ def _merge(
         why = f"confirmed per SM clock cycle in a fresh process ({there})"
         vd["reason"] = f"{vd.get('reason')}; {why}"
         return
-    if _smaller(vd, v2) is v2:
-        for k in ("change", "worse", "uncertainty"):
+    if _smaller(vd, v2) is v2:  # its interval and what it came from with it (the basis)
+        for k in ("change", "worse", "uncertainty", "mde"):
             vd[k] = v2.get(k)
+        if v2.get("basis"):
+            vd["basis"] = f"{v2['basis']} (the fresh process's)"
         vd["reason"] = (
             f"{vd.get('reason')}; confirmed in a fresh process, which measured "
             f"{_change_text(v2)} where this run measured {first_text}: the smaller is reported"

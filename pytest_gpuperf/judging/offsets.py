@@ -56,9 +56,10 @@ class ClassShift:
     def line(self) -> str:
         where = f" on {self.gpu}" if self.gpu else ""
         v = self.verdict
+        moved = worse_text(v.worse, v.uncertainty, v.change) if v.worse is not None else "-"
         return (
             f"class-wide: {CLASS_NAMES.get(self.cls, self.cls)} benchmarks{where} "
-            f"{worse_text(v.worse, v.uncertainty) if v.worse is not None else '-'} against "
+            f"{moved} against "
             f"the baseline's sessions (median of "
             f"{self.metrics} metrics): {v.status.upper()}"
             + (f" ({v.reason})" if v.status not in (UNCHANGED, IMPROVED) else "")

@@ -322,17 +322,50 @@ def what_would_settle(v: Verdict, history_len: int) -> str:
     return "; ".join(tips)
 
 
-def worse_text(worse: float | None, uncertainty: float | None = None) -> str:
+def interval_text(change: float | None, half: float | None) -> str:
+    """The interval printed after a relative `change` whose log ratio has the half-width
+    `half`: " ±2.10%", or its bounds, " [-52.63%, -4.29%]", where change ± half would
+    misstate one by more than a quarter of `half` and half a percentage point (a change
+    beyond about 25% or an interval beyond about 50%: the interval is symmetric in log
+    units, lopsided in relative ones; a break-it pass found "-32.67% ±35.17%" printed for a
+    REGRESSED whose bounds are -52.63% and -4.29%). "" without a half-width."""
+    if half is None:
+        return ""
+    if change is None or not (math.isfinite(change) and change > -1 and math.isfinite(half)):
+        return f" ±{half * 100:.2f}%"
+    d = math.log1p(change)
+    lo, hi = ratio_change(d - half), ratio_change(d + half)
+    if max(abs(lo - (change - half)), abs(hi - (change + half))) <= max(0.25 * half, 0.005):
+        return f" ±{half * 100:.2f}%"
+    return f" [{_bound(lo)}, {_bound(hi)}]"
+
+
+def _bound(x: float, sign: str = "+") -> str:
+    """A relative bound in percent: two decimals, three digits past 10,000% (an interval
+    as wide as that says little, and 30 digits of it say less)."""
+    return f"{x * 100:{sign}.3g}%" if abs(x) >= 100 else f"{x * 100:{sign}.2f}%"
+
+
+def worse_text(
+    worse: float | None, uncertainty: float | None = None, change: float | None = None
+) -> str:
     """A change in the bad direction in words ("2.10% ±0.50% slower"), for figures whose
-    directions differ (a class of tokens/s and latencies) or that are compared per cycle."""
+    directions differ (a class of tokens/s and latencies) or that are compared per cycle;
+    with its `change` (worse is it, or it negated), a lopsided interval is printed by its
+    bounds in the bad direction ("32.67% [4.29%, 52.63%] slower": `interval_text`)."""
     if worse is None:
         return "no figure"
     unc = f" ±{uncertainty * 100:.2f}%" if uncertainty is not None else ""
+    lopsided = uncertainty is not None and interval_text(change, uncertainty)[:2] == " ["
+    if change is not None and uncertainty is not None and lopsided:
+        d, sign = math.log1p(change), (1 if abs(worse - change) <= abs(worse + change) else -1)
+        sign *= 1 if worse > 0 else -1  # the bounds in the word's direction, as the figure
+        lo, hi = sorted(sign * ratio_change(d + h) for h in (-uncertainty, uncertainty))
+        unc = f" [{_bound(lo, '')}, {_bound(hi, '')}]"
     return f"{abs(worse) * 100:.2f}%{unc} {'slower' if worse > 0 else 'faster'}"
 
 
 def relative_change_text(v: Verdict) -> str:
     if v.change is None:
         return "-"
-    unc = f" ±{v.uncertainty * 100:.2f}%" if v.uncertainty is not None else ""
-    return f"{v.change * 100:+.2f}%{unc}"
+    return f"{v.change * 100:+.2f}%{interval_text(v.change, v.uncertainty)}"

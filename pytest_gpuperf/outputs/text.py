@@ -155,11 +155,12 @@ def change_text(name: str, v: dict[str, Any], direction: str | None = None) -> s
     and their twins), `better` or `worse` for any other (memory, a recorded figure); no
     word for a change that rounds to zero. "-": no change (a new figure, a failure)."""
     from ..core.figures import SPEED
+    from ..judging.verdict import interval_text
 
     change, unc = v.get("change"), v.get("uncertainty")
     if change is None:
         return "-"
-    text = f"{change * 100:+.2f}%" + (f" ±{unc * 100:.2f}%" if unc is not None else "")
+    text = f"{change * 100:+.2f}%" + interval_text(change, unc)
     worse = v.get("worse")
     if worse is None and direction in ("higher", "lower"):  # a file without it: the sign
         worse = -change if direction == "higher" else change
