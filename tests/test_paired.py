@@ -369,6 +369,26 @@ def test_the_commit_recorded_is_the_checkouts_whatever_holds_the_baseline(tmp_pa
     assert code_commit(plain, plain) == (None, "")  # no repository: the compare run says so
 
 
+FROM_A_LOCAL_FILE = BENCH.replace("import work", """import work
+import pathlib""").replace("    machine = float(", """    pathlib.Path(__file__).with_name("local.cfg").read_text()  # git ignores it
+    machine = float(""")
+
+
+def test_a_test_that_fails_in_the_base_build_only_says_how(pytester, monkeypatch):
+    """A break-it pass (2026-12-05): a test reading a file git ignores failed in each of the
+    base build's rounds, and its figure read "0 paired round(s) of finite positive figures:
+    2 needed" with paired.rounds = 6, never saying that the test failed, where, or how."""
+    pytester.makefile(".cfg", local="x")
+    pytester.path.joinpath(".gitignore").write_text("local.cfg\n")
+    repo = saved_repo(pytester, monkeypatch, bench=FROM_A_LOCAL_FILE)
+    r = repo.runpytest(*FAST, "--gpuperf-json=run.json")
+    v = json.loads((repo.path / "run.json").read_text())["results"][0]["verdicts"]["throughput"]
+    assert v["status"] == "inconclusive" and v["paired"]["rounds"] == 0, v
+    assert "its test failed in the base build's rounds: failed in call: FileNotFoundError" in (
+        v["reason"]), v["reason"]
+    assert "head build" not in v["reason"], r.stdout.str()
+
+
 def test_a_shallow_clone_without_the_commit_keeps_stage_one_at_the_whole_budget(repo):
     path = repo.path / "baselines" / "cpu.json"
     data = json.loads(path.read_text())

@@ -95,7 +95,10 @@ class Worker:
             # imports nothing of pytest_gpuperf, whose base build may predate the constant
             self.round.extend(getattr(report, "gpuperf", None) or [])
         if report.failed or (report.when == "call" and not report.passed):
-            self.outcomes[report.nodeid] = f"{report.outcome} in {report.when}"
+            lines = str(getattr(report, "longreprtext", "") or "").splitlines()
+            said = [x[1:].strip() for x in lines if x.startswith("E ")] or lines[-1:]
+            error = f": {said[-1].strip()[:160]}" if said and said[-1].strip() else ""
+            self.outcomes[report.nodeid] = f"{report.outcome} in {report.when}{error}"
 
 
 def _origins() -> dict[str, str | None]:

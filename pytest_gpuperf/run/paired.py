@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -301,9 +301,12 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     counts: dict[str, int] = {}
     for r, metric, _ in todo:
         v = written(r, metric, verdicts)
+        failed = _failed_said(measured, again, nodeid=r.nodeid)
+        if v.status == "inconclusive" and failed:  # no rounds to judge, or too few: why
+            v = replace(v, reason=f"{v.reason}; {failed}")
         first = dict(r.verdicts[metric])
         f = measured_figs.get((r.key, metric))
-        n_f = len(f.base) if f is not None else n  # more rounds where the second look took it
+        n_f = len(f.base) if f is not None else 0 if (r.key, metric) in unmeasured else n
         new = verdict_dict(v, n_f)
         new.pop("advice", None)
         new["stage1"] = {k: first.get(k) for k in ("status", "change", "uncertainty", "reason")}
@@ -340,6 +343,20 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         r.verdicts = {**r.verdicts, metric: new}
         counts[str(new["status"])] = counts.get(str(new["status"]), 0) + 1
     return counts
+
+
+def _failed_said(*looks: Any, nodeid: str = "") -> str:
+    """How test `nodeid` failed in a look's rounds, by build ("its test failed in the base
+    build's rounds: failed in call: FileNotFoundError: ..."), or "" where it never did: a
+    figure with no rounds to judge says why (a file only the head's checkout holds)."""
+    seen: dict[str, str] = {}
+    for look in looks:
+        for key, why in (getattr(look, "outcomes", None) or {}).items():
+            test, _, side = key.rpartition(" (")
+            if test == nodeid:
+                seen.setdefault(side.rstrip(")"), why)
+    return "; ".join(f"its test failed in the {side} build's rounds: {why}"
+                     for side, why in sorted(seen.items()))  # fmt: skip
 
 
 def _each_pair(f: Any, tolerance: float,
