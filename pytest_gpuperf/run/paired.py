@@ -306,7 +306,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
             v = replace(v, reason=f"{v.reason}; {failed}")
         first = dict(r.verdicts[metric])
         f = measured_figs.get((r.key, metric))
-        n_f = len(f.base) if f is not None else 0 if (r.key, metric) in unmeasured else n
+        n_f = len(f.base) if f is not None else 0 if failed and (r.key, metric) in unmeasured else n
         new = verdict_dict(v, n_f)
         new.pop("advice", None)
         new["stage1"] = {k: first.get(k) for k in ("status", "change", "uncertainty", "reason")}
