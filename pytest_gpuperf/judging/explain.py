@@ -17,7 +17,7 @@ from ..baseline.history import since_restart, values_of, window
 from ..core.figures import metrics_of
 from ..core.results import Result, format_value
 from .judge import Judgement, as_verdict
-from .verdict import FAILED, REGRESSED, interval_text
+from .verdict import FAILED, REGRESSED, interval_text, lopsided_bounds
 
 
 @dataclass(frozen=True)
@@ -175,8 +175,8 @@ def failure_lines(
             ref, now = rounds or (ref, now)
             of = " (the paired rounds' medians, base build -> this one)" if rounds else ""
             change = f"{v.change * 100:+.2f}%" if v.change is not None else "from 0"
-            if (bounds := interval_text(v.change, v.uncertainty)).startswith(" ["):
-                change += bounds  # lopsided in relative terms: the basis's ± is log units
+            if v.uncertainty is not None and lopsided_bounds(v.change, v.uncertainty):
+                change += interval_text(v.change, v.uncertainty)  # the basis's ± is log units
             lines.append(
                 f"PERFORMANCE REGRESSION {r.key} {name}: {format_value(ref, unit)} -> "
                 f"{format_value(now, unit)}{of}: regressed {change} "

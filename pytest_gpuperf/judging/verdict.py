@@ -331,13 +331,23 @@ def interval_text(change: float | None, half: float | None) -> str:
     REGRESSED whose bounds are -52.63% and -4.29%). "" without a half-width."""
     if half is None:
         return ""
-    if change is None or not (math.isfinite(change) and change > -1 and math.isfinite(half)):
+    bounds = lopsided_bounds(change, half)
+    if bounds is None:
         return f" ±{half * 100:.2f}%"
+    return f" [{_bound(bounds[0])}, {_bound(bounds[1])}]"
+
+
+def lopsided_bounds(change: float | None, half: float) -> tuple[float, float] | None:
+    """The relative bounds of `change`'s interval (`half` its log half-width) where change ±
+    half would misstate one by more than a quarter of `half` and half a percentage point
+    (`interval_text`); None where ± states them well enough, or no bounds can be had."""
+    if change is None or not (math.isfinite(change) and change > -1 and math.isfinite(half)):
+        return None
     d = math.log1p(change)
     lo, hi = ratio_change(d - half), ratio_change(d + half)
     if max(abs(lo - (change - half)), abs(hi - (change + half))) <= max(0.25 * half, 0.005):
-        return f" ±{half * 100:.2f}%"
-    return f" [{_bound(lo)}, {_bound(hi)}]"
+        return None
+    return lo, hi
 
 
 def _bound(x: float, sign: str = "+") -> str:
@@ -356,11 +366,11 @@ def worse_text(
     if worse is None:
         return "no figure"
     unc = f" ±{uncertainty * 100:.2f}%" if uncertainty is not None else ""
-    lopsided = uncertainty is not None and interval_text(change, uncertainty)[:2] == " ["
-    if change is not None and uncertainty is not None and lopsided:
-        d, sign = math.log1p(change), (1 if abs(worse - change) <= abs(worse + change) else -1)
+    bounds = lopsided_bounds(change, uncertainty) if uncertainty is not None else None
+    if change is not None and bounds is not None:
+        sign = 1 if abs(worse - change) <= abs(worse + change) else -1
         sign *= 1 if worse > 0 else -1  # the bounds in the word's direction, as the figure
-        lo, hi = sorted(sign * ratio_change(d + h) for h in (-uncertainty, uncertainty))
+        lo, hi = sorted(sign * b for b in bounds)
         unc = f" [{_bound(lo, '')}, {_bound(hi, '')}]"
     return f"{abs(worse) * 100:.2f}%{unc} {'slower' if worse > 0 else 'faster'}"
 

@@ -371,10 +371,10 @@ def code_commit(root: Path, baseline_dir: Path) -> tuple[str | None, str]:
     commit yet (a compare run's paired stage says it is off, and why). A baseline
     directory outside the checkout (a nightly job's cache) takes the checkout's commit all
     the same: it used to take its own directory's, none outside a repository."""
-    top = _git_out(root, "rev-parse", "--show-toplevel")
-    commit = _git_out(root, "rev-parse", "HEAD") if top else None
-    if top is None or commit is None:
+    out = (_git_out(root, "rev-parse", "--show-toplevel", "HEAD") or "").splitlines()
+    if len(out) != 2:  # no repository, or no commit yet: rev-parse fails as a whole
         return None, ""
+    top, commit = out
     if code_changed(Path(top), baseline_dir):
         return None, ("; no commit recorded: the checkout has uncommitted changes outside the "
                       "baseline directory (commit them, then save, for the paired stage to "
