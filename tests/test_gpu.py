@@ -225,6 +225,24 @@ def test_cuda_graph_and_l2_flush_modes(gpu_benchmark):
     assert g.time.median > 0 and f.time.median > 0
 
 
+def test_a_round_processs_warm_up_loads_the_gpu_and_gives_its_memory_back(gpu_device):
+    """fresh/roundworker.warm for real: it loads the card for the seconds asked (counted
+    after CUDA is up, so the total is at least that) and leaves torch's allocator as it
+    found it."""
+    import torch
+
+    from pytest_gpuperf.fresh.roundworker import warm
+
+    torch.cuda.synchronize()
+    allocated, reserved = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+    t0 = time.perf_counter()
+    took = warm(1.0)
+    wall = time.perf_counter() - t0
+    assert 1.0 <= took <= wall + 0.01 and wall < 30, (took, wall)
+    assert torch.cuda.memory_allocated() == allocated
+    assert torch.cuda.memory_reserved() <= reserved
+
+
 def test_out_of_memory_is_reported_and_released(gpu_benchmark):
     import gc
 

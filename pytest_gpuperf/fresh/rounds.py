@@ -106,6 +106,7 @@ class Measured:
     cut: str = ""  # why fewer rounds were measured than planned, when the budget ran out
     timing: Timing = field(default_factory=Timing)  # what a pair's start and a round cost
     seconds: dict[str, float] = field(default_factory=dict)  # each test's, all rounds and sides
+    warmed: float = 0.0  # seconds the processes loaded the GPU before a call (roundworker.warm)
 
 
 def install_worker(work: Path) -> Path:
@@ -372,6 +373,7 @@ def _round(procs: dict[str, _Proc], got: Measured, i: int, last: bool, deadline:
         data[s] = _one_round(procs[s], i, last, deadline)
         _check_modules(procs[s], data[s].get("modules") or {}, tree)
     for s in SIDES:
+        got.warmed += float(data[s].get("warmed") or 0.0)
         got.rounds[s].append(list(data[s].get("results") or []))
         for nodeid, took in (data[s].get("seconds") or {}).items():
             if isinstance(took, int | float):

@@ -269,6 +269,8 @@ def _rounds_said(measured: Any, budget_s: float) -> str:
         text += "; a test's measurement in a round, slowest: " + ", ".join(
             f"{nodeid.split('::')[-1]} {took / (2 * n):.1f} s" for nodeid, took in per
         )
+    if getattr(measured, "warmed", 0.0) > 0:  # fresh/roundworker.warm
+        text += f"; the GPU warmed {measured.warmed:.0f} s before calls after idling"
     return text + ")"
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..core.results import Result
 
 PAIRS = 2  # process pairs: per-process noise shows as pairs that disagree
+WARM_S = 2.0  # seconds a CUDA run's round process loads the GPU before a call after idling
 MORE = 2  # the second look's rounds, at the most, as a multiple of the rounds asked (gate-sim:
 # a kernel figure at 3% a round caught 5% slower 76.6% -> 91.3% with 12 more after 6)
 
@@ -43,10 +44,12 @@ class Looks:
     dropped_said: str = ""
 
 
-def _env(gpu: str | None, select: Path) -> dict[str, str]:
+def _env(gpu: str | None, select: Path, cuda: bool = False) -> dict[str, str]:
     """The round processes' environment: the run's, less pytest-xdist's worker variables,
     the step summary and PYTEST_ADDOPTS (the arguments hold them), as a fresh process of
-    the gate's own (no confirmation, no paired stage of its own), on the run's GPU."""
+    the gate's own (no confirmation, no paired stage of its own), on the run's GPU; where
+    its tests ran on CUDA, each process loads the GPU for WARM_S before a call that may
+    follow an idle card (fresh/roundworker.warm)."""
     from ..fresh import roundworker
     from ..fresh.confirm import ENV_FLAG, fresh_environment
 
@@ -55,6 +58,8 @@ def _env(gpu: str | None, select: Path) -> dict[str, str]:
     env[roundworker.SELECT] = str(select)
     if gpu:
         env["CUDA_VISIBLE_DEVICES"] = gpu
+    if cuda:
+        env[roundworker.WARM] = f"{WARM_S:g}"
     return env
 
 
@@ -78,7 +83,8 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
 
     def select(name: str, chosen: list[str]) -> dict[str, str]:  # their rounds' environment
         (work / name).write_text(json.dumps(chosen), encoding="utf-8")
-        return _env(gpu_of(results, chosen), work / name)
+        cuda = any(x.backend == "cuda" for x in results if x.nodeid in chosen)
+        return _env(gpu_of(results, chosen), work / name, cuda)
 
     prune_stale(root)
     try:
