@@ -297,6 +297,37 @@ def test_new_and_missing_are_reported(project):
     assert "MISSING" not in result.stdout.str()
 
 
+def test_an_entry_whose_test_was_renamed_or_deleted_is_named(project):
+    """A renamed test is NEW, and its old entry would be silent forever: the run names the
+    entries of its collected files that no test of those files has, deselected ones
+    counting as tests the file has."""
+    saved(project, times=1)
+    project.makepyfile(test_b=BENCH.replace("def test_other(", "def test_renamed("))
+    result = project.runpytest(*FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "NEW *test_b.py::test_renamed*",
+            "gpuperf: 1 entry of */baselines/cpu.json names a test its file no longer has "
+            "(renamed or deleted?), never judged: test_b.py::test_other. A renamed test reads "
+            "NEW until a save records it under its new name; remove the old entries from the "
+            "file by hand",
+        ]
+    )
+    # deselected, or a file the run did not collect, or a run narrowed to node ids: no note
+    project.makepyfile(test_b=BENCH)
+    for args in (["-k", "test_spin"], ["--deselect", "test_b.py::test_other"],
+                 ["test_b.py::test_spin"]):  # fmt: skip
+        out = project.runpytest(*FAST, *args).stdout.str()
+        assert "verdicts: 1 " in out and "no longer has" not in out, (args, out)
+    project.makepyfile(
+        test_c="from vclock import spin\n\n"
+        "def test_new(gpu_benchmark):\n    gpu_benchmark(lambda: spin(0.001))\n"
+    )
+    out = project.runpytest(*FAST, "test_c.py").stdout.str()
+    assert "NEW" in out and "no longer has" not in out
+
+
 @pytest.mark.parametrize(
     ("content", "fragment"),
     [

@@ -246,3 +246,19 @@ def missing(
     done = set(measured)
     keys = list(entries) if collected is None else selected(entries, collected)
     return [k for k in keys if k not in done]
+
+
+def orphaned(entries: Iterable[str], known: Iterable[str]) -> list[str]:
+    """Baseline entries of the test files a run collected that name no test those files
+    have now (renamed or deleted), given every test id the collection found, deselected
+    ones included."""
+    ids = set(known)
+    files = {i.split("::", 1)[0] for i in ids}
+    out = []
+    for key in entries:
+        node = key.split("::")
+        if node[0] in files and not any(
+            "::".join(node[:cut]) in ids for cut in range(len(node), 1, -1)
+        ):
+            out.append(key)
+    return out

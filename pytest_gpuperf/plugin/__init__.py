@@ -245,6 +245,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         line = sess.base.line()
         if line and tr is not None:
             tr.write_line(f"gpuperf: {line}")
+        # a collection narrowed by node ids does not show which tests a file has
+        whole = not any("::" in str(arg) for arg in session.config.args)
+        orphans = sess.base.orphan_note(ids) if whole and tr is not None else None
+        if orphans:
+            sess.finish_notes.append(orphans)
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Tests -k, -m or --deselect left out: still tests their files have."""
+    if items:
+        get_session(items[0].config).base.deselected.update(node_id(i) for i in items)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -32,6 +32,7 @@ class RunBaseline:
         self.ready = False
         self.judgement: Judgement | None = None
         self._paired: bool | None = None  # paired_possible's answer, once asked
+        self.deselected: set[str] = set()  # the test ids -k, -m, --deselect left out
 
     @property
     def mode(self) -> str:
@@ -191,6 +192,25 @@ class RunBaseline:
         from ..judging.explain import missing
 
         return missing(self.entries, keys, collected)
+
+    def orphan_note(self, collected: Iterable[str]) -> str | None:
+        """A line naming the entries of the collected test files that no test of those
+        files has now (renamed or deleted: never judged again), from every test id the
+        collection found; None where there are none."""
+        if not self.comparing or self.file is None:
+            return None
+        from ..judging.explain import orphaned
+
+        keys = orphaned(self.entries, {*collected, *self.deselected})
+        if not keys:
+            return None
+        shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+        return (
+            f"gpuperf: {len(keys)} entr{'y' if len(keys) == 1 else 'ies'} of {self.path} "
+            f"name{'s' if len(keys) == 1 else ''} a test its file no longer has (renamed or "
+            f"deleted?), never judged: {shown}. A renamed test reads NEW until a save "
+            "records it under its new name; remove the old entries from the file by hand"
+        )
 
     def save(
         self,
