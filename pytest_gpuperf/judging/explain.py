@@ -254,11 +254,6 @@ def orphaned(entries: Iterable[str], known: Iterable[str]) -> list[str]:
     ones included."""
     ids = set(known)
     files = {i.split("::", 1)[0] for i in ids}
-    out = []
-    for key in entries:
-        node = key.split("::")
-        if node[0] in files and not any(
-            "::".join(node[:cut]) in ids for cut in range(len(node), 1, -1)
-        ):
-            out.append(key)
-    return out
+    of_files = [k for k in entries if k.split("::", 1)[0] in files]
+    tested = set(selected(of_files, ids))
+    return [k for k in of_files if k not in tested]
