@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 from ..baseline.edit import describe, merge_files, restart, restart_record
 from ..baseline.schema import BaselineError, BaselineFile
 from ..baseline.store import baseline_path, load, rewrite, write_unlocked
+from ..core import gitcmd
 from ..core.results import Result
 from ..outputs.text import plain
 from .inputs import InputError as UsageError  # exit 2, naming the bad input
@@ -94,18 +94,9 @@ def main(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------ accept
 
 
-def _git(where: Path, *argv: str) -> str | None:
-    try:
-        out = subprocess.run(["git", *argv], cwd=where if where.is_dir() else None,
-                             capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None  # fmt: skip
-
-
 def _who(where: Path) -> str | None:
     """Who accepts: git's user.name where the baseline lives, else $USER."""
-    return _git(where, "config", "user.name") or os.environ.get("USER") or None
+    return gitcmd.out(where, "config", "user.name") or os.environ.get("USER") or None
 
 
 def _read(path: Path) -> tuple[dict[str, Any], list[Result]]:
@@ -203,7 +194,7 @@ def accept_command(args: argparse.Namespace) -> int:
     emulated = {r.emulated for r in results}
     env = environment(data["device"], emulated.pop() if len(emulated) == 1 else None)
     where = path.parent if path.parent.is_dir() else Path.cwd()
-    commit = _git(where, "rev-parse", "HEAD")
+    commit = gitcmd.out(where, "rev-parse", "HEAD")
     names: dict[str, set[str]] = {}
     for r, name in chosen:
         names.setdefault(r.key, set()).add(name)

@@ -5,11 +5,12 @@ BaselineError, which the session turns into a usage error."""
 from __future__ import annotations
 
 import contextlib
-import subprocess
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..core import gitcmd
 
 if TYPE_CHECKING:
     from ..core.results import Result
@@ -151,7 +152,7 @@ class RunBaseline:
         if not commits or self.path is None:
             return False
         where = self.path.parent if self.path.parent.is_dir() else Path.cwd()
-        return any(_git_ok(where, "cat-file", "-e", f"{c}^{{commit}}") for c in commits[:20])
+        return any(gitcmd.ok(where, "cat-file", "-e", f"{c}^{{commit}}") for c in commits[:20])
 
     def confirm(self, results: list[Result], again: list[Result] | None, env: dict[str, Any],
                 allow_cross_gpu: bool, failure: str | None) -> None:  # fmt: skip
@@ -374,15 +375,6 @@ def not_passed(report: Any) -> str | None:
     return "xpassed (strict)" if "[XPASS(strict)]" in str(report.longrepr) else "failed"
 
 
-def _git_ok(where: Path, *args: str) -> bool:
-    try:
-        out = subprocess.run(["git", *args], cwd=where, capture_output=True, timeout=10,
-                             check=False)  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return out.returncode == 0
-
-
 def code_commit(root: Path, baseline_dir: Path) -> tuple[str | None, str]:
     """The commit of the checkout at `root` that a saved session measured, and the save
     line's clause saying why none is recorded where tracked files of it outside
@@ -391,7 +383,7 @@ def code_commit(root: Path, baseline_dir: Path) -> tuple[str | None, str]:
     commit yet (a compare run's paired stage says it is off, and why). A baseline
     directory outside the checkout (a nightly job's cache) takes the checkout's commit all
     the same: it used to take its own directory's, none outside a repository."""
-    out = (_git_out(root, "rev-parse", "--show-toplevel", "HEAD") or "").splitlines()
+    out = (gitcmd.out(root, "rev-parse", "--show-toplevel", "HEAD") or "").splitlines()
     if len(out) != 2:  # no repository, or no commit yet: rev-parse fails as a whole
         return None, ""
     top, commit = out
@@ -411,22 +403,4 @@ def code_changed(top: Path, baseline_dir: Path) -> bool:
         spec = [".", f":(exclude){rel.as_posix()}"] if rel.parts else []
     if not spec:
         return False  # the baseline directory is the whole checkout: nothing else to hold
-    try:
-        out = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", *spec], cwd=top,
-                             capture_output=True, timeout=10, check=False)  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return out.returncode == 1
-
-
-def _git_out(where: Path, *args: str) -> str | None:
-    """git's output in `where` (its nearest existing folder), stripped; None on an error."""
-    here = where
-    while not here.exists() and here != here.parent:
-        here = here.parent
-    try:
-        out = subprocess.run(["git", *args], cwd=here, capture_output=True, text=True,
-                             timeout=10, check=False)  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return gitcmd.status(top, "diff", "--quiet", "HEAD", "--", *spec) == 1
