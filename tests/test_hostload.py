@@ -193,6 +193,19 @@ def test_cpu_benchmarks_under_xdist_are_warned_about_once(pytester):
     alone = pytester.runpytest(*FAST, "-n", "1")
     alone.assert_outcomes(passed=2)
     assert "ran under pytest-xdist" not in alone.stdout.str()
+    # a save refuses them: each timed the other worker's benchmark as much as its own
+    saved = pytester.runpytest(*FAST, "-n", "2", "--gpuperf-baseline=save")
+    saved.assert_outcomes(passed=2)
+    assert saved.ret == 1  # the save asked for did not happen
+    line = next(x for x in saved.outlines if x.startswith("baseline: "))
+    assert "NOT SAVED: 2 test(s) test_b.py::test_other: too disturbed to be a baseline: " \
+        "measured on the CPU beside 1 other pytest-xdist worker(s); save CPU baselines " \
+        "without -n" in line, line
+    assert not (pytester.path / "baselines" / "cpu.json").exists() or not json.loads(
+        (pytester.path / "baselines" / "cpu.json").read_text())["entries"]  # fmt: skip
+    one = pytester.runpytest(*FAST, "-n", "1", "--gpuperf-baseline=save")
+    assert one.ret == 0 and len(json.loads(
+        (pytester.path / "baselines" / "cpu.json").read_text())["entries"]) == 2  # fmt: skip
 
 
 def test_the_xdist_warning_is_for_cpu_measurements_only():
@@ -203,6 +216,16 @@ def test_the_xdist_warning_is_for_cpu_measurements_only():
     assert xdist_cpu_warning(None, [cpu]) is None and xdist_cpu_warning(1, [cpu]) is None
     assert "1 CPU benchmark(s) ran under pytest-xdist with 4 workers" in xdist_cpu_warning(4, [cpu, gpu])
 
+
+def test_under_xdist_a_cpu_measurement_is_too_disturbed_to_save_and_a_gpu_one_is_not():
+    from pytest_gpuperf.measure.hostload import too_disturbed
+
+    cpu = Result("t.py::a", None, "calls", 1, backend="cpu")
+    gpu = Result("t.py::b", None, "calls", 1, backend="cuda")
+    rec = Result("t.py::c", "x", "ms", 1, backend="cpu", kind="recorded")
+    assert "beside 3 other pytest-xdist worker(s)" in too_disturbed(cpu, 4)
+    assert too_disturbed(cpu, 1) is None and too_disturbed(cpu) is None
+    assert too_disturbed(gpu, 4) is None and too_disturbed(rec, 4) is None
 
 
 def test_undisturbed_keeps_the_samples_that_had_the_cpu_when_enough_remain():

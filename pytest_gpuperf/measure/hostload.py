@@ -164,10 +164,15 @@ def busy_line(results: Iterable[Any]) -> str | None:
     return f"gpuperf: {where}: " + "; ".join(parts)
 
 
-def too_disturbed(result: Any) -> str | None:
+def too_disturbed(result: Any, workers: int = 0) -> str | None:
     """Why this result must not enter a baseline (None: it may): a busy-host CPU result
     (too few undisturbed samples, or none that could be told) measured the other work as
-    much as its own."""
+    much as its own, and a CPU measurement under pytest-xdist with `workers` of 2 or more
+    shared the CPU with the other workers' benchmarks (pytest-benchmark disables itself
+    there)."""
+    if workers >= 2 and result.backend == "cpu" and result.kind == "measured":
+        return (f"too disturbed to be a baseline: measured on the CPU beside {workers - 1} "
+                "other pytest-xdist worker(s); save CPU baselines without -n")  # fmt: skip
     host = getattr(result, "host", None)
     if result.backend != "cpu" or not host or not host.get("busy"):
         return None

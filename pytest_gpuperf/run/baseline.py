@@ -240,7 +240,8 @@ class RunBaseline:
             return f"NOT SAVED to {self.path}: {why}", True
         from ..measure.hostload import too_disturbed
 
-        disturbed = {r.nodeid: w for r in results if (w := too_disturbed(r))}
+        workers = self.options.xdist_workers
+        disturbed = {r.nodeid: w for r in results if (w := too_disturbed(r, workers))}
         line, failed = save_run(
             self.path, self.profile or "?", [r for r in results if r.nodeid not in disturbed],
             left_out, environment, durations, self.session_id,

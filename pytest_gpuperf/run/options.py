@@ -63,6 +63,7 @@ class Options:
         self.explicit_dir = False  # the baseline directory was named, not the default
         self.rootdir: Path | None = None  # the run's rootdir (a re-run command names paths by it)
         self.save_shared = False  # save results measured on a GPU another process used
+        self.xdist_workers = 0  # pytest-xdist's workers (-n): CPU figures measured side by side
         # why a baseline entry is not comparable (the users' hook); None: the built-in rule
         self.incomparable: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None
 
