@@ -182,8 +182,8 @@ def test_the_fresh_process_writes_no_step_summary_of_its_own(monkeypatch, tmp_pa
 def test_the_fresh_process_runs_no_workers_when_the_ini_asks_for_them(project, monkeypatch):
     """`addopts = -n 2 --dist loadgroup` in the ini reaches the fresh process too (it reads
     the same ini): it must run the flagged test itself, not in workers, nor stop on -n."""
+    saved(project)  # without workers: CPU figures measured under -n 2 are not saved
     project.makeini("[pytest]\naddopts = -n 2 --dist loadgroup\n")
-    saved(project)
     monkeypatch.setenv("SLOW", "0.5")
     result = project.runpytest(*FAST, "-k", "test_spin")
     result.stdout.fnmatch_lines(["REGRESSED *test_b.py::test_spin *confirmed in a fresh process*"])

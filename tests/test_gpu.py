@@ -81,8 +81,8 @@ def test_latency_is_the_time_per_call_the_events_measure(gpu_benchmark):
     assert r.throughput.ci_low <= r.throughput.median <= r.throughput.ci_high
     # Under a power cap the engine, which waits for each sample, leaves the card idle about a
     # fifth of the time and its clock recovers: on an H100 at 700 W it read 3.8-7.4% less a
-    # call than the continuous loop, never more (docs/performance.md, 2026-12-06)
-    capped = r.telemetry is not None and bool(r.telemetry.power_fraction)
+    # call than the continuous loop, at most 0.1% more (docs/performance.md, 2026-12-06)
+    capped = bool((r.telemetry or {}).get("power_fraction"))
     gap = (r.throughput.median - plain_ms) / plain_ms
     assert (-0.10 if capped else -0.05) < gap < 0.05, (r.throughput.median, plain_ms, r.telemetry)
     assert abs(r.throughput.median - r.time.median * 1e3) / plain_ms < 1e-6

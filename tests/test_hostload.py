@@ -193,19 +193,31 @@ def test_cpu_benchmarks_under_xdist_are_warned_about_once(pytester):
     alone = pytester.runpytest(*FAST, "-n", "1")
     alone.assert_outcomes(passed=2)
     assert "ran under pytest-xdist" not in alone.stdout.str()
-    # a save refuses them: each timed the other worker's benchmark as much as its own
-    saved = pytester.runpytest(*FAST, "-n", "2", "--gpuperf-baseline=save")
-    saved.assert_outcomes(passed=2)
-    assert saved.ret == 1  # the save asked for did not happen
-    line = next(x for x in saved.outlines if x.startswith("baseline: "))
-    assert "NOT SAVED: 2 test(s) test_b.py::test_other: too disturbed to be a baseline: " \
-        "measured on the CPU beside 1 other pytest-xdist worker(s); save CPU baselines " \
-        "without -n" in line, line
-    assert not (pytester.path / "baselines" / "cpu.json").exists() or not json.loads(
-        (pytester.path / "baselines" / "cpu.json").read_text())["entries"]  # fmt: skip
-    one = pytester.runpytest(*FAST, "-n", "1", "--gpuperf-baseline=save")
-    assert one.ret == 0 and len(json.loads(
-        (pytester.path / "baselines" / "cpu.json").read_text())["entries"]) == 2  # fmt: skip
+    # a save refuses them: each timed the other worker's benchmark as much as its own; a
+    # figure the test recorded is saved (key by figure, not by test)
+    pytester.makepyfile(test_r="""
+        from vclock import spin
+
+        def test_rec(gpu_benchmark):
+            gpu_benchmark.record("max_batch", 24, "samples")
+            gpu_benchmark(lambda: spin(0.001), work=1, unit="calls")
+        """)  # fmt: skip
+    cpu_json = pytester.path / "baselines" / "cpu.json"
+    for argv in (["-n", "2"], ["--tx", "2*popen", "--dist", "load"]):
+        cpu_json.unlink(missing_ok=True)
+        saved = pytester.runpytest(*FAST, *argv, "--gpuperf-baseline=save")
+        saved.assert_outcomes(passed=3)
+        assert saved.ret == 1  # the save asked for did not happen
+        line = next(x for x in saved.outlines if x.startswith("baseline: "))
+        assert (
+            "NOT SAVED: 3 test(s) test_b.py::test_other: too disturbed to be a baseline: "
+            "measured on the CPU beside 1 other pytest-xdist worker(s); save CPU baselines "
+            "without -n" in line
+        ), line
+        assert set(json.loads(cpu_json.read_text())["entries"]) == {"test_r.py::test_rec::max_batch"}
+    cpu_json.unlink()
+    one = pytester.runpytest(*FAST, "-n", "2", "--maxprocesses", "1", "--gpuperf-baseline=save")
+    assert one.ret == 0 and len(json.loads(cpu_json.read_text())["entries"]) == 4
 
 
 def test_the_xdist_warning_is_for_cpu_measurements_only():

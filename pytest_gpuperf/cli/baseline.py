@@ -193,7 +193,7 @@ def accept_command(args: argparse.Namespace) -> int:
     now = datetime.now(UTC).isoformat(timespec="seconds")
     emulated = {r.emulated for r in results}
     env = environment(data["device"], emulated.pop() if len(emulated) == 1 else None)
-    where = path.parent if path.parent.is_dir() else Path.cwd()
+    where = path.parent  # gitcmd asks in its nearest existing folder
     commit = gitcmd.out(where, "rev-parse", "HEAD")
     names: dict[str, set[str]] = {}
     for r, name in chosen:

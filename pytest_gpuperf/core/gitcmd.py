@@ -10,13 +10,15 @@ from pathlib import Path
 
 def run(where: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
     """`git ARGS` in `where`'s nearest existing folder, at most 10 s; None where git is
-    missing or hangs (a question it cannot answer is asked as if unanswered)."""
+    missing or hangs (a question it cannot answer is asked as if unanswered). Output that is
+    not UTF-8 (a file name in Latin-1 in a warning) is read with replacement characters."""
     here = where
     while not here.exists() and here != here.parent:
         here = here.parent
     try:
         return subprocess.run(["git", *args], cwd=here if here.is_dir() else here.parent,
-                              capture_output=True, text=True, timeout=10, check=False)  # fmt: skip
+                              capture_output=True, text=True, errors="replace", timeout=10,
+                              check=False)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
 

@@ -47,3 +47,9 @@ def gpu_for(snap: DeviceSnapshot, workerid: str, workers: int, cuda_started: boo
             "this worker its own GPU (a conftest or plugin touched CUDA at import)"
         )
     return snap.gpus[int(workerid.removeprefix("gw"))]
+
+
+def worker_count(node: object) -> int:
+    """On the controller, from a worker's node (pytest-xdist's WorkerController): how many
+    workers the run started (`-n`, `--tx`, less what `--maxprocesses` cut)."""
+    return int((getattr(node, "workerinput", None) or {}).get("workercount", 0))

@@ -278,7 +278,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         workers = getattr(session.config.option, "numprocesses", None)
         if isinstance(workers, int) and workers > 0:
             controller = True
-            sess.options.xdist_workers = workers
             sess.check_workers(workers)
     sess.check_profile()
     sess.check_emulation()

@@ -151,7 +151,7 @@ class RunBaseline:
                           if isinstance(e.get("commit"), str) and e["commit"]})  # fmt: skip
         if not commits or self.path is None:
             return False
-        where = self.path.parent if self.path.parent.is_dir() else Path.cwd()
+        where = self.path.parent  # gitcmd asks in its nearest existing folder
         return any(gitcmd.ok(where, "cat-file", "-e", f"{c}^{{commit}}") for c in commits[:20])
 
     def confirm(self, results: list[Result], again: list[Result] | None, env: dict[str, Any],
@@ -240,10 +240,10 @@ class RunBaseline:
             return f"NOT SAVED to {self.path}: {why}", True
         from ..measure.hostload import too_disturbed
 
-        workers = self.options.xdist_workers
-        disturbed = {r.nodeid: w for r in results if (w := too_disturbed(r, workers))}
+        workers = self.options.xdist_workers  # by figure: a test's recorded figures stay
+        disturbed = {r.key: w for r in results if (w := too_disturbed(r, workers))}
         line, failed = save_run(
-            self.path, self.profile or "?", [r for r in results if r.nodeid not in disturbed],
+            self.path, self.profile or "?", [r for r in results if r.key not in disturbed],
             left_out, environment, durations, self.session_id,
             save_shared=self.options.save_shared, code_root=self.options.rootdir,
         )  # fmt: skip

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..fresh.workers import worker_count
 from .baseline import RunBaseline, not_passed
 from .options import AUTO, Options
 
@@ -321,7 +322,8 @@ class GpuPerfSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """The controller's view of what was selected, without the '@group' that
-        --dist loadgroup appends (a last '@' followed by no ']', '::' or '/')."""
+        --dist loadgroup appends (a last '@' followed by no ']', '::' or '/'); the workers."""
+        self.options.xdist_workers = max(self.options.xdist_workers, worker_count(node))
         if getattr(node.config.option, "dist", None) == "loadgroup":
             ids = [strip_group(i) for i in ids]
         self.collected.update(ids)
