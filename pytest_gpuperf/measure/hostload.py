@@ -170,7 +170,7 @@ def too_disturbed(result: Any, workers: int = 0) -> str | None:
     much as its own, and a CPU measurement under pytest-xdist with `workers` of 2 or more
     shared the CPU with the other workers' benchmarks (pytest-benchmark disables itself
     there)."""
-    if workers >= 2 and result.backend == "cpu" and result.kind == "measured":
+    if _beside_workers(result, workers):
         return (f"too disturbed to be a baseline: measured on the CPU beside {workers - 1} "
                 "other pytest-xdist worker(s); save CPU baselines without -n")  # fmt: skip
     host = getattr(result, "host", None)
@@ -185,11 +185,15 @@ def too_disturbed(result: Any, workers: int = 0) -> str | None:
     )
 
 
+def _beside_workers(result: Any, workers: object) -> bool:
+    """A CPU measurement under pytest-xdist with 2 or more workers: they time each other."""
+    return (isinstance(workers, int) and workers >= 2 and result.backend == "cpu"
+            and result.kind == "measured")  # fmt: skip
+
+
 def xdist_cpu_warning(workers: object, results: Iterable[Any]) -> str | None:
     """Under pytest-xdist with more than one worker, CPU benchmarks time each other."""
-    if not isinstance(workers, int) or workers < 2:
-        return None
-    n = sum(1 for r in results if r.backend == "cpu" and r.kind == "measured")
+    n = sum(1 for r in results if _beside_workers(r, workers))
     if not n:
         return None
     return (
