@@ -215,9 +215,12 @@ def test_cpu_benchmarks_under_xdist_are_warned_about_once(pytester):
             "without -n" in line
         ), line
         assert set(json.loads(cpu_json.read_text())["entries"]) == {"test_r.py::test_rec::max_batch"}
+        # the warning counts the workers started, as the refusal does (--tx without -n too)
+        assert "3 CPU benchmark(s) ran under pytest-xdist with 2 workers" in saved.stdout.str()
     cpu_json.unlink()
     one = pytester.runpytest(*FAST, "-n", "2", "--maxprocesses", "1", "--gpuperf-baseline=save")
     assert one.ret == 0 and len(json.loads(cpu_json.read_text())["entries"]) == 4
+    assert "ran under pytest-xdist" not in one.stdout.str()  # one worker started: no warning
 
 
 def test_the_xdist_warning_is_for_cpu_measurements_only():

@@ -374,7 +374,7 @@ class GpuPerfSession:
                 tr.write_line(line)
         from ..measure.hostload import busy_line, xdist_cpu_warning
 
-        warning = xdist_cpu_warning(getattr(tr.config.option, "numprocesses", None), self.results)
+        warning = xdist_cpu_warning(self.options.xdist_workers, self.results)  # workers started
         busy = busy_line(self.results)  # once per run, never once per test
         for line in [*self.finish_notes, *(x for x in (warning, busy) if x)]:
             tr.write_line(line)
