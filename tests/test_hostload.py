@@ -205,7 +205,7 @@ def test_cpu_benchmarks_under_xdist_are_warned_about_once(pytester):
     cpu_json = pytester.path / "baselines" / "cpu.json"
     for argv in (["-n", "2"], ["--tx", "2*popen", "--dist", "load"]):
         cpu_json.unlink(missing_ok=True)
-        saved = pytester.runpytest(*FAST, *argv, "--gpuperf-baseline=save")
+        saved = pytester.runpytest(*FAST, *argv, "--gpuperf-baseline=save", "--gpuperf-json=x.json")
         saved.assert_outcomes(passed=3)
         assert saved.ret == 1  # the save asked for did not happen
         line = next(x for x in saved.outlines if x.startswith("baseline: "))
@@ -217,6 +217,8 @@ def test_cpu_benchmarks_under_xdist_are_warned_about_once(pytester):
         assert set(json.loads(cpu_json.read_text())["entries"]) == {"test_r.py::test_rec::max_batch"}
         # the warning counts the workers started, as the refusal does (--tx without -n too)
         assert "3 CPU benchmark(s) ran under pytest-xdist with 2 workers" in saved.stdout.str()
+        # and the run's file says so: `gpuperf baseline accept` refuses its CPU figures too
+        assert json.loads((pytester.path / "x.json").read_text())["xdist_workers"] == 2
     cpu_json.unlink()
     one = pytester.runpytest(*FAST, "-n", "2", "--maxprocesses", "1", "--gpuperf-baseline=save")
     assert one.ret == 0 and len(json.loads(cpu_json.read_text())["entries"]) == 4

@@ -89,9 +89,18 @@ def test_accept_refuses_an_inconclusive_or_busy_result_unless_forced(project, mo
     assert accept(SPIN, "--from", "busy.json", "--reason", "x") == 1
     assert "measured on a busy host" in capsys.readouterr().err
     assert (project.path / "baselines" / "cpu.json").read_bytes() == before  # nothing written
+    # a CPU run under pytest-xdist with 2 workers: refused as a save refuses it
+    spin["host"] = None
+    data["xdist_workers"] = 2
+    (project.path / "xdist.json").write_text(json.dumps(data))
+    assert accept(SPIN, "--from", "xdist.json", "--reason", "x") == 1
+    assert ("refused: test_b.py::test_spin throughput: too disturbed to be a baseline: measured "
+            "on the CPU beside 1 other pytest-xdist worker(s)") in capsys.readouterr().err
+    assert (project.path / "baselines" / "cpu.json").read_bytes() == before
     assert accept(SPIN, "--from", "busy.json", "--reason", "known busy runner", "--force") == 0
     rec = spin_history(project)[-1]["restart"]
-    assert rec["forced"] == ["test_b.py::test_spin throughput: measured on a busy host"]
+    assert rec["forced"] == ["test_b.py::test_spin throughput: too disturbed to be a baseline: "
+                             "measured on a busy host (load average 9 on 2 cores, 0.0% CPU steal)"]
 
 
 def test_accept_bad_input_is_exit_2_naming_it(project, monkeypatch, capsys):

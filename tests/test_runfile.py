@@ -50,6 +50,18 @@ def test_selected_is_checked_when_read_and_optional():
         summary_from_payload(data, "f.json")
 
 
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "2", None])
+def test_xdist_workers_is_a_count_when_read_and_optional(bad):
+    data = rd.payload([rd.recorded("t.py::test_a", "x", 1.0, "s", {})])
+    assert data.pop("xdist_workers") == 0  # written: none started
+    assert summary_from_payload(data, "f.json").xdist_workers == 0  # files before 2026-12-06
+    data["xdist_workers"] = 3
+    assert summary_from_payload(data, "f.json").xdist_workers == 3
+    data["xdist_workers"] = bad
+    with pytest.raises(ResultsFileError, match=r"f\.json: 'xdist_workers' must be a count, got "):
+        summary_from_payload(data, "f.json")
+
+
 def test_compare_does_not_call_a_deselected_benchmark_missing(project, capsys, monkeypatch):
     from pytest_gpuperf.cli.main import main
 

@@ -149,16 +149,20 @@ def select(results: list[Result], args: argparse.Namespace) -> list[tuple[Result
     return chosen
 
 
-def refusals(chosen: list[tuple[Result, str]]) -> list[str]:
+def refusals(chosen: list[tuple[Result, str]], workers: int = 0) -> list[str]:
     """Why each chosen figure must not restart a history (--force overrides): its
-    verdict was inconclusive, or it was measured on a busy host."""
+    verdict was inconclusive, or it was too disturbed to be a baseline (a busy host, or
+    the CPU shared with other pytest-xdist workers: `workers` of the run), as a save
+    refuses it."""
+    from ..measure.hostload import too_disturbed
+
     out = []
     for r, name in chosen:
         v = r.verdicts.get(name) or {}
         if v.get("status") in ("inconclusive", "power-state"):
             out.append(f"{r.key} {name}: {v['status']} in that run ({v.get('reason') or ''})")
-        if r.host and r.host.get("busy"):
-            out.append(f"{r.key} {name}: measured on a busy host")
+        if why := too_disturbed(r, workers):
+            out.append(f"{r.key} {name}: {why}")
     return out
 
 
@@ -183,7 +187,7 @@ def accept_command(args: argparse.Namespace) -> int:
     if broken:
         raise UsageError("; ".join(broken))
     chosen = select(results, args)
-    problems = refusals(chosen)
+    problems = refusals(chosen, data.get("xdist_workers", 0))  # checked by read_run
     if problems and not args.force:
         for line in problems:
             print(f"gpuperf baseline accept: refused: {plain(line)}", file=sys.stderr)

@@ -80,6 +80,9 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
     if not isinstance(data.get("saved", False), bool):
         got = _show(data["saved"])
         raise ResultsFileError(f"{where}: 'saved' must be true or false, got {got}")
+    workers = data.get("xdist_workers", 0)  # absent in files written before 2026-12-06
+    if not (isinstance(workers, int) and not isinstance(workers, bool) and workers >= 0):
+        raise ResultsFileError(f"{where}: 'xdist_workers' must be a count, got {_show(workers)}")
     results = read_results(data["results"], where)
     emulated = data.get("emulated")
     emu: tuple[str, float | None] | None = None
@@ -117,6 +120,7 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
         session_id=data.get("session_id"),
         saved=data.get("saved") is True,
         selected=selected,
+        xdist_workers=workers,
     )
 
 

@@ -40,6 +40,7 @@ class RunSummary:
         saved: bool = False,
         selected: list[str] | None = None,
         rerun: Rerun | None = None,
+        xdist_workers: int = 0,
     ) -> None:
         self.device = device
         self.describe = describe
@@ -62,6 +63,7 @@ class RunSummary:
         # outside them was not run, not missing
         self.selected = selected
         self.rerun = rerun  # what a command re-running a failing verdict names (None: unknown)
+        self.xdist_workers = xdist_workers  # pytest-xdist workers started (0: none)
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -79,4 +81,5 @@ class RunSummary:
             "results": [r.to_dict() for r in self.results],
             "missing": list(self.missing),
             "selected": list(self.selected) if self.selected is not None else None,
+            "xdist_workers": self.xdist_workers,
         }

@@ -354,7 +354,7 @@ class GpuPerfSession:
             session_id=self.session_id,
             saved=self.saved,
             selected=sorted(self.collected),
-            rerun=self.base.rerun(),
+            rerun=self.base.rerun(), xdist_workers=self.options.xdist_workers,
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
