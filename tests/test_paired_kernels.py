@@ -4,19 +4,21 @@ matmuls moved 3-8% with the GPU's recent load while 3 sessions saved a minute ap
 to 0.5%, and the first stage called an unchanged build 4-10% faster in 6 of 6 runs. A
 checked figure takes the paired verdict, or becomes inconclusive where the rounds cannot
 decide it, unless its noise is per process and each process pair on its own bears the first
-stage out; one whose baseline was saved with other versions keeps the first stage's."""
+stage out, or where its rounds do not fit the budget; one whose baseline was saved with
+other versions keeps the first stage's."""
 
 from __future__ import annotations
 
 import json
 import statistics
 import types
+from pathlib import Path
 
 import pytest
 
 from pytest_gpuperf.core.figures import KERNEL_TIME, KERNELS
 from pytest_gpuperf.core.results import Result
-from pytest_gpuperf.run.paired import _apply, _what, candidates
+from pytest_gpuperf.run.paired import _apply, _leave, _what, candidates
 
 from .test_kernel_time import launch_bound
 
@@ -267,3 +269,56 @@ def test_each_pair_beyond_reads_a_latency_the_other_way_and_takes_every_pair_of_
     ok = PairedFigure("k", "latency_kernels", "compute", False, g.base,
                       head + tuple(0.002 * x for x in (1.09, 1.091, 1.095, 1.094)), g.pair)  # fmt: skip
     assert len(each_pair_beyond(ok, 0.03, "regressed")) == 4
+
+
+def test_a_checked_figure_whose_rounds_do_not_fit_the_budget_becomes_inconclusive():
+    """Run 7 on an H200 (2026-12-06): a b1 decode's kernel time 2.92% slower on another
+    card, confirmed in a fresh process on it, its test priced out of a 180 s budget; stage
+    1's regression stood and failed the run with nothing changed. A checked figure the
+    stage cannot afford is inconclusive, as one its rounds cannot decide; a figure the
+    first stage left inconclusive keeps its verdict and says why it was not re-measured."""
+    checked = _run("regressed", change=-0.0292)
+    checked.verdicts[KERNELS]["confirmed"] = True
+    other = _run("unchanged")
+    other.nodeid = "t.py::other"
+    todo = [(checked, KERNELS, KERNEL_TIME), (other, "throughput", "compute")]
+    left = _leave(todo, set(), "its test was left out of the rounds (the stage's line says why)")
+    assert left == []
+    v = checked.verdicts[KERNELS]
+    assert v["status"] == "inconclusive" and v["change"] == -0.0292 and v["confirmed"] is True
+    assert v["stage1"] == {"status": "regressed", "change": -0.0292, "uncertainty": 0.04,
+                           "reason": "beyond tolerance and significant"}  # fmt: skip
+    assert v["reason"] == ("the first stage found it regressed (-2.92%) against the baseline's "
+                           "sessions, not checked by the paired stage: its test was left out "
+                           "of the rounds (the stage's line says why)")  # fmt: skip
+    assert "--gpuperf-paired-budget" in v["advice"] and "gpuperf ab" in v["advice"]
+    w = other.verdicts["throughput"]
+    assert w["status"] == "inconclusive" and "stage1" not in w
+    assert w["reason"] == ("wide; not re-measured by the paired stage: its test was left out of "
+                           "the rounds (the stage's line says why)")  # fmt: skip
+    # a kept test's figures are handed on untouched
+    again = _run("regressed", change=-0.0292)
+    assert _leave([(again, KERNELS, KERNEL_TIME)], {again.nodeid}, "x") == [(again, KERNELS, KERNEL_TIME)]
+    assert again.verdicts[KERNELS]["status"] == "regressed"
+
+
+def test_a_stage_that_affords_no_test_says_a_checked_figure_is_inconclusive(monkeypatch):
+    # the whole stage priced out (run 7's generation module): its line says the checked
+    # figure is inconclusive unchecked and that the first stage's *other* verdicts stand
+    import pytest_gpuperf.run.paired as paired
+
+    r = _run("regressed", change=-0.0292)
+    entries = {"t.py::mm": {"environment": ENV, "metrics": {}, "commit": "c" * 40}}
+    monkeypatch.setattr(paired, "_repo", lambda config: Path("/repo"))
+    monkeypatch.setattr(paired, "newest_commit", lambda root, entries, keys: ("c" * 40, ""))
+    monkeypatch.setattr(paired, "_git", lambda root, *a: types.SimpleNamespace(returncode=0))
+    config = types.SimpleNamespace(rootpath="/repo", getoption=None)
+    stage = paired.run_stage(config, [r], entries, rounds=6, false_alarm=0.005, budget_s=180.0,
+                             env=ENV, costs={"t.py::mm": 400.0})  # fmt: skip
+    assert stage is not None
+    assert ("1 of them checked kernel-time figures, inconclusive unchecked (a first-stage "
+            "kernel-time change is not trusted alone): their rounds would not fit the budget "
+            "of 180 s") in stage.line, stage.line
+    assert stage.line.endswith("; the first stage's other verdicts stand")
+    assert r.verdicts[KERNELS]["status"] == "inconclusive"
+    assert r.verdicts["throughput"]["status"] == "inconclusive"  # launch-bound wall: stage 1's

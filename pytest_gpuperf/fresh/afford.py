@@ -116,7 +116,7 @@ def fit(costs: dict[str, float], worth: dict[str, tuple[int, int]], budget_s: fl
 def left_said(left: list[str], costs: dict[str, float], worth: dict[str, tuple[int, int]],
               budget_s: float, pairs: int, *, some_kept: bool) -> str:  # fmt: skip
     """Why the tests `left` are not re-measured, in words: their figures (and how many of
-    them are checked figures whose first-stage verdict now stands unchecked), the dearest
+    them are checked figures, now inconclusive: run/paired._leave), the dearest
     three by their price a round, and the budget every test of the stage would need."""
     dearest = sorted(left, key=lambda t: -costs.get(t, 0.0))
     named = ", ".join(f"{t.split('::')[-1]} {costs.get(t, 0.0):.0f} s" for t in dearest[:3])
@@ -128,8 +128,9 @@ def left_said(left: list[str], costs: dict[str, float], worth: dict[str, tuple[i
             f"{more}; all the stage's tests would need about {every:.0f} s, "
             "--gpuperf-paired-budget)")  # fmt: skip
     checked = sum(worth[t][0] for t in left)
-    unchecked = (f", {checked} of them checked kernel-time figures whose first-stage verdict "
-                 "stands unchecked" if checked else "")  # fmt: skip
+    unchecked = (f", {checked} of them checked kernel-time figures, inconclusive unchecked "
+                 "(a first-stage kernel-time change is not trusted alone)"
+                 if checked else "")  # fmt: skip
     if some_kept or checked:
         figures = sum(worth[t][1] for t in left)
         return (f"{figures} figure(s) of {len(left)} test(s) left to the first stage"

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..judging.verdict import CHANGED
+from ..judging.verdict import CHANGED, INCONCLUSIVE
 from .envshift import environment_shifts, software_changed
 from .pairedlooks import MORE, PAIRS
 
@@ -197,7 +197,7 @@ def run_stage(
     _leave(asked, set(tests), "its test was left out of the rounds (the stage's line says why)")
     if not tests:
         return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
-                     f"{dear}; the first stage's verdicts stand")  # fmt: skip
+                     f"{dear}; {_stand(asked)}")  # fmt: skip
     what = _what(todo, len(tests))
     t0 = time.monotonic()
     if doing is not None:
@@ -229,14 +229,36 @@ def run_stage(
     )
 
 
+def _stand(figures: list[tuple[Result, str, str]]) -> str:
+    """What stands of the first stage's verdicts where the stage measured none of
+    `figures`: its *other* verdicts where `_leave` made a checked figure inconclusive."""
+    other = any(r.verdicts[m].get("stage1") for r, m, _ in figures)
+    return f"the first stage's{' other' * other} verdicts stand"
+
+
 def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
            why: str) -> list[tuple[Result, str, str]]:  # fmt: skip
-    """`todo` less the figures of the tests not in `keep`, whose reasons now say `why` they
-    were not re-measured."""
+    """`todo` less the figures of the tests not in `keep` (their rounds did not fit the
+    budget), whose reasons now say `why` they were not re-measured. A figure the first
+    stage left inconclusive keeps its verdict; a checked one (a kernel-time change the
+    first stage found) becomes inconclusive, as one the rounds cannot decide does: the
+    first stage's kernel-time changes are checked because they are not to be trusted alone
+    (on the H200 an unchanged build's kernel time read 4-10% faster in 6 of 6 runs, and a
+    b1 decode's 2.92% slower on another card, confirmed in a fresh process on it)."""
     for r, m, _ in (t for t in todo if t[0].nodeid not in keep):
         v = r.verdicts[m]
-        v["reason"] = (f"{v.get('reason') or v.get('status')}; not re-measured by the paired "
-                       f"stage: {why}")  # fmt: skip
+        said = _stage1_said(v)
+        if not said:
+            v["reason"] = (f"{v.get('reason') or v.get('status')}; not re-measured by the "
+                           f"paired stage: {why}")  # fmt: skip
+            continue
+        r.verdicts = {**r.verdicts, m: {
+            **v, "status": INCONCLUSIVE,
+            "stage1": {k: v.get(k) for k in ("status", "change", "uncertainty", "reason")},
+            "reason": f"{said}, not checked by the paired stage: {why}",
+            "advice": ("a larger --gpuperf-paired-budget lets the stage check it (its line "
+                       "says what its tests would need), or gpuperf ab measures it"),
+        }}  # fmt: skip
     return [t for t in todo if t[0].nodeid in keep]
 
 
