@@ -97,6 +97,14 @@ def test_accept_refuses_an_inconclusive_or_busy_result_unless_forced(project, mo
     assert ("refused: test_b.py::test_spin throughput: too disturbed to be a baseline: measured "
             "on the CPU beside 1 other pytest-xdist worker(s)") in capsys.readouterr().err
     assert (project.path / "baselines" / "cpu.json").read_bytes() == before
+    # measured while another process used the GPU: a save leaves it out, so does accept
+    data["xdist_workers"] = 0
+    spin["gpu_shared"] = {"processes": [{"pid": 4242, "used_memory": 1 << 30}]}
+    (project.path / "shared.json").write_text(json.dumps(data))
+    assert accept(SPIN, "--from", "shared.json", "--reason", "x") == 1
+    assert ("refused: test_b.py::test_spin throughput: measured while another process used "
+            "the GPU (gpu-shared)") in capsys.readouterr().err
+    assert (project.path / "baselines" / "cpu.json").read_bytes() == before
     assert accept(SPIN, "--from", "busy.json", "--reason", "known busy runner", "--force") == 0
     rec = spin_history(project)[-1]["restart"]
     assert rec["forced"] == ["test_b.py::test_spin throughput: too disturbed to be a baseline: "

@@ -151,9 +151,9 @@ def select(results: list[Result], args: argparse.Namespace) -> list[tuple[Result
 
 def refusals(chosen: list[tuple[Result, str]], workers: int = 0) -> list[str]:
     """Why each chosen figure must not restart a history (--force overrides): its
-    verdict was inconclusive, or it was too disturbed to be a baseline (a busy host, or
-    the CPU shared with other pytest-xdist workers: `workers` of the run), as a save
-    refuses it."""
+    verdict was inconclusive, or a save would refuse it: too disturbed to be a baseline
+    (a CPU measurement on a busy host, or beside other pytest-xdist workers: `workers` of
+    the run), or measured on a GPU another process used (gpu-shared)."""
     from ..measure.hostload import too_disturbed
 
     out = []
@@ -163,6 +163,9 @@ def refusals(chosen: list[tuple[Result, str]], workers: int = 0) -> list[str]:
             out.append(f"{r.key} {name}: {v['status']} in that run ({v.get('reason') or ''})")
         if why := too_disturbed(r, workers):
             out.append(f"{r.key} {name}: {why}")
+        if r.gpu_shared:  # a save leaves it out without --gpuperf-save-gpu-shared
+            out.append(f"{r.key} {name}: measured while another process used the GPU "
+                       "(gpu-shared)")  # fmt: skip
     return out
 
 
