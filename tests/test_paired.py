@@ -743,7 +743,7 @@ def test_a_first_look_whose_rounds_do_not_fit_measures_the_rest_without_its_dear
     assert more == [(["test_p.py::test_step"], 4)], more  # new pairs again, numbered on
     assert "the 1 test(s) it left undecided not re-measured: none here" in out, out
     assert ("its first 1 round(s) showed that its tests' rounds no longer fit the budget, so 1 "
-            "test(s) were left to the first stage (a round of both builds: test_dear 150 s) "
+            "test(s) were left out of the rounds (a round of both builds: test_dear 150 s) "
             "and the other 1 re-measured in new process pairs") in out, out
     got = {d["nodeid"]: d["verdicts"]["throughput"]
            for d in json.loads((two_tests.path / "run.json").read_text())["results"]}  # fmt: skip

@@ -322,3 +322,31 @@ def test_a_stage_that_affords_no_test_says_a_checked_figure_is_inconclusive(monk
     assert stage.line.endswith("; the first stage's other verdicts stand")
     assert r.verdicts[KERNELS]["status"] == "inconclusive"
     assert r.verdicts["throughput"]["status"] == "inconclusive"  # launch-bound wall: stage 1's
+
+
+def test_a_checked_figure_whose_rounds_run_out_of_budget_becomes_inconclusive(monkeypatch):
+    # priced in, then its rounds no longer fit (fresh/rounds.TooDear): as unchecked as one
+    # priced out up front
+    import pytest_gpuperf.run.paired as paired
+    import pytest_gpuperf.run.pairedlooks as looks
+    from pytest_gpuperf.fresh.rounds import TooDear
+
+    def too_dear(*args, **kwargs):
+        raise TooDear("2 rounds a process pair do not fit the budget")
+
+    r = _run("regressed", change=-0.0292)
+    entries = {"t.py::mm": {"environment": ENV, "metrics": {}, "commit": "c" * 40}}
+    monkeypatch.setattr(paired, "_repo", lambda config: Path("/repo"))
+    monkeypatch.setattr(paired, "newest_commit", lambda root, entries, keys: ("c" * 40, ""))
+    monkeypatch.setattr(paired, "_git", lambda root, *a: types.SimpleNamespace(returncode=0))
+    monkeypatch.setattr(looks, "measure_looks", too_dear)
+    config = types.SimpleNamespace(rootpath="/repo", getoption=None)
+    stage = paired.run_stage(config, [r], entries, rounds=6, false_alarm=0.005, budget_s=180.0,
+                             env=ENV, costs={"t.py::mm": 1.0})  # fmt: skip
+    assert stage is not None
+    assert stage.line.endswith("not measured: 2 rounds a process pair do not fit the budget; "
+                               "the first stage's other verdicts stand"), stage.line
+    v = r.verdicts[KERNELS]
+    assert v["status"] == "inconclusive" and v["stage1"]["status"] == "regressed"
+    assert v["reason"].endswith("not checked by the paired stage: its rounds did not end: 2 "
+                                "rounds a process pair do not fit the budget")

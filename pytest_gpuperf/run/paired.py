@@ -156,11 +156,10 @@ def run_stage(
     """Re-measure and judge what the first stage left inconclusive (and the kernel-time
     figures it found changed: `candidates`); None when there is nothing to re-measure. The
     verdicts of the figures it decides are replaced; a checked figure it cannot decide
-    becomes inconclusive (unless every process pair bears it out: `_each_pair`). `costs`:
-    each test's seconds in the first stage; tests whose rounds would not fit the budget at
-    that price are left to the first stage, said in the line (fresh/afford.py). `doing`,
-    where given, is told what the rounds re-measure (a Ctrl-C line); `run_max_s`, the run's
-    own max_time (fresh/afford.round_cap_of)."""
+    becomes inconclusive (unless every process pair bears it out: `_each_pair`), as does one
+    it does not re-measure (`_leave`). `costs`: each test's seconds in the first stage, its
+    price (fresh/afford.py). `doing`, where given, is told what the rounds re-measure (a
+    Ctrl-C line); `run_max_s`, the run's own max_time (fresh/afford.round_cap_of)."""
     todo = candidates(results, entries, env)
     if not todo:
         return None
@@ -215,8 +214,9 @@ def run_stage(
                               undecided, first)  # fmt: skip
     except Exception as exc:  # a bug here must not cost the run its stage-1 verdicts either
         why = exc if isinstance(exc, RoundsError) else f"{type(exc).__name__}: {exc}"
+        _leave(todo, set(), f"its rounds did not end: {why}")  # a checked one: inconclusive
         return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
-                     f"{why}; the first stage's verdicts stand{'; ' + dear if dear else ''}")
+                     f"{why}; {_stand(asked)}{'; ' + dear if dear else ''}")  # fmt: skip
     todo = _leave(todo, set(tests) - set(looks.dropped), "its first rounds did not fit")
     decided = _apply(todo, looks.got, false_alarm, commit, looks.again, looks.whole)
     took = time.monotonic() - t0

@@ -170,7 +170,7 @@ def salvage_said(dropped: list[str], kept: list[str], got: Any) -> str:
                       for t in dropped[:3])  # fmt: skip
     more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
     return (f"; its first {len(got.pair)} round(s) showed that its tests' rounds no longer fit "
-            f"the budget, so {len(dropped)} test(s) were left to the first stage (a round of "
+            f"the budget, so {len(dropped)} test(s) were left out of the rounds (a round of "
             f"both builds: {named}{more}) and the other {len(kept)} re-measured in new "
             "process pairs")
 
