@@ -239,12 +239,13 @@ def _stand(figures: list[tuple[Result, str, str]]) -> str:
 def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
            why: str) -> list[tuple[Result, str, str]]:  # fmt: skip
     """`todo` less the figures of the tests not in `keep` (their rounds did not fit the
-    budget), whose reasons now say `why` they were not re-measured. A figure the first
-    stage left inconclusive keeps its verdict; a checked one (a kernel-time change the
-    first stage found) becomes inconclusive, as one the rounds cannot decide does: the
-    first stage's kernel-time changes are checked because they are not to be trusted alone
-    (on the H200 an unchanged build's kernel time read 4-10% faster in 6 of 6 runs, and a
-    b1 decode's 2.92% slower on another card, confirmed in a fresh process on it)."""
+    budget, or did not end), whose reasons now say `why` they were not re-measured. A
+    figure the first stage left inconclusive keeps its verdict; a checked one (a
+    kernel-time change the first stage found) becomes inconclusive, as one the rounds
+    cannot decide does: the first stage's kernel-time changes are checked because they are
+    not to be trusted alone (on the H200 an unchanged build's kernel time read 4-10% faster
+    in 6 of 6 runs, and a b1 decode's 2.92% slower on another card, confirmed in a fresh
+    process on it)."""
     for r, m, _ in (t for t in todo if t[0].nodeid not in keep):
         v = r.verdicts[m]
         said = _stage1_said(v)
@@ -256,8 +257,9 @@ def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
             **v, "status": INCONCLUSIVE,
             "stage1": {k: v.get(k) for k in ("status", "change", "uncertainty", "reason")},
             "reason": f"{said}, not checked by the paired stage: {why}",
-            "advice": ("a larger --gpuperf-paired-budget lets the stage check it (its line "
-                       "says what its tests would need), or gpuperf ab measures it"),
+            "advice": ("where its rounds did not fit, a larger --gpuperf-paired-budget lets "
+                       "the stage check it (its line says what its tests would need); gpuperf "
+                       "ab measures it in any case"),
         }}  # fmt: skip
     return [t for t in todo if t[0].nodeid in keep]
 
