@@ -255,7 +255,7 @@ def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
             continue
         r.verdicts = {**r.verdicts, m: {
             **v, "status": INCONCLUSIVE,
-            "stage1": {k: v.get(k) for k in ("status", "change", "uncertainty", "reason")},
+            "stage1": _stage1_record(v),
             "reason": f"{said}, not checked by the paired stage: {why}",
             "advice": ("where its rounds did not fit, a larger --gpuperf-paired-budget lets "
                        "the stage check it (its line says what its tests would need); gpuperf "
@@ -335,7 +335,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         n_f = len(f.base) if f is not None else 0 if failed and (r.key, metric) in unmeasured else n
         new = verdict_dict(v, n_f)
         new.pop("advice", None)
-        new["stage1"] = {k: first.get(k) for k in ("status", "change", "uncertainty", "reason")}
+        new["stage1"] = _stage1_record(first)
         pairs = len(set(f.pair)) if f is not None else PAIRS  # 3 where the second look took it
         new["paired"] = {"commit": commit, "rounds": n_f, "processes": pairs,
                          "confidence": confidence}  # fmt: skip
@@ -430,6 +430,11 @@ def _round_record(f: Any, figs: dict[tuple[str, str], Any] | None = None,
         v = (verdicts or {}).get(twin)
         out["per_clock"]["basis"] = getattr(v, "basis", None)
     return out
+
+
+def _stage1_record(first: dict[str, Any]) -> dict[str, Any]:
+    """What a verdict the paired stage replaced keeps of the first stage's (`stage1`)."""
+    return {k: first.get(k) for k in ("status", "change", "uncertainty", "reason")}
 
 
 def _stage1_said(first: dict[str, Any]) -> str:
