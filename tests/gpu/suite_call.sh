@@ -1,29 +1,46 @@
 #!/usr/bin/env bash
 # One device call of the shipped suite's judged parts (tests/gpu/suite_gate.sh), from the
 # repository's root on a GPU machine: tests/gpu/suite_call.sh TAG PART..., PART one of
-#   sweeps    compare:finetune, the QLoRA batch sweeps only (181 s in run 4)
-#   finetune  compare:finetune, all but the batch sweeps (396 s)
-#   dtype     compare:dtype (131 s)
-#   generate  compare:generate (162 s)
-# against the baseline sessions carried in ${SUITE_BASELINES:-.carry/sb}, from the bundle
-# .carry/main.bundle (its HEAD is what is judged). It installs the wheels carried in .whl
-# (the two lines of ../shared/tools/gpu-wheels.sh), re-installs the plugin editable from
-# the suite's clone where one is left from an earlier call (tests/gpu/own_call.sh installs
-# the runner's copy, whose paired stage would then import the wrong build), skips a part
-# that would not end by DEADLINE (570 s) at its own expected time, and leaves under $OUT:
-# call.log and s-TAG.tgz (each part's log, JSON and s.log).
+#   sweeps    the finetune module's QLoRA batch sweeps only (181 s judged in run 4)
+#   finetune  the finetune module but the batch sweeps (396 s)
+#   dtype     the dtype module (131 s)
+#   generate  the generation module (162 s)
+# each judged (compare) against the baseline sessions carried in SUITE_BASELINES, or with
+# SUITE_MODE=save saved as one more session of them, from the bundle .carry/main.bundle
+# (its HEAD is what is judged or saved). The card picks the profile and its sessions: an
+# H200 h200 and .carry/sb, an H100 h100 and .carry/sb100 (a call for one kind may be served
+# by the other; SUITE_PROFILE and SUITE_BASELINES override); another card ends the call at
+# once, exit 0. It installs the wheels carried in .whl (the two lines of
+# ../shared/tools/gpu-wheels.sh), re-installs the plugin editable from the suite's clone
+# where one is left from an earlier call (tests/gpu/own_call.sh installs the runner's copy,
+# whose paired stage would then import the wrong build), skips a part that would not end
+# by DEADLINE (570 s) at its own expected time, and leaves under $OUT: call.log, s-TAG.tgz
+# (each part's log, JSON and s.log) and sb-TAG.tgz (the baseline files after the call:
+# sessions saved here come back only so).
 set -u
 tag=$1; shift
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+echo "$card" > "$OUT/gpu.txt"
+case $card in
+  *H200*) profile=h200; sessions=.carry/sb ;;
+  *H100*) profile=h100; sessions=.carry/sb100 ;;
+  *) echo "no baseline sessions carried for '$card': nothing run" | tee -a "$OUT/call.log"; exit 0 ;;
+esac
+export SUITE_PROFILE=${SUITE_PROFILE:-$profile} SUITE_BASELINES=${SUITE_BASELINES:-$sessions}
+mode=${SUITE_MODE:-compare}
+case $mode in compare|save) ;; *) echo "SUITE_MODE must be compare or save, not '$mode'" >&2; exit 2 ;; esac
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 2
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || exit 3
 if [ -d "${SUITE_CLONE:-/tmp/suite}/.git" ]; then
   (cd "${SUITE_CLONE:-/tmp/suite}" && python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1) || exit 3
 fi
 nvidia-smi --query-gpu=name,serial,clocks.sm,clocks.max.sm,power.limit,temperature.gpu,driver_version --format=csv >> "$OUT/call.log" 2>&1
-echo "$tag start $(date -u +%FT%TZ) bundle $(git bundle list-heads .carry/main.bundle 2>/dev/null | cut -c1-12)" >> "$OUT/call.log"
-finish() { tar czf "$OUT/s-$tag.tgz" -C "$OUT" s 2>/dev/null && rm -rf "$OUT/s"; }
+echo "$tag $mode ($SUITE_PROFILE, $SUITE_BASELINES) start $(date -u +%FT%TZ) bundle $(git bundle list-heads .carry/main.bundle 2>/dev/null | cut -c1-12)" >> "$OUT/call.log"
+finish() {
+  tar czf "$OUT/s-$tag.tgz" -C "$OUT" s 2>/dev/null && rm -rf "$OUT/s"
+  tar czf "$OUT/sb-$tag.tgz" -C "$(dirname "$SUITE_BASELINES")" "$(basename "$SUITE_BASELINES")" 2>/dev/null
+}
 trap finish EXIT
-export SUITE_BASELINES=${SUITE_BASELINES:-.carry/sb}
 for part in "$@"; do
   case $part in
     sweeps) need=200; mod=finetune; k='qlora_batch_sweep' ;;
@@ -36,6 +53,6 @@ for part in "$@"; do
     echo "skipped $part at ${SECONDS}s" >> "$OUT/call.log"; continue
   fi
   SUITE_K=$k SUITE_TIMEOUT=$((need + 90)) timeout $((need + 100)) \
-    tests/gpu/suite_gate.sh "compare:$mod" "$OUT/s"
+    tests/gpu/suite_gate.sh "$mode:$mod" "$OUT/s"
   echo "$part rc=$? done at ${SECONDS}s" >> "$OUT/call.log"
 done

@@ -7,8 +7,8 @@
 # stale, and each session must record a real commit that the paired stage can build), with
 # the plugin installed editable from that clone. The baseline lives in the clone's
 # gate-baselines/ (inside the checkout, so that each save records its commit; never the
-# shipped baselines/), copied in from SUITE_BASELINES first and back after each part where
-# that is set (carried between machines: sessions saved on earlier machines count). Each part's log and JSON go to OUTDIR, with one summary line per part
+# shipped baselines/), merged with SUITE_BASELINES' files first and copied back after each
+# part where that is set (carried between machines: sessions saved on earlier machines count). Each part's log and JSON go to OUTDIR, with one summary line per part
 # (exit code, wall time, the verdicts line, the paired stage's line, and the decided share
 # of throughput figures) in OUTDIR/s.log. SUITE_PROFILE: the profile (h200; cpu to try the
 # script on a machine without a GPU). SUITE_K: a -k expression for every part (a judged run
@@ -33,7 +33,17 @@ if [ ! -d "$clone/.git" ]; then
   (cd "$clone" && python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1) || exit 3
 fi
 base=$clone/gate-baselines; mkdir -p "$base"
-[ -z "$carried" ] || cp -a "$carried/." "$base/"
+# the carried sessions join the clone's by `gpuperf baseline merge` (a copy would put an
+# older carried file over sessions this machine saved since: 2026-12-06, an H100's second
+# session of two modules was lost that way and merged back from the calls' copies)
+if [ -n "$carried" ]; then
+  for f in "$carried"/*.json; do
+    [ -e "$f" ] || continue
+    b=$base/$(basename "$f")
+    if [ -e "$b" ]; then python3 -m pytest_gpuperf baseline merge "$b" "$f" -o "$b" || exit 4
+    else cp -a "$f" "$b"; fi
+  done
+fi
 echo "clone at $(git -C "$clone" rev-parse --short HEAD)" | tee -a "$out/s.log"
 module() { case $1 in all) echo benchmarks ;; *) echo "benchmarks/test_$1.py" ;; esac; }
 for part in $parts; do
