@@ -274,3 +274,18 @@ def test_the_results_schema_refuses_what_the_reader_refuses(validator, bad):
     assert errors(validator("results"), data), f"the schema accepted {bad}"
     with pytest.raises(ResultsFileError):
         summary_from_payload(data, "results file x.json")
+
+
+@pytest.mark.parametrize("field", ["xdist_workers", "sessions_needed"])
+def test_a_count_written_with_a_fraction_is_the_readers_to_refuse(validator, field):
+    """JSON Schema's integer admits 2.0, a number with no fraction part; the reader refuses
+    a count so written, and the schema's description says that it does."""
+    data = _valid_results()
+    if field == "xdist_workers":
+        data["xdist_workers"] = 2.0
+    else:
+        data["results"][0]["verdicts"]["throughput"]["sessions_needed"] = 2.0
+    assert errors(validator("results"), data) == []
+    with pytest.raises(ResultsFileError, match=field):
+        summary_from_payload(data, "results file x.json")
+    assert f"{field} " in schema("results")["description"] and "2.0" in schema("results")["description"]
