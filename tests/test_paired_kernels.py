@@ -302,19 +302,25 @@ def test_a_checked_figure_whose_rounds_do_not_fit_the_budget_becomes_inconclusiv
     assert again.verdicts[KERNELS]["status"] == "regressed"
 
 
-def test_a_stage_that_affords_no_test_says_a_checked_figure_is_inconclusive(monkeypatch):
-    # the whole stage priced out (run 7's generation module): its line says the checked
-    # figure is inconclusive unchecked and that the first stage's *other* verdicts stand
+def _stage_of(monkeypatch, r, cost_s):
+    """run/paired.run_stage on result `r` (test t.py::mm, its first-stage time `cost_s`) at a
+    180 s budget, in a repository whose baseline commit exists (no git run)."""
     import pytest_gpuperf.run.paired as paired
 
-    r = _run("regressed", change=-0.0292)
     entries = {"t.py::mm": {"environment": ENV, "metrics": {}, "commit": "c" * 40}}
     monkeypatch.setattr(paired, "_repo", lambda config: Path("/repo"))
     monkeypatch.setattr(paired, "newest_commit", lambda root, entries, keys: ("c" * 40, ""))
     monkeypatch.setattr(paired, "_git", lambda root, *a: types.SimpleNamespace(returncode=0))
     config = types.SimpleNamespace(rootpath="/repo", getoption=None)
-    stage = paired.run_stage(config, [r], entries, rounds=6, false_alarm=0.005, budget_s=180.0,
-                             env=ENV, costs={"t.py::mm": 400.0})  # fmt: skip
+    return paired.run_stage(config, [r], entries, rounds=6, false_alarm=0.005, budget_s=180.0,
+                            env=ENV, costs={"t.py::mm": cost_s})  # fmt: skip
+
+
+def test_a_stage_that_affords_no_test_says_a_checked_figure_is_inconclusive(monkeypatch):
+    # the whole stage priced out (run 7's generation module): its line says the checked
+    # figure is inconclusive unchecked and that the first stage's *other* verdicts stand
+    r = _run("regressed", change=-0.0292)
+    stage = _stage_of(monkeypatch, r, cost_s=400.0)
     assert stage is not None
     assert ("1 of them checked kernel-time figures, inconclusive unchecked (a first-stage "
             "kernel-time change is not trusted alone): their rounds would not fit the budget "
@@ -327,22 +333,15 @@ def test_a_stage_that_affords_no_test_says_a_checked_figure_is_inconclusive(monk
 def test_a_checked_figure_whose_rounds_run_out_of_budget_becomes_inconclusive(monkeypatch):
     # priced in, then its rounds no longer fit (fresh/rounds.TooDear): as unchecked as one
     # priced out up front
-    import pytest_gpuperf.run.paired as paired
     import pytest_gpuperf.run.pairedlooks as looks
     from pytest_gpuperf.fresh.rounds import TooDear
 
     def too_dear(*args, **kwargs):
         raise TooDear("2 rounds a process pair do not fit the budget")
 
-    r = _run("regressed", change=-0.0292)
-    entries = {"t.py::mm": {"environment": ENV, "metrics": {}, "commit": "c" * 40}}
-    monkeypatch.setattr(paired, "_repo", lambda config: Path("/repo"))
-    monkeypatch.setattr(paired, "newest_commit", lambda root, entries, keys: ("c" * 40, ""))
-    monkeypatch.setattr(paired, "_git", lambda root, *a: types.SimpleNamespace(returncode=0))
     monkeypatch.setattr(looks, "measure_looks", too_dear)
-    config = types.SimpleNamespace(rootpath="/repo", getoption=None)
-    stage = paired.run_stage(config, [r], entries, rounds=6, false_alarm=0.005, budget_s=180.0,
-                             env=ENV, costs={"t.py::mm": 1.0})  # fmt: skip
+    r = _run("regressed", change=-0.0292)
+    stage = _stage_of(monkeypatch, r, cost_s=1.0)
     assert stage is not None
     assert stage.line.endswith("not measured: 2 rounds a process pair do not fit the budget; "
                                "the first stage's other verdicts stand"), stage.line
