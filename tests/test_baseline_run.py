@@ -802,7 +802,7 @@ def test_xdist_loadgroup_keeps_baseline_keys_stable(project):
 
 
 def test_the_controller_drops_xdists_group_suffix_only():
-    from pytest_gpuperf.run.session import strip_group
+    from pytest_gpuperf.core.ids import strip_group
 
     assert strip_group("t.py::test_g@preset-a") == "t.py::test_g"
     assert strip_group("t.py::test_g[x]@llama2-7b") == "t.py::test_g[x]"

@@ -302,9 +302,10 @@ def test_a_checked_figure_whose_rounds_do_not_fit_the_budget_becomes_inconclusiv
     assert again.verdicts[KERNELS]["status"] == "regressed"
 
 
-def _stage_of(monkeypatch, r, cost_s):
+def _stage_of(monkeypatch, r, cost_s, gpu_bytes=None):
     """run/paired.run_stage on result `r` (test t.py::mm, its first-stage time `cost_s`) at a
-    180 s budget, in a repository whose baseline commit exists (no git run)."""
+    180 s budget on a GPU of `gpu_bytes`, in a repository whose baseline commit exists (no
+    git run)."""
     import pytest_gpuperf.run.paired as paired
 
     entries = {"t.py::mm": {"environment": ENV, "metrics": {}, "commit": "c" * 40}}
@@ -313,7 +314,7 @@ def _stage_of(monkeypatch, r, cost_s):
     monkeypatch.setattr(paired, "_git", lambda root, *a: types.SimpleNamespace(returncode=0))
     config = types.SimpleNamespace(rootpath="/repo", getoption=None)
     return paired.run_stage(config, [r], entries, rounds=6, false_alarm=0.005, budget_s=180.0,
-                            env=ENV, costs={"t.py::mm": cost_s})  # fmt: skip
+                            env=ENV, costs={"t.py::mm": cost_s}, gpu_bytes=gpu_bytes)  # fmt: skip
 
 
 def test_a_stage_that_affords_no_test_says_a_checked_figure_is_inconclusive(monkeypatch):

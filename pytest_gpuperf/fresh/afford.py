@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from ..core.units import format_size
 from ..judging.verdict import CHANGED
 
 MIN_PER_PAIR = 2  # rounds a process pair measures at the least: its own spread needs two
@@ -181,9 +182,35 @@ def own_minimum(r: Any, cap_s: float) -> float | None:
     return least if least > cap_s else None
 
 
+def held_twice(tests: Iterable[str], results: Iterable[Any], have: int | None) -> dict[str, int]:
+    """Of `tests`, those whose two builds cannot hold their GPU memory at once, each with
+    what one build needs: a round keeps one process a side alive (fresh/rounds.py), both
+    holding the test's models, so 2 x a build's need must fit in `have` (the GPU's bytes, or
+    an emulated card's). A build's need is the most of what the test's gpu_requires_vram
+    marker asks (`vram_asked` in its results' config: what it says it needs, so a test
+    asking more than half the card is left out whatever it held) and what its measurements
+    held (their resident bytes less another test's, plus the timed calls' reserved peak,
+    else their allocated one: a floor, for building a model may take more). On an H100
+    (79.6 GiB) a 70B QLoRA step asking 44 GiB, 36 GiB held, failed out of memory in both
+    builds' rounds, 137 s of the stage's time (2026-12-06); what it held alone would have
+    fit twice. Empty where `have` is unknown."""
+    if not have:
+        return {}
+    need = dict.fromkeys(tests, 0)
+    for r in results:
+        if getattr(r, "nodeid", None) in need:
+            own = max(0, (r.resident_allocated or 0) - (r.foreign_allocated or 0))
+            held = own + (r.peak_reserved or r.peak_allocated or 0)
+            asked = (getattr(r, "config", None) or {}).get("vram_asked")
+            asked = asked if isinstance(asked, int) and not isinstance(asked, bool) else 0
+            need[r.nodeid] = max(need[r.nodeid], held, asked)
+    return {t: n for t, n in need.items() if 2 * n > have}
+
+
 def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iterable[Any],
                durations: dict[str, float], cap_s: float, budget_s: float, pairs: int,
                base_durations: dict[str, float] | None = None, run_max_s: float | None = None,
+               gpu_bytes: int | None = None,
                ) -> tuple[list[Any], list[str], str]:  # fmt: skip
     """Of the stage's (result, metric, class) figures `todo` and their `tests`, those a
     first look can afford (`fit` at each test's `price` from its first-stage `durations`
@@ -197,7 +224,9 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
     read raw made a static decoder's round of both builds 53.9 s where the head's price
     alone was 14.5 s a side. A measurement whose test set a max_time of its own is capped
     at that in its rounds (`round_cap_of`, against the run's own max_time `run_max_s`); a
-    test that asks more sampling of itself than the cap allows is left out (`own_minimum`)."""
+    test that asks more sampling of itself than the cap allows is left out (`own_minimum`),
+    as is one whose two builds cannot hold their GPU memory at once on a GPU of `gpu_bytes`
+    (`held_twice`)."""
     worth: dict[str, tuple[int, int]] = {}
     for r, m, _ in todo:
         k, n = worth.get(r.nodeid, (0, 0))
@@ -218,9 +247,18 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
                   "left out: "
                   + ", ".join(f"{t.split('::')[-1]} {m:g} s" for t, m in sorted(clash.items()))
                   if clash else "")  # fmt: skip
-    tests = [t for t in tests if t not in clash]
-    todo = [t for t in todo if t[0].nodeid not in clash]
-    worth = {t: w for t, w in worth.items() if t not in clash}  # `fit` ranks what it holds
+    big = held_twice([t for t in tests if t not in clash], results, gpu_bytes)
+    big_said = (f"{len(big)} test(s) whose two builds cannot hold their GPU memory at once "
+                f"(a round keeps a process of each build alive; this GPU has "
+                f"{format_size(gpu_bytes)}), left out: "
+                + ", ".join(f"{t.split('::')[-1]} {format_size(n)} a build"
+                            for t, n in sorted(big.items()))
+                if big else "")  # fmt: skip
+    out = {**clash, **big}
+    tests = [t for t in tests if t not in out]
+    todo = [t for t in todo if t[0].nodeid not in out]
+    worth = {t: w for t, w in worth.items() if t not in out}  # `fit` ranks what it holds
+    first = "; ".join(x for x in (clash_said, big_said) if x)
     costs = {}
     for t in tests:
         head = price(durations.get(t, 0.0), savings[t])
@@ -229,8 +267,8 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
         costs[t] = (head + base) / 2
     kept, left = fit(costs, worth, budget_s, pairs)
     if not left:
-        return todo, tests, clash_said
+        return todo, tests, first
     said = left_said(left, costs, worth, budget_s, pairs, some_kept=bool(kept))
     keep = set(kept)
     return ([t for t in todo if t[0].nodeid in keep], kept,
-            "; ".join(x for x in (clash_said, said) if x))  # fmt: skip
+            "; ".join(x for x in (first, said) if x))  # fmt: skip

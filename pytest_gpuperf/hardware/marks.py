@@ -148,6 +148,18 @@ def _one_arg(name: str, args: Sequence[Any], kwargs: dict[str, Any], kw: str) ->
     return args[0]
 
 
+def vram_asked(item: Any) -> int | None:
+    """The most GPU memory `item`'s gpu_requires_vram markers ask, in bytes; None where it
+    has none (a marker that does not parse is reported by the marker checks, not here)."""
+    sizes = []
+    for m in item.iter_markers("gpu_requires_vram"):
+        try:
+            sizes.append(parse_requires_vram(m.args, dict(m.kwargs)).bytes)
+        except MarkerError:
+            continue
+    return max(sizes, default=None)
+
+
 def parse_requires_vram(args: Sequence[Any], kwargs: dict[str, Any]) -> VRAM:
     value = _one_arg("gpu_requires_vram", args, kwargs, "size")
     try:

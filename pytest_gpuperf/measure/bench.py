@@ -40,6 +40,7 @@ class GpuBenchmark:
         foreign: Callable[[], int | None] | None = None,
         processes: ProcessWatch | None = None,
         test_settings: Mapping[str, Any] | None = None,
+        vram_asked: int | None = None,
     ) -> None:
         self.nodeid = nodeid
         # the settings the test's own marker sets: with a call's keywords they outrank the
@@ -47,6 +48,7 @@ class GpuBenchmark:
         # sampling times, which the fixture checks against the command line before a call's
         # keywords apply (fresh/afford.own_minimum)
         self._test_settings = dict(test_settings or {})
+        self.vram_asked = vram_asked  # its gpu_requires_vram's bytes (fresh/afford.held_twice)
         # the other processes on the GPU, read around each measurement (gpushare.py)
         self._processes = processes
         # bytes of another test's memory resident now (memory.foreign_now), None without CUDA
@@ -226,12 +228,14 @@ class GpuBenchmark:
 
     def _settings_of(self, result: Result, keywords: Mapping[str, Any]) -> None:
         """Which of `result`'s settings its test set (its marker and the call's `keywords`),
-        and the sampling times its marker set, in its config."""
+        the sampling times its marker set and the GPU memory it asks, in its config."""
         result.config["set_by_test"] = sorted({*self._test_settings, *keywords})
         result.config["marker_sampling"] = {
             k: v for k, v in self._test_settings.items()
             if k in ("min_time", "min_sample_time", "max_time")
         }  # fmt: skip
+        if self.vram_asked is not None:
+            result.config["vram_asked"] = self.vram_asked
 
     def _stamp(self, result: Result) -> None:
         """What the result ran on beyond the device line: the emulated card, which GPU of

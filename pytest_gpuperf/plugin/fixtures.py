@@ -9,19 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..core.ids import node_id
 from ..core.settings import Layer, SettingError, parse_layer, resolve
-from ..run.session import GpuPerfSession, strip_group
+from ..run.session import GpuPerfSession
 from .options import GpuperfDeprecationWarning, get_session
 
 if TYPE_CHECKING:
     from ..hardware import marks
-
-
-def node_id(item: pytest.Item) -> str:
-    """The test's id as baselines know it: without the '@group' that pytest-xdist's
-    --dist loadgroup appends to tests marked xdist_group."""
-    marked = item.get_closest_marker("xdist_group") is not None
-    return strip_group(item.nodeid) if marked else item.nodeid
 
 
 def dtype_param(item: pytest.Item) -> marks.DTypeSpec | None:
@@ -186,6 +180,15 @@ def _gpus_used(item: Any) -> int:
         return 1
 
 
+def _vram_asked(item: Any) -> int | None:
+    """The GPU memory a test asks (its gpu_requires_vram markers' most), None without one."""
+    if not isinstance(item, pytest.Item):
+        return None
+    from ..hardware import marks
+
+    return marks.vram_asked(item)
+
+
 @pytest.fixture
 def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
     """Measure work with correct GPU timing: `gpu_benchmark(fn, work=n, unit="tokens")`.
@@ -226,6 +229,7 @@ def gpu_benchmark(request: pytest.FixtureRequest) -> Any:
         foreign=_foreign_reader(item) if isinstance(item, pytest.Item) else None,
         processes=_process_watch(request.config, sess) if snap.kind == "cuda" else None,
         test_settings=layers[-1],  # the marker's
+        vram_asked=_vram_asked(item),
     )
     item.stash[BENCH_KEY] = bench
     return bench

@@ -151,15 +151,15 @@ def run_stage(
     config: Any, results: list[Result], entries: dict[str, dict[str, Any]], *,
     rounds: int, false_alarm: float, budget_s: float, env: dict[str, Any] | None = None,
     costs: dict[str, float] | None = None, doing: dict[str, Any] | None = None,
-    run_max_s: float | None = None,
+    run_max_s: float | None = None, gpu_bytes: int | None = None,
 ) -> Stage | None:  # fmt: skip
     """Re-measure and judge what the first stage left inconclusive (and the kernel-time
     figures it found changed: `candidates`); None when there is nothing to re-measure. The
     verdicts of the figures it decides are replaced; a checked figure it cannot decide
     becomes inconclusive (unless every process pair bears it out: `_each_pair`), as does one
-    it does not re-measure (`_leave`). `costs`: each test's seconds in the first stage, its
-    price (fresh/afford.py). `doing`, where given, is told what the rounds re-measure (a
-    Ctrl-C line); `run_max_s`, the run's own max_time (fresh/afford.round_cap_of)."""
+    it does not re-measure (`_leave`). `costs`: each test's first-stage seconds (its price,
+    fresh/afford.py); `doing` is told what the rounds re-measure (a Ctrl-C line); `run_max_s`:
+    the run's max_time; `gpu_bytes`: the GPU memory a round's two processes share."""
     todo = candidates(results, entries, env)
     if not todo:
         return None
@@ -192,7 +192,7 @@ def run_stage(
 
     asked, base_s = todo, expected_durations(entries, tests)  # the base's own time a test
     todo, tests, dear = affordable(todo, tests, results, costs or {}, round_cap(config),
-                                   budget_s, PAIRS, base_s, run_max_s)  # fmt: skip
+                                   budget_s, PAIRS, base_s, run_max_s, gpu_bytes)  # fmt: skip
     _leave(asked, set(tests), "its test was left out of the rounds (the stage's line says why)")
     if not tests:
         return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
@@ -447,14 +447,23 @@ def _stage1_said(first: dict[str, Any]) -> str:
             "baseline's sessions")  # fmt: skip
 
 
+def usable_memory(snapshot: Any, cap: int | None) -> int | None:
+    """The bytes of GPU memory this run's tests may use: its GPU's, or an emulated card's
+    `cap` where smaller; None without a GPU or where NVML could not tell."""
+    gpu = getattr(snapshot, "primary", None)
+    sizes = [x for x in (getattr(gpu, "memory_total", None), cap) if x] if gpu is not None else []
+    return min(sizes) if sizes else None
+
+
 def after_judgement(
     config: Any, base: Any, results: list[Result], options: Any, durations: dict[str, float],
-    env: dict[str, Any], run_max_s: float | None = None,
+    env: dict[str, Any], run_max_s: float | None = None, gpu_bytes: int | None = None,
 ) -> tuple[list[str], bool]:  # fmt: skip
     """The paired stage at the end of a run (run/session.py): its line, and the class
     lines it found to be the environment's; whether Ctrl-C stopped it. `base` is the run's
     RunBaseline (its entries and judgement), `options` its Options, `durations` each test's
-    seconds in this run, `run_max_s` its own max_time (ini and command line); the budget
+    seconds in this run, `run_max_s` its own max_time (ini and command line), `gpu_bytes`
+    its GPU's memory (`usable_memory`); the budget
     is the run's own test time, at least BUDGET_FLOOR_S, unless --gpuperf-paired-budget
     names it."""
     budget = options.paired_budget or max(BUDGET_FLOOR_S, sum(durations.values()))
@@ -463,7 +472,7 @@ def after_judgement(
         stage = run_stage(
             config, results, base.entries, rounds=options.paired_rounds,
             false_alarm=options.false_alarm * STAGE_SHARE, budget_s=budget, env=env,
-            costs=durations, doing=doing, run_max_s=run_max_s,
+            costs=durations, doing=doing, run_max_s=run_max_s, gpu_bytes=gpu_bytes,
         )  # fmt: skip
     except KeyboardInterrupt:  # a job's time limit: say what the rounds were doing
         said = (f" after {time.monotonic() - doing['t0']:.0f} s, {doing['what']}"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..core.ids import strip_group
 from ..fresh.workers import worker_count
 from .baseline import RunBaseline, not_passed
 from .options import AUTO, Options
@@ -250,11 +251,12 @@ class GpuPerfSession:
         """Stage 2 (run/paired.py: after_judgement): what the first stage left inconclusive,
         re-measured against a build of the baseline's commit."""
         if self.base.paired_wanted():
-            from .paired import after_judgement
+            from .paired import after_judgement, usable_memory
 
-            env = self.environment(self.options.emulate)
-            notes, stopped = after_judgement(config, self.base, self.results, self.options,
-                                             self.durations, env, self.run_max_time())  # fmt: skip
+            notes, stopped = after_judgement(
+                config, self.base, self.results, self.options, self.durations,
+                self.environment(self.options.emulate), self.run_max_time(),
+                usable_memory(self.snapshot(), self.vram_cap()))  # fmt: skip
             self.finish_notes += notes
             self.interrupted = self.interrupted or stopped
 
@@ -491,10 +493,3 @@ class Outputs:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.sess.finish_outputs(session)
-
-
-def strip_group(nodeid: str) -> str:
-    head, at, tail = nodeid.rpartition("@")
-    if at and not any(part in tail for part in ("]", "::", "/")):
-        return head
-    return nodeid
