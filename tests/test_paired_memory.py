@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from pytest_gpuperf.core.results import Result
 from pytest_gpuperf.fresh.afford import affordable, held_twice
 from pytest_gpuperf.hardware.device import DeviceSnapshot, GPUInfo
+from pytest_gpuperf.hardware.marks import usable_memory
 from pytest_gpuperf.measure.bench import GpuBenchmark
 from pytest_gpuperf.plugin.fixtures import _vram_asked
-from pytest_gpuperf.run.paired import usable_memory
 
 from .fakes import snapshot
 from .test_schemas import errors, schema
@@ -147,17 +147,17 @@ def test_a_measurement_carries_its_tests_ask_to_the_stage(pytester):
         assert errors(one_result, r.to_dict()) == []
 
 
-def _snap(memory_total):
-    gpu = GPUInfo(index=0, name="NVIDIA H100 80GB HBM3", memory_total=memory_total)
-    return DeviceSnapshot(kind="cuda", gpus=(gpu,))
+def _gpu(memory_total):
+    return GPUInfo(index=0, name="NVIDIA H100 80GB HBM3", memory_total=memory_total)
 
 
 def test_usable_memory_is_the_gpus_or_an_emulated_cards_where_smaller():
-    assert usable_memory(_snap(H100), None) == H100
-    assert usable_memory(_snap(H100), 40 * GIB) == 40 * GIB  # --gpuperf-emulate a 40 GB card
-    assert usable_memory(_snap(None), 40 * GIB) == 40 * GIB
-    assert usable_memory(_snap(None), None) is None  # NVML could not tell
-    assert usable_memory(DeviceSnapshot(kind="cpu"), 40 * GIB) is None  # no GPU
+    assert usable_memory(_gpu(H100), None) == H100
+    assert usable_memory(_gpu(H100), 40 * GIB) == 40 * GIB  # --gpuperf-emulate a 40 GB card
+    assert usable_memory(_gpu(H100), H200) == H100  # a larger card's cap takes nothing away
+    assert usable_memory(_gpu(None), 40 * GIB) == 40 * GIB
+    assert usable_memory(_gpu(None), None) is None  # NVML could not tell
+    assert usable_memory(DeviceSnapshot(kind="cpu").primary, 40 * GIB) is None  # no GPU
 
 
 def test_a_run_whose_test_cannot_be_held_twice_says_so_and_its_checked_figure_is_unchecked(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.units import SizeError, format_size, parse_size
 
 if TYPE_CHECKING:
-    from .device import DeviceSnapshot
+    from .device import DeviceSnapshot, GPUInfo
 
 
 class MarkerError(ValueError):
@@ -234,6 +234,19 @@ PARSERS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Requirement]] = {
 # -------------------------------------------------------------------------- decisions
 
 
+def usable_memory(gpu: GPUInfo | None, vram_cap: int | None) -> int | None:
+    """The bytes of GPU memory a test may use on `gpu`: its own, or the emulated card's
+    `vram_cap` where smaller or where NVML could not tell; None without a GPU, or where
+    neither is known. A gpu_requires_vram marker is judged against it, and the paired
+    stage fits two builds of a test in it (fresh/afford.held_twice)."""
+    if gpu is None:
+        return None
+    have = gpu.memory_total
+    if vram_cap is not None and (have is None or vram_cap < have):
+        return vram_cap
+    return have
+
+
 def evaluate(req: Requirement, snap: DeviceSnapshot, vram_cap: int | None = None) -> str | None:
     """Why the test must be skipped on this device, or None if it may run.
 
@@ -254,10 +267,9 @@ def evaluate(req: Requirement, snap: DeviceSnapshot, vram_cap: int | None = None
         }[type(req)](req)
         return f"{what}; no GPU visible"  # why none is: said once, not on every test
     if isinstance(req, VRAM):
-        have = gpu.memory_total
+        have = usable_memory(gpu, vram_cap)
         label = "on " + (f"MIG {gpu.mig_profile}" if gpu.is_mig_instance else gpu.name)
-        if vram_cap is not None and (have is None or vram_cap < have):
-            have = vram_cap
+        if have != gpu.memory_total:
             label += " (emulated cap)"
         if have is None:
             return None  # cannot tell: let it run and fail honestly if it does not fit

@@ -447,14 +447,6 @@ def _stage1_said(first: dict[str, Any]) -> str:
             "baseline's sessions")  # fmt: skip
 
 
-def usable_memory(snapshot: Any, cap: int | None) -> int | None:
-    """The bytes of GPU memory this run's tests may use: its GPU's, or an emulated card's
-    `cap` where smaller; None without a GPU or where NVML could not tell."""
-    gpu = getattr(snapshot, "primary", None)
-    sizes = [x for x in (getattr(gpu, "memory_total", None), cap) if x] if gpu is not None else []
-    return min(sizes) if sizes else None
-
-
 def after_judgement(
     config: Any, base: Any, results: list[Result], options: Any, durations: dict[str, float],
     env: dict[str, Any], run_max_s: float | None = None, gpu_bytes: int | None = None,
@@ -463,7 +455,7 @@ def after_judgement(
     lines it found to be the environment's; whether Ctrl-C stopped it. `base` is the run's
     RunBaseline (its entries and judgement), `options` its Options, `durations` each test's
     seconds in this run, `run_max_s` its own max_time (ini and command line), `gpu_bytes`
-    its GPU's memory (`usable_memory`); the budget
+    its GPU's memory (hardware/marks.usable_memory); the budget
     is the run's own test time, at least BUDGET_FLOOR_S, unless --gpuperf-paired-budget
     names it."""
     budget = options.paired_budget or max(BUDGET_FLOOR_S, sum(durations.values()))

@@ -251,12 +251,13 @@ class GpuPerfSession:
         """Stage 2 (run/paired.py: after_judgement): what the first stage left inconclusive,
         re-measured against a build of the baseline's commit."""
         if self.base.paired_wanted():
-            from .paired import after_judgement, usable_memory
+            from ..hardware.marks import usable_memory
+            from .paired import after_judgement
 
             notes, stopped = after_judgement(
                 config, self.base, self.results, self.options, self.durations,
                 self.environment(self.options.emulate), self.run_max_time(),
-                usable_memory(self.snapshot(), self.vram_cap()))  # fmt: skip
+                usable_memory(self.snapshot().primary, self.vram_cap()))  # fmt: skip
             self.finish_notes += notes
             self.interrupted = self.interrupted or stopped
 
