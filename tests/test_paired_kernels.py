@@ -1,11 +1,13 @@
-"""The paired stage checks the GPU kernel-time figures the first stage found changed
-(run/paired.py `candidates`, `_apply`): on the H200 the kernel time of nearly launch-bound
-matmuls moved 3-8% with the GPU's recent load while 3 sessions saved a minute apart agreed
-to 0.5%, and the first stage called an unchanged build 4-10% faster in 6 of 6 runs. A
-checked figure takes the paired verdict, or becomes inconclusive where the rounds cannot
-decide it, unless its noise is per process and each process pair on its own bears the first
-stage out, or where its rounds do not fit the budget; one whose baseline was saved with
-other versions keeps the first stage's."""
+"""The paired stage checks the figures the first stage found changed (run/paired.py
+`candidates`, `_apply`): on the H200 the kernel time of nearly launch-bound matmuls moved
+3-8% with the GPU's recent load while 3 sessions saved a minute apart agreed to 0.5%, and
+the first stage called an unchanged build 4-10% faster in 6 of 6 runs; a wall time's
+residual on a card repeats in a fresh process on it (correlated 0.3-0.8 by class,
+docs/evidence/same-card-2026-12-06). A checked figure takes the paired verdict, or becomes
+inconclusive where the rounds cannot decide it, unless its noise is per process and each
+process pair on its own bears the first stage out; where its rounds do not fit the budget a
+kernel-time figure becomes inconclusive and a wall time keeps the first stage's verdict; one
+whose baseline was saved with other versions keeps the first stage's."""
 
 from __future__ import annotations
 
@@ -47,14 +49,26 @@ def test_a_kernel_time_figure_the_first_stage_found_changed_is_checked(status):
     picked = {(m, c) for _, m, c in candidates([r], _entries(ENV), ENV)}
     assert picked == {(KERNELS, KERNEL_TIME)}  # the launch-bound wall time is left to stage 1
     assert _what([(r, KERNELS, KERNEL_TIME)], 1) == (
-        "1 figure(s) of 1 test(s): 0 the first stage left inconclusive, 1 GPU kernel-time "
-        "figure(s) it found changed (checked)"
+        "1 figure(s) of 1 test(s): 0 the first stage left inconclusive, 1 figure(s) it found "
+        "changed (checked)"
     )
 
 
-def test_a_wall_time_figure_the_first_stage_decided_is_not_re_measured():
+@pytest.mark.parametrize("status", ["regressed", "improved"])
+def test_a_wall_time_figure_the_first_stage_found_changed_is_checked(status):
+    # a GPU-bound wall time: its card's residual repeats in a confirmation on that card
     r = _run("unchanged")
     r.launch_bound = False  # GPU-bound: its wall figure is in its class, not launch-bound
+    r.verdicts["throughput"] = {"status": status, "change": -0.09, "reason": "beyond"}
+    assert [(m, c) for _, m, c in candidates([r], _entries(ENV), ENV)] == [("throughput", "compute")]
+    # saved with another driver: both builds here share its change, stage 1's verdict stands
+    assert candidates([r], _entries({**ENV, "driver": "570.1"}), ENV) == []
+    r.verdicts["throughput"]["status"] = "unchanged"  # decided unchanged: not re-measured
+    assert candidates([r], _entries(ENV), ENV) == []
+
+
+def test_a_launch_bound_wall_time_the_first_stage_found_changed_is_left_to_it():
+    r = _run("unchanged")  # launch-bound: its wall time's noise is per process
     r.verdicts["throughput"] = {"status": "regressed", "change": -0.09, "reason": "beyond"}
     assert candidates([r], _entries(ENV), ENV) == []
 
@@ -167,6 +181,35 @@ def test_a_real_regression_checked_by_the_rounds_stays_regressed():
     assert statistics.median(p["base_rounds"]) == p["base_median"]
     assert statistics.median(p["head_rounds"]) == p["head_median"]
     json.dumps(v)  # written as it is into --gpuperf-json
+
+
+def _gpu_bound(wall_s: float) -> Result:
+    r = launch_bound(wall_s, wall_s * 0.95, unit="flop", work=1e9, bound="compute", key="t.py::mm")
+    r.launch_bound, r.busy_fraction = False, 0.95  # GPU-bound: its wall time is its class's
+    return r
+
+
+@pytest.mark.parametrize(("slower", "status"), [(1.0, "unchanged"), (1.10, "regressed")])
+def test_a_checked_wall_time_takes_the_paired_verdict(slower, status):
+    # a confirmed stage-1 regression that is this card's own (the rounds of both builds on
+    # it agree) is taken back; a real one stays regressed, checked on the same card
+    r = _gpu_bound(0.010)
+    r.verdicts = {"throughput": {"status": "regressed", "change": -0.04, "uncertainty": 0.02,
+                                 "reason": "beyond", "confirmed": True}}  # fmt: skip
+    base = [0.010 * (1 + d / 2000) for d in (-1, 0, 1, 0, 1, -1)]
+    head = [t * slower for t in base]
+
+    def side(times):
+        return [[_gpu_bound(t).to_dict()] for t in times]
+
+    rounds = types.SimpleNamespace(rounds={"base": side(base), "head": side(head)},
+                                   pair=[0, 0, 0, 1, 1, 1])  # fmt: skip
+    assert candidates([r], _entries(ENV), ENV) == [(r, "throughput", "compute")]
+    _apply([(r, "throughput", "compute")], rounds, 0.005, "c" * 40)
+    v = r.verdicts["throughput"]
+    assert v["status"] == status and v["stage1"]["status"] == "regressed"
+    assert "the first stage found it regressed (-4.00%)" in v["reason"]
+    assert v["paired"]["head_median"] / v["paired"]["base_median"] == pytest.approx(1 / slower, rel=2e-3)
 
 
 def test_a_checked_figure_missing_from_a_round_keeps_the_first_stages_verdict():
@@ -300,6 +343,33 @@ def test_a_checked_figure_whose_rounds_do_not_fit_the_budget_becomes_inconclusiv
     again = _run("regressed", change=-0.0292)
     assert _leave([(again, KERNELS, KERNEL_TIME)], {again.nodeid}, "x") == [(again, KERNELS, KERNEL_TIME)]
     assert again.verdicts[KERNELS]["status"] == "regressed"
+
+
+def test_a_checked_wall_time_whose_rounds_do_not_fit_keeps_the_first_stages_verdict():
+    # its change was confirmed in a fresh process before the stage: a real regression of a
+    # test the stage cannot afford still fails the run, and its reason says it went unchecked
+    r = _run("unchanged")
+    r.launch_bound = False
+    r.verdicts["throughput"] = {"status": "regressed", "change": -0.09, "uncertainty": 0.02,
+                                "reason": "beyond tolerance and significant", "confirmed": True}
+    assert _leave([(r, "throughput", "compute")], set(), "its rounds did not end: x") == []
+    v = r.verdicts["throughput"]
+    assert v["status"] == "regressed" and v["confirmed"] is True and "stage1" not in v
+    assert v["reason"] == ("beyond tolerance and significant; not checked by the paired "
+                           "stage: its rounds did not end: x")  # fmt: skip
+
+
+def test_the_line_says_which_checked_figures_a_priced_out_test_leaves_inconclusive():
+    from pytest_gpuperf.fresh.afford import left_said
+
+    worth = {"t.py::a": (2, 3), "t.py::b": (1, 1)}  # checked figures, figures
+    said = left_said(["t.py::a", "t.py::b"], {"t.py::a": 90.0, "t.py::b": 80.0}, worth, 180.0,
+                     2, some_kept=False, kernels={"t.py::a": 1})  # fmt: skip
+    assert said.startswith(
+        "4 figure(s) of 2 test(s) left to the first stage, 1 of them checked kernel-time "
+        "figures, inconclusive unchecked (a first-stage kernel-time change is not trusted "
+        "alone), 2 of them checked figures whose first-stage verdict stands unchecked: their "
+        "rounds would not fit the budget of 180 s"), said
 
 
 def _stage_of(monkeypatch, r, cost_s, gpu_bytes=None):

@@ -28,6 +28,12 @@ kernel-time class (no offsets; core.figures.KERNEL_TIME); the kernel figure is t
 counted (as fast/evaluate.py's --lb-gpu counts it). --kpair S: the kernel figures' within-machine spread
 of one paired round (default their class's, W_CLASS), as evaluate_paired.py's --kpair.
 
+--same-card RHO (with --confirm): the confirmation on the run's own card, as the plugin
+confirms (a fresh process on the same GPU): its class offsets the run's, its residual
+correlated RHO with the run's (measured 0.3-0.8 by class, docs/evidence/same-card-2026-12-06);
+without it the confirmation draws a fresh machine (gate-sim's). The runs' other draws are the
+same either way.
+
 --more M (default run.paired.MORE, as the plugin): stage 2 in two looks, each at half of its
 share over all the figures it re-measured; a figure the first look (--pair-rounds) leaves
 inconclusive gets M times as many rounds more, in PAIRS more process pairs (drawn after the
@@ -220,10 +226,28 @@ def _model(sim_dir, lb_gpu=0.0):
     return sim, ms, cls, sigma, scur, tau
 
 
+def _simulate(sim, rng, n, k, cls, sigma, tau, confirm_, same_card):
+    """gate-sim's simulate (A/A), or with `same_card` its draws in its order and a
+    confirmation on the run's card: the run's class offsets, its residual correlated
+    `same_card` with the run's."""
+    m = len(sigma)
+    if not (confirm_ and same_card is not None):
+        return sim.simulate(rng, n, k, cls, sigma, tau, np.zeros(m, bool), 0.0, "normal",
+                            confirm_)  # fmt: skip
+    c = len(sim.CLASSES)
+    a_base = rng.standard_normal((n, c, k)) * tau[None, :, None]
+    a_cur = rng.standard_normal((n, c)) * tau[None, :]
+    base = a_base[:, cls, :] + rng.standard_normal((n, m, k)) * sigma[None, :, None]
+    e = rng.standard_normal((n, m))
+    e2 = same_card * e + math.sqrt(1 - same_card**2) * rng.standard_normal((n, m))
+    return base, (a_cur[:, cls] + e * sigma[None, :], a_cur[:, cls] + e2 * sigma[None, :])
+
+
 def _aa_chunk(job: tuple) -> tuple:
     """One worker's share of A/A runs: per-metric 'regressed' counts, runs with any false
     alarm (a metric's or a class-shift verdict's), inconclusive and decided counts."""
-    sim_dir, k, n, tol, seed, confirm_, fa, paired_, rounds, lb_gpu, kernels, kpair, more = job
+    (sim_dir, k, n, tol, seed, confirm_, fa, paired_, rounds, lb_gpu, kernels, kpair, more,
+     same_card) = job
     sim, _, cls, sigma, scur, tau = _model(sim_dir, lb_gpu)
     global KERN, KPAIR
     if kernels:  # the --lb-gpu figures, as evaluate_paired.py's KMASK
@@ -232,8 +256,7 @@ def _aa_chunk(job: tuple) -> tuple:
     names = [sim.CLASSES[c] for c in cls]
     rng = np.random.default_rng(seed)
     m = len(sigma)
-    base, cur = sim.simulate(rng, n, k, cls, sigma, tau, np.zeros(m, bool), 0.0, "normal",
-                             confirm_)  # fmt: skip
+    base, cur = _simulate(sim, rng, n, k, cls, sigma, tau, confirm_, same_card)
     x = pair_draws(rng, n, cls, sigma, np.zeros((n, m)), rounds) if paired_ else None
     global LOOK1
     LOOK1 = rounds
@@ -268,7 +291,7 @@ def aa_only(args: argparse.Namespace) -> None:
     for k in (int(x) for x in args.ks.split(",")):
         jobs = [(args.sim_dir, k, min(chunk, args.runs - i), args.tol, args.seed + 7919 * k + i,
                  args.confirm, args.false_alarm, args.paired, args.pair_rounds, args.lb_gpu,
-                 args.kernels, args.kpair, args.more)
+                 args.kernels, args.kpair, args.more, args.same_card)
                 for i in range(0, args.runs, chunk)]  # fmt: skip
         with multiprocessing.Pool(args.jobs) as pool:
             parts = pool.map(_aa_chunk, jobs)
@@ -286,6 +309,7 @@ def aa_only(args: argparse.Namespace) -> None:
                   if args.paired else "")  # fmt: skip
         print(f"k={k} tol={args.tol} A/A runs={n} confirm={args.confirm} paired={args.paired} "
               f"budget={args.false_alarm} lb_gpu={args.lb_gpu}"
+              f"{f' same_card={args.same_card}' if args.same_card is not None else ''}"
               f"{f' kernels kpair={args.kpair}' if args.kernels else ''}: run-wide false alarms {run_fa} "
               f"({run_fa / n:.3%} {_cp(run_fa, n)}); worst metric {worst} ({worst / n:.3%} "
               f"{_cp(worst, n)}, metric m{int(per_metric.argmax())}); metrics with any: "
@@ -329,7 +353,13 @@ def main() -> None:
                          "launch-bound wall time (--aa-only)")  # fmt: skip
     ap.add_argument("--kpair", type=float, default=0.0,
                     help="with --kernels: their paired spread a round")  # fmt: skip
+    ap.add_argument("--same-card", type=float, default=None,
+                    help="with --confirm: the confirmation on the run's card, its residual "
+                         "correlated this much with the run's (--aa-only)")  # fmt: skip
     args = ap.parse_args()
+    if args.same_card is not None and not (args.confirm and args.aa_only
+                                           and 0.0 <= args.same_card <= 1.0):
+        ap.error("--same-card RHO (0 to 1) is for --aa-only runs with --confirm")
     if args.kernels and not args.lb_gpu:
         ap.error("--kernels needs --lb-gpu (the spread of the kernel figures between sessions)")
     if args.aa_only:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from ..core.figures import KERNEL_FIGURES
 from ..core.units import format_size
 from ..judging.verdict import CHANGED
 
@@ -115,10 +116,13 @@ def fit(costs: dict[str, float], worth: dict[str, tuple[int, int]], budget_s: fl
 
 
 def left_said(left: list[str], costs: dict[str, float], worth: dict[str, tuple[int, int]],
-              budget_s: float, pairs: int, *, some_kept: bool) -> str:  # fmt: skip
+              budget_s: float, pairs: int, *, some_kept: bool,
+              kernels: dict[str, int] | None = None) -> str:  # fmt: skip
     """Why the tests `left` are not re-measured, in words: their figures (and how many of
-    them are checked figures, now inconclusive: run/paired._leave), the dearest
-    three by their price a round, and the budget every test of the stage would need."""
+    them are checked figures: `kernels`, each test's checked kernel-time figures, now
+    inconclusive, the other checked ones keeping the first stage's verdict:
+    run/paired._leave), the dearest three by their price a round, and the budget every test
+    of the stage would need."""
     dearest = sorted(left, key=lambda t: -costs.get(t, 0.0))
     named = ", ".join(f"{t.split('::')[-1]} {costs.get(t, 0.0):.0f} s" for t in dearest[:3])
     more = f" and {len(left) - 3} more" if len(left) > 3 else ""
@@ -129,9 +133,12 @@ def left_said(left: list[str], costs: dict[str, float], worth: dict[str, tuple[i
             f"{more}; all the stage's tests would need about {every:.0f} s, "
             "--gpuperf-paired-budget)")  # fmt: skip
     checked = sum(worth[t][0] for t in left)
-    unchecked = (f", {checked} of them checked kernel-time figures, inconclusive unchecked "
-                 "(a first-stage kernel-time change is not trusted alone)"
-                 if checked else "")  # fmt: skip
+    k = sum((kernels or {}).get(t, 0) for t in left)
+    unchecked = (f", {k} of them checked kernel-time figures, inconclusive unchecked (a "
+                 "first-stage kernel-time change is not trusted alone)" if k else "")
+    if checked > k:
+        unchecked += (f", {checked - k} of them checked figures whose first-stage verdict "
+                      "stands unchecked")  # fmt: skip
     if some_kept or checked:
         figures = sum(worth[t][1] for t in left)
         return (f"{figures} figure(s) of {len(left)} test(s) left to the first stage"
@@ -228,9 +235,12 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
     as is one whose two builds cannot hold their GPU memory at once on a GPU of `gpu_bytes`
     (`held_twice`)."""
     worth: dict[str, tuple[int, int]] = {}
+    kernels: dict[str, int] = {}  # each test's checked kernel-time figures
     for r, m, _ in todo:
         k, n = worth.get(r.nodeid, (0, 0))
-        worth[r.nodeid] = (k + (r.verdicts[m].get("status") in CHANGED), n + 1)
+        changed = r.verdicts[m].get("status") in CHANGED
+        worth[r.nodeid] = (k + changed, n + 1)
+        kernels[r.nodeid] = kernels.get(r.nodeid, 0) + (changed and m in KERNEL_FIGURES)
     savings: dict[str, list[float]] = {t: [] for t in tests}
     clash: dict[str, float] = {}
     for r in results:
@@ -268,7 +278,7 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
     kept, left = fit(costs, worth, budget_s, pairs)
     if not left:
         return todo, tests, first
-    said = left_said(left, costs, worth, budget_s, pairs, some_kept=bool(kept))
+    said = left_said(left, costs, worth, budget_s, pairs, some_kept=bool(kept), kernels=kernels)
     keep = set(kept)
     return ([t for t in todo if t[0].nodeid in keep], kept,
             "; ".join(x for x in (first, said) if x))  # fmt: skip

@@ -1,11 +1,11 @@
 """The paired stage (stage 2 of the gate): the throughput figures the first stage left
-inconclusive, and the GPU kernel-time figures it found changed (`candidates` says why),
-re-measured against a build of the baseline's commit on this machine, in rounds
-(fresh/rounds.py), judged on the paired differences (judging/stage2.py). Its verdicts
-replace the first stage's for those figures and keep them (`stage1`), so a reader sees what
-each stage said and why a figure was re-measured; a checked kernel-time figure it cannot
-decide becomes inconclusive, unless its noise is per process and every process pair on its
-own measured it beyond the tolerance on the first stage's side (that verdict then stands).
+inconclusive, and those it found changed (checked; `candidates` says why), re-measured
+against a build of the baseline's commit on this machine, in rounds (fresh/rounds.py),
+judged on the paired differences (judging/stage2.py). Its verdicts replace the first
+stage's for those figures and keep them (`stage1`), so a reader sees what each stage said
+and why a figure was re-measured; a checked figure it cannot decide becomes inconclusive,
+unless its noise is per process and every process pair on its own measured it beyond the
+tolerance on the first stage's side (that verdict then stands).
 
 The stage runs when the baseline's sessions recorded the commit they were saved at, that
 commit is in this clone, and the run compares with the baseline (not in save mode, not in
@@ -79,21 +79,22 @@ def candidates(
     env: dict[str, Any] | None = None,
 ) -> list[tuple[Result, str, str]]:  # fmt: skip
     """(result, metric, class) of each throughput-class figure the paired stage
-    re-measures: those the first stage left inconclusive, and the GPU kernel-time figures
-    it found changed (`checked`). A launch-bound wall time is left to the first stage (its
-    noise is per process). Why kernel time is checked: on the H200 the kernel time of
-    nearly launch-bound matmuls moved 3-8% with the GPU's recent load at the same SM
-    clock, while 3 sessions saved a minute apart agreed within 1%, so the first stage called
-    an unchanged build 4-10% faster in 6 of 6 runs; rounds that alternate the builds share
-    that state. A kernel-time figure whose baseline entry was saved with other software
-    (`software_changed`: `env` against `entries`) is not checked: both builds of this
-    machine share a new version's change, so only the first stage sees it. A wall time
-    launch-bound now (whatever class it declares), or in every session it was saved in, is
-    left to the first stage too (figure.other_regime): which side of the edge a process
-    falls on is its own."""
-    from ..core.figures import LAUNCH, MEMORY, RECORDED, TIMED, kernels_name, metrics_of
+    re-measures: those the first stage left inconclusive, and those it found changed
+    (`checked`). A launch-bound wall time is left to the first stage (its noise is per
+    process). Why a change is checked: the first stage compares this card with the cards
+    the sessions were saved on, and its confirmation runs on this card again, so a card's
+    own residual repeats there. Measured on the processes in evidence, a figure's residual
+    in a second fresh process on the same card correlates 0.3-0.8 by class with the first's
+    (docs/evidence/same-card-2026-12-06); on the H200 the kernel time of nearly launch-bound
+    matmuls moved 3-8% with the GPU's recent load while 3 sessions saved a minute apart
+    agreed within 1%. Rounds that alternate the builds on one card share both. A figure
+    whose baseline entry was saved with other software (`software_changed`: `env` against
+    `entries`) is not checked: both builds of this machine share a new version's change,
+    so only the first stage sees it. A wall time launch-bound now (whatever class it
+    declares), or in every session it was saved in, is left to the first stage too
+    (figure.other_regime): which side of the edge a process falls on is its own."""
+    from ..core.figures import KERNEL_FIGURES, LAUNCH, MEMORY, RECORDED, metrics_of
 
-    kernel_figures = {kernels_name(n) for n in TIMED}
     out = []
     for r in results:
         if r.kind != "measured":
@@ -101,13 +102,12 @@ def candidates(
         figs = metrics_of(r)
         for metric, v in r.verdicts.items():
             cls = (figs.get(metric) or {}).get("noise_class")
-            edge = metric not in kernel_figures and (
+            edge = metric not in KERNEL_FIGURES and (
                 bool(r.launch_bound) or _saved_launch_bound(r, metric, entries))
             if cls in (None, MEMORY, RECORDED, LAUNCH) or edge:
                 continue
             status = v.get("status")
-            check = (status in CHANGED and metric in kernel_figures
-                     and not software_changed(r.key, entries or {}, env or {}))  # fmt: skip
+            check = status in CHANGED and not software_changed(r.key, entries or {}, env or {})
             if status == "inconclusive" or check:
                 out.append((r, metric, str(cls)))
     return out
@@ -121,8 +121,8 @@ def _saved_launch_bound(r: Result, metric: str, entries: dict[str, dict[str, Any
 
 
 def checked(todo: list[tuple[Result, str, str]]) -> int:
-    """How many of the stage's figures the first stage had decided (kernel time it found
-    changed), not left inconclusive."""
+    """How many of the stage's figures the first stage had decided (found changed), not
+    left inconclusive."""
     return sum(1 for r, m, _ in todo if r.verdicts[m].get("status") in CHANGED)
 
 
@@ -132,8 +132,8 @@ def _what(todo: list[tuple[Result, str, str]], tests: int | None = None) -> str:
     of = f" of {tests} test(s)" if tests is not None else ""
     if not k:
         return f"{n} figure(s){of} the first stage left inconclusive"
-    return (f"{n} figure(s){of}: {n - k} the first stage left inconclusive, {k} GPU "
-            "kernel-time figure(s) it found changed (checked)")  # fmt: skip
+    return (f"{n} figure(s){of}: {n - k} the first stage left inconclusive, {k} "
+            "figure(s) it found changed (checked)")  # fmt: skip
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -240,18 +240,22 @@ def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
            why: str) -> list[tuple[Result, str, str]]:  # fmt: skip
     """`todo` less the figures of the tests not in `keep` (their rounds did not fit the
     budget, or did not end), whose reasons now say `why` they were not re-measured. A
-    figure the first stage left inconclusive keeps its verdict; a checked one (a
-    kernel-time change the first stage found) becomes inconclusive, as one the rounds
-    cannot decide does: the first stage's kernel-time changes are checked because they are
-    not to be trusted alone (on the H200 an unchanged build's kernel time read 4-10% faster
-    in 6 of 6 runs, and a b1 decode's 2.92% slower on another card, confirmed in a fresh
-    process on it)."""
+    figure the first stage left inconclusive keeps its verdict, and so does a checked wall
+    time (its change confirmed in a fresh process, the gate's check before this stage: an
+    unaffordable test's regression still fails the run); a checked kernel-time figure
+    becomes inconclusive, as one the rounds cannot decide does: a first-stage kernel-time
+    change is not to be trusted alone (on the H200 an unchanged build's kernel time read
+    4-10% faster in 6 of 6 runs, and a b1 decode's 2.92% slower on another card, confirmed
+    in a fresh process on it)."""
+    from ..core.figures import KERNEL_FIGURES
+
     for r, m, _ in (t for t in todo if t[0].nodeid not in keep):
         v = r.verdicts[m]
         said = _stage1_said(v)
-        if not said:
-            v["reason"] = (f"{v.get('reason') or v.get('status')}; not re-measured by the "
-                           f"paired stage: {why}")  # fmt: skip
+        if not said or m not in KERNEL_FIGURES:
+            v["reason"] = (f"{v.get('reason') or v.get('status')}; not "
+                           f"{'checked' if said else 're-measured'} by the paired stage: "
+                           f"{why}")  # fmt: skip
             continue
         r.verdicts = {**r.verdicts, m: {
             **v, "status": INCONCLUSIVE,

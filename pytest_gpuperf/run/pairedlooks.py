@@ -72,7 +72,7 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
     stage's whole share where the budget left cannot hold a second look of even the
     cheapest test (`one_look`), decided by what the rounds cost, not their figures, so each
     way spends about the share (docs/baselines.md). `keep_first`: tests with a figure the
-    first stage decided (a checked kernel-time figure), dropped last (`salvage`)."""
+    first stage decided (a checked figure), dropped last (`salvage`)."""
     import json
 
     from ..fresh import rounds as r
