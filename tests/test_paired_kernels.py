@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuperf.core.figures import KERNEL_TIME, KERNELS
+from pytest_gpuperf.core.figures import KERNEL_TIME, KERNELS, metrics_of
 from pytest_gpuperf.core.results import Result
 from pytest_gpuperf.run.paired import _apply, _leave, _what, candidates
 
@@ -212,6 +212,66 @@ def test_a_checked_wall_time_takes_the_paired_verdict(slower, status):
     assert v["paired"]["head_median"] / v["paired"]["base_median"] == pytest.approx(1 / slower, rel=2e-3)
 
 
+def _wall_rounds(base: list[tuple[float, float]], head: list[tuple[float, float]]):
+    """Rounds of a GPU-bound result, each (seconds a call, SM clock MHz)."""
+
+    def side(rounds):
+        out = []
+        for t, mhz in rounds:
+            r = _gpu_bound(t)
+            r.telemetry = {"sm_clock_median_mhz": mhz}
+            out.append([r.to_dict()])
+        return out
+
+    return types.SimpleNamespace(rounds={"base": side(base), "head": side(head)},
+                                 pair=[0, 0, 0, 1, 1, 1])  # fmt: skip
+
+
+def test_a_checked_wall_time_slower_only_by_its_clock_is_not_borne_out():
+    # the head's rounds 10% slower at a 10% lower SM clock: per cycle the same, so the
+    # cycles veto the change (power-state), which does not bear out stage 1's regression
+    r = _gpu_bound(0.010)
+    r.telemetry = {"sm_clock_median_mhz": 1980.0}
+    r.verdicts = {"throughput": {"status": "regressed", "change": -0.04, "uncertainty": 0.02,
+                                 "reason": "beyond", "confirmed": True}}  # fmt: skip
+    jitter = [1 + d / 2000 for d in (-1, 0, 1, 0, 1, -1)]
+    base = [(0.010 * j, 1980.0) for j in jitter]
+    head = [(0.011 * j, 1800.0) for j in jitter]
+    _apply([(r, "throughput", "compute")], _wall_rounds(base, head), 0.005, "c" * 40)
+    v = r.verdicts["throughput"]
+    assert v["status"] == "power-state" and v["stage1"]["status"] == "regressed"
+    assert v["reason"].startswith("the first stage found it regressed (-4.00%) against the "
+                                  "baseline's sessions, not borne out by the paired stage: "
+                                  "power state differs"), v["reason"]  # fmt: skip
+
+
+@pytest.mark.parametrize(("source", "derived"), [("unchanged", "inconclusive"),
+                                                 ("inconclusive", "inconclusive"),
+                                                 ("regressed", "regressed")])  # fmt: skip
+def test_a_figure_derived_from_a_re_judged_measurement_is_never_decided_more_strongly(
+        source, derived):  # fmt: skip
+    # samples/s derived from tokens/s: stage 1 regressed both; where the paired stage takes
+    # the source's regression back, the derived figure must not fail the run on its own
+    from pytest_gpuperf.judging.offsets import recap_derived
+
+    src = _gpu_bound(0.010)
+    src.verdicts = {"throughput": {"status": source, "paired": {"rounds": 6},
+                                   "stage1": {"status": "regressed"}}}  # fmt: skip
+    d = Result(src.nodeid, "samples_per_s", "samples/s", 1.0, kind="recorded", derived_from="")
+    d.verdicts = {"value": {"status": "regressed", "change": -0.04, "reason": "beyond"}}
+    untouched = Result("t.py::other", "per_s", "x/s", 1.0, kind="recorded", derived_from="")
+    untouched.verdicts = {"value": {"status": "regressed", "reason": "beyond"}}
+    recap_derived([src, d, untouched])
+    v = d.verdicts["value"]
+    assert v["status"] == derived
+    if derived == "inconclusive":
+        assert v["stage1"]["status"] == "regressed"
+        assert v["reason"] == (f"derived from t.py::mm, which the paired stage found {source}: "
+                               "a derived figure is never decided more strongly than the "
+                               "measurement it comes from")  # fmt: skip
+    assert untouched.verdicts["value"]["status"] == "regressed"  # its source: not in the run
+
+
 def test_a_checked_figure_missing_from_a_round_keeps_the_first_stages_verdict():
     # a round whose kernel pass made no figure re-measured nothing: a confirmed stage-1
     # regression must still fail the run, as where the stage could not run at all
@@ -229,8 +289,11 @@ def test_a_latencys_kernel_figure_found_changed_is_checked_and_its_per_clock_fig
     r.verdicts = {"latency_kernels": {"status": "regressed", "change": 0.06},
                   "latency_per_clock": {"status": "regressed", "change": 0.06}}  # fmt: skip
     r.higher_is_better = False  # a latency: its figures are latency, latency_kernels, ...
+    r.telemetry = {"sm_clock_median_mhz": 1980.0}  # a clock: compute-bound work has its twin
+    r.launch_bound, r.busy_fraction = False, 0.9  # busy: its wall figures are not left out
+    assert "latency_per_clock" in metrics_of(r)
     picked = [m for _, m, _ in candidates([r], _entries(ENV), ENV)]
-    assert picked == ["latency_kernels"]
+    assert picked == ["latency_kernels"]  # the per-clock twin is judged with its time
 
 
 # The H200's own rounds (docs/evidence/h200-2026-12-02-f, run slow10-1 at 02488fd): the
@@ -372,7 +435,7 @@ def test_the_line_says_which_checked_figures_a_priced_out_test_leaves_inconclusi
         "rounds would not fit the budget of 180 s"), said
 
 
-def _stage_of(monkeypatch, r, cost_s, gpu_bytes=None):
+def _stage_of(monkeypatch, r, cost_s, gpu_bytes=None, more=()):
     """run/paired.run_stage on result `r` (test t.py::mm, its first-stage time `cost_s`) at a
     180 s budget on a GPU of `gpu_bytes`, in a repository whose baseline commit exists (no
     git run)."""
@@ -383,7 +446,7 @@ def _stage_of(monkeypatch, r, cost_s, gpu_bytes=None):
     monkeypatch.setattr(paired, "newest_commit", lambda root, entries, keys: ("c" * 40, ""))
     monkeypatch.setattr(paired, "_git", lambda root, *a: types.SimpleNamespace(returncode=0))
     config = types.SimpleNamespace(rootpath="/repo", getoption=None)
-    return paired.run_stage(config, [r], entries, rounds=6, false_alarm=0.005, budget_s=180.0,
+    return paired.run_stage(config, [r, *more], entries, rounds=6, false_alarm=0.005, budget_s=180.0,
                             env=ENV, costs={"t.py::mm": cost_s}, gpu_bytes=gpu_bytes)  # fmt: skip
 
 
@@ -399,6 +462,50 @@ def test_a_stage_that_affords_no_test_says_a_checked_figure_is_inconclusive(monk
     assert stage.line.endswith("; the first stage's other verdicts stand")
     assert r.verdicts[KERNELS]["status"] == "inconclusive"
     assert r.verdicts["throughput"]["status"] == "inconclusive"  # launch-bound wall: stage 1's
+
+
+def test_a_stage_that_affords_no_test_keeps_a_checked_wall_times_verdict(monkeypatch):
+    # a GPU-bound test priced out: its checked wall time keeps stage 1's regression (and
+    # the line counts it apart from checked kernel time, which becomes inconclusive)
+    r = _gpu_bound(0.010)
+    r.busy_fraction = 0.9  # busy, not launch-bound: a wall time and a kernel time, each checked
+    r.verdicts = {"throughput": {"status": "regressed", "change": -0.05, "reason": "beyond",
+                                 "confirmed": True},
+                  KERNELS: {"status": "regressed", "change": -0.05, "reason": "beyond"}}  # fmt: skip
+    assert {m for _, m, _ in candidates([r], _entries(ENV), ENV)} == {"throughput", KERNELS}
+    stage = _stage_of(monkeypatch, r, cost_s=400.0)
+    assert stage is not None
+    assert ("2 figure(s) of 1 test(s) left to the first stage, 1 of them checked kernel-time "
+            "figures, inconclusive unchecked (a first-stage kernel-time change is not trusted "
+            "alone), 1 of them checked figures whose first-stage verdict stands unchecked: "
+            "their rounds would not fit") in stage.line, stage.line
+    assert r.verdicts["throughput"]["status"] == "regressed"
+    assert r.verdicts["throughput"]["reason"].startswith("beyond; not checked by the paired stage")
+    assert r.verdicts[KERNELS]["status"] == "inconclusive"
+
+
+def test_a_stage_that_takes_a_regression_back_takes_its_derived_figures_with_it(monkeypatch):
+    # run_stage end to end on rounds of both builds alike: the confirmed stage-1 regression
+    # of a GPU-bound wall time reads unchanged, and samples/s derived from it no longer fails
+    import pytest_gpuperf.run.pairedlooks as looks
+    from pytest_gpuperf.fresh.rounds import Measured
+
+    r = _gpu_bound(0.010)
+    r.verdicts = {"throughput": {"status": "regressed", "change": -0.04, "uncertainty": 0.02,
+                                 "reason": "beyond", "confirmed": True}}  # fmt: skip
+    d = Result(r.nodeid, "samples_per_s", "samples/s", 1.0, kind="recorded", derived_from="")
+    d.verdicts = {"value": {"status": "regressed", "change": -0.04, "reason": "beyond"}}
+    same = [(0.010 * (1 + e / 2000), 1980.0) for e in (-1, 0, 1, 0, 1, -1)]
+    got = _wall_rounds(same, same)
+    measured = Measured(rounds=got.rounds, pair=got.pair, asked=6)
+    monkeypatch.setattr(looks, "measure_looks", lambda *a, **k: looks.Looks(got=measured))
+    stage = _stage_of(monkeypatch, r, cost_s=1.0, more=[d])
+    assert stage is not None and stage.line.endswith("1 unchanged"), stage.line
+    assert "1 figure(s) it found changed (checked)" in stage.line
+    assert r.verdicts["throughput"]["status"] == "unchanged"
+    assert d.verdicts["value"]["status"] == "inconclusive"
+    assert d.verdicts["value"]["reason"].startswith("derived from t.py::mm, which the paired "
+                                                    "stage found unchanged")  # fmt: skip
 
 
 def test_a_checked_figure_whose_rounds_run_out_of_budget_becomes_inconclusive(monkeypatch):

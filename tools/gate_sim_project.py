@@ -13,7 +13,8 @@ of 5% and 7.5% slowdowns, inconclusive shares). About 10 minutes per 1,000 runs 
 2-core machine. docs/performance.md has the figures.
 
 --paired adds stage 2 (run/paired.py) after stage 1 and its confirmation: the figures
-run.paired.candidates picks (throughput classes left inconclusive, launch-bound excluded)
+run.paired.candidates picks (throughput classes left inconclusive or found changed,
+launch-bound wall time excluded)
 are judged by judging.stage2.judge_paired on simulated paired rounds, log(head/base) per
 round = the run's true change + sqrt(2) * the figure's within-machine spread (W_CLASS, as
 gate-sim's fast/evaluate.py `paired_stage`) * a standard normal, in PAIRS process pairs with
@@ -61,7 +62,8 @@ from pytest_gpuperf.judging.stage2 import (
     judge_paired,
     per_process,
 )
-from pytest_gpuperf.run.paired import MORE, PAIRS, STAGE_SHARE, candidates
+from pytest_gpuperf.judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER
+from pytest_gpuperf.run.paired import MORE, PAIRS, STAGE_SHARE, _each_pair, candidates
 from pytest_gpuperf.run.pairedfigs import second_look
 
 CODES = {"unchanged": 0, "regressed": 1, "improved": 2}  # anything else: 3 (inconclusive)
@@ -106,8 +108,10 @@ def _pair_labels(rounds, first):
 
 def paired(results, x, tol, false_alarm):
     """Stage 2 on one run: the project's candidates re-measured as the rounds `x` (metrics x
-    rounds, log ratios), judged by judge_paired; a decided verdict replaces stage 1's. Where
-    `x` holds more than LOOK1 rounds, in two looks as run/paired.py `_apply` judges them."""
+    rounds, log ratios), judged by judge_paired; a decided verdict replaces stage 1's, and
+    a checked figure (one stage 1 found changed) it cannot decide becomes inconclusive
+    unless each process pair bears stage 1 out (run/paired.py `_each_pair`), as `_apply`
+    writes them. Where `x` holds more than LOOK1 rounds, in two looks as `_apply` judges them."""
     todo = candidates(results)
     PAIRED_STATS["runs"] += 1
     if not todo:
@@ -122,6 +126,7 @@ def paired(results, x, tol, false_alarm):
     tols = {f.key: tol for f in figs}
     share = false_alarm / 2 if total > rounds else false_alarm
     verdicts, _ = judge_paired(figs, tols, share)
+    final = {(f.key, f.metric): f for f in figs}  # each figure as its last look judged it
     if total > rounds:  # the second look: the undecided figures on all their rounds, the
         # extra ones in PAIRS more process pairs (in order, as run/paired.py measures them)
         pair2 = _pair_labels(total - rounds, PAIRS)
@@ -129,6 +134,7 @@ def paired(results, x, tol, false_alarm):
                         head=tuple(math.exp(v) for v in x[int(f.key[1:])]), pair=pair + pair2)
                 for f in second_look(todo, figs, verdicts)]  # fmt: skip
         PAIRED_STATS["more"] += len(more)
+        final.update({(f.key, f.metric): f for f in more})
         verdicts.update(judge_paired(more, tols, share, count=len(figs))[0])
     PAIRED_STATS["remeasured"] += len(figs)
     PAIRED_STATS["per_process"] += sum(1 for f in figs if (per_process(f) or 1.0) < PROCESS_P)
@@ -136,8 +142,13 @@ def paired(results, x, tol, false_alarm):
         v = verdicts[(r.key, metric)]
         if v.reason.startswith(PER_PROCESS):
             PAIRED_STATS["held"] += 1
-        if v.status != "inconclusive":
-            r.verdicts = {**r.verdicts, metric: {**r.verdicts[metric], "status": v.status}}
+        first = r.verdicts[metric]
+        if v.status in (INCONCLUSIVE, INCONCLUSIVE_POWER):  # a checked one: not borne out
+            if first.get("status") in CHANGED and not _each_pair(final[(r.key, metric)], tol,
+                                                                  first):  # fmt: skip
+                r.verdicts = {**r.verdicts, metric: {**first, "status": INCONCLUSIVE}}
+            continue
+        r.verdicts = {**r.verdicts, metric: {**first, "status": v.status}}
 
 
 def _entries(base_i, names):
@@ -239,6 +250,7 @@ def _simulate(sim, rng, n, k, cls, sigma, tau, confirm_, same_card):
     a_cur = rng.standard_normal((n, c)) * tau[None, :]
     base = a_base[:, cls, :] + rng.standard_normal((n, m, k)) * sigma[None, :, None]
     e = rng.standard_normal((n, m))
+    rng.standard_normal((n, c))  # gate-sim's fresh machine's class offsets: drawn, kept in step
     e2 = same_card * e + math.sqrt(1 - same_card**2) * rng.standard_normal((n, m))
     return base, (a_cur[:, cls] + e * sigma[None, :], a_cur[:, cls] + e2 * sigma[None, :])
 

@@ -24,6 +24,7 @@ from ..core.figures import CLASS_NAMES, TIMED, per_clock_name
 from ..core.results import Result
 from .noise import MIN_OFFSET_METRICS, SCREEN_P, ClassFit, NoiseModel, Spread, f_isf, leave_one_out
 from .verdict import (
+    CHANGED,
     CONFIDENCE,
     IMPROVED,
     INCONCLUSIVE,
@@ -33,6 +34,7 @@ from .verdict import (
     combine_clocked,
     decide,
     ratio_change,
+    stage1_record,
     worse_text,
     z_quantile,
 )
@@ -334,6 +336,32 @@ def cap_derived(results: list[Result], out: dict[str, dict[str, Verdict]]) -> No
             )
             out[r.key]["value"] = replace(v, status=status, uncertainty=half, reason=why,
                                           mde=max(v.tolerance, half))  # fmt: skip
+
+
+def recap_derived(results: list[Result]) -> None:
+    """A figure derived from one measurement (samples/s from tokens/s) is never decided
+    more strongly than its source (`cap_derived`, in the first stage): where the paired
+    stage (run/paired.py) re-judged a source, each figure derived from it that the new
+    verdict no longer carries (regressed or improved where the source is not, unchanged
+    where the source is undecided) becomes inconclusive, saying why."""
+    by_key = {r.key: r for r in results}
+    for r in results:
+        v, src = r.verdicts.get("value"), by_key.get(source_of(r))
+        if r.derived_from is None or not v or src is None:
+            continue
+        sv = next((src.verdicts[n] for n in TIMED if n in src.verdicts), None)
+        if sv is None or "paired" not in sv:  # not re-judged by the stage
+            continue
+        status, source = str(v.get("status")), sv.get("status")
+        carried = {REGRESSED: source == REGRESSED, IMPROVED: source == IMPROVED,
+                   UNCHANGED: source in (UNCHANGED, *CHANGED)}.get(status, True)  # fmt: skip
+        if not carried:
+            r.verdicts = {**r.verdicts, "value": {
+                **v, "status": INCONCLUSIVE, "stage1": stage1_record(v),
+                "reason": (f"derived from {src.key}, which the paired stage found {source}: a "
+                           "derived figure is never decided more strongly than the measurement "
+                           "it comes from"),
+            }}  # fmt: skip
 
 
 def class_shift(

@@ -27,8 +27,8 @@ than its rounds within a pair explain (one-way ANOVA, F at 1%) has noise per pro
 two processes a side cannot average out: where the pairs' means are more than half the
 tolerance apart (each more than a quarter from their middle) it keeps its stage-1 verdict,
 saying so; a smaller process effect is added whole (half the pairs' range) to its interval.
-A figure the first stage decided (a kernel-time figure it found changed, re-measured as a
-check) that the screen takes keeps that verdict only where every process pair on its own
+A figure the first stage decided (one it found changed, re-measured as a check) that the
+screen takes keeps that verdict only where every process pair on its own
 measured it beyond the tolerance on the same side (`each_pair_beyond`); run/paired.py
 applies it."""
 

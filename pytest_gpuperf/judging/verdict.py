@@ -13,6 +13,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..baseline.history import HISTORY
 
@@ -379,3 +380,8 @@ def relative_change_text(v: Verdict) -> str:
     if v.change is None:
         return "-"
     return f"{v.change * 100:+.2f}%{interval_text(v.change, v.uncertainty)}"
+
+
+def stage1_record(first: dict[str, Any]) -> dict[str, Any]:
+    """What a verdict the paired stage replaced keeps of the first stage's (`stage1`)."""
+    return {k: first.get(k) for k in ("status", "change", "uncertainty", "reason")}

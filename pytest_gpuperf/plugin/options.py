@@ -187,8 +187,9 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--gpuperf-paired",
-        "auto: re-measure the throughput figures the baseline's history leaves inconclusive "
-        "against a build of the baseline's commit on this machine, in paired rounds (the "
+        "auto: re-measure the throughput figures the baseline's history leaves inconclusive, "
+        "and check those it finds changed, against a build of the baseline's commit on this "
+        "machine, in paired rounds (the "
         "gate's second stage; it runs where the baseline recorded a commit); off: never",
         default="auto",
         ini="gpuperf_paired",

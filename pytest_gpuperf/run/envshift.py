@@ -1,8 +1,8 @@
 """The paired stage's reading of the environment (run/paired.py): whether a baseline entry
-was saved with other software than this run's (its kernel-time figures are then not checked
-against the baseline's commit: both builds run on this run's software), and the class lines
-that moved while the paired stage measured their figures unchanged, a shift of the
-environment, not of the code, named by the versions that changed."""
+was saved with other software than this run's (the figures the first stage found changed are
+then not checked against the baseline's commit: both builds run on this run's software), and
+the class lines that moved while the paired stage measured their figures unchanged, a shift
+of the environment, not of the code, named by the versions that changed."""
 
 from __future__ import annotations
 

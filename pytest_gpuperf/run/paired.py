@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..judging.verdict import CHANGED, INCONCLUSIVE
+from ..judging.offsets import recap_derived
+from ..judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER, stage1_record
 from .envshift import environment_shifts, software_changed
 from .pairedlooks import MORE, PAIRS
 
@@ -93,7 +94,7 @@ def candidates(
     so only the first stage sees it. A wall time launch-bound now (whatever class it
     declares), or in every session it was saved in, is left to the first stage too
     (figure.other_regime): which side of the edge a process falls on is its own."""
-    from ..core.figures import KERNEL_FIGURES, LAUNCH, MEMORY, RECORDED, metrics_of
+    from ..core.figures import KERNEL_FIGURES, LAUNCH, MEMORY, PER_CLOCKS, RECORDED, metrics_of
 
     out = []
     for r in results:
@@ -107,7 +108,8 @@ def candidates(
             if cls in (None, MEMORY, RECORDED, LAUNCH) or edge:
                 continue
             status = v.get("status")
-            check = status in CHANGED and not software_changed(r.key, entries or {}, env or {})
+            check = (status in CHANGED and metric not in PER_CLOCKS  # judged with its time
+                     and not software_changed(r.key, entries or {}, env or {}))  # fmt: skip
             if status == "inconclusive" or check:
                 out.append((r, metric, str(cls)))
     return out
@@ -153,13 +155,12 @@ def run_stage(
     costs: dict[str, float] | None = None, doing: dict[str, Any] | None = None,
     run_max_s: float | None = None, gpu_bytes: int | None = None,
 ) -> Stage | None:  # fmt: skip
-    """Re-measure and judge what the first stage left inconclusive (and the kernel-time
-    figures it found changed: `candidates`); None when there is nothing to re-measure. The
-    verdicts of the figures it decides are replaced; a checked figure it cannot decide
-    becomes inconclusive (unless every process pair bears it out: `_each_pair`), as does one
-    it does not re-measure (`_leave`). `costs`: each test's first-stage seconds (its price,
-    fresh/afford.py); `doing` is told what the rounds re-measure (a Ctrl-C line); `run_max_s`:
-    the run's max_time; `gpu_bytes`: the GPU memory a round's two processes share."""
+    """Re-measure and judge what the first stage left inconclusive or found changed
+    (`candidates`), None if nothing; replace the verdicts it decides (recap_derived caps
+    their derived figures) and make a checked figure it cannot decide (`_each_pair` aside)
+    or kernel-time one it does not re-measure (`_leave`) inconclusive. `costs`: each test's
+    first-stage seconds (fresh/afford.py); `doing`: told what the rounds re-measure (a Ctrl-C
+    line); `run_max_s`: the run's max_time; `gpu_bytes`: the GPU memory of a round's pair."""
     todo = candidates(results, entries, env)
     if not todo:
         return None
@@ -219,6 +220,7 @@ def run_stage(
                      f"{why}; {_stand(asked)}{'; ' + dear if dear else ''}")  # fmt: skip
     todo = _leave(todo, set(tests) - set(looks.dropped), "its first rounds did not fit")
     decided = _apply(todo, looks.got, false_alarm, commit, looks.again, looks.whole)
+    recap_derived(results)
     took = time.monotonic() - t0
     counts = ", ".join(f"{n} {s}" for s, n in sorted(decided.items()))
     return Stage(
@@ -241,12 +243,12 @@ def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
     """`todo` less the figures of the tests not in `keep` (their rounds did not fit the
     budget, or did not end), whose reasons now say `why` they were not re-measured. A
     figure the first stage left inconclusive keeps its verdict, and so does a checked wall
-    time (its change confirmed in a fresh process, the gate's check before this stage: an
-    unaffordable test's regression still fails the run); a checked kernel-time figure
-    becomes inconclusive, as one the rounds cannot decide does: a first-stage kernel-time
-    change is not to be trusted alone (on the H200 an unchanged build's kernel time read
-    4-10% faster in 6 of 6 runs, and a b1 decode's 2.92% slower on another card, confirmed
-    in a fresh process on it)."""
+    time (as before wall times were checked: a regression stands as the confirmation in a
+    fresh process left it, so an unaffordable test's regression still fails the run); a
+    checked kernel-time figure becomes inconclusive, as one the rounds cannot decide does:
+    a first-stage kernel-time change is not to be trusted alone (on the H200 an unchanged
+    build's kernel time read 4-10% faster in 6 of 6 runs, and a b1 decode's 2.92% slower on
+    another card, confirmed in a fresh process on it)."""
     from ..core.figures import KERNEL_FIGURES
 
     for r, m, _ in (t for t in todo if t[0].nodeid not in keep):
@@ -259,7 +261,7 @@ def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
             continue
         r.verdicts = {**r.verdicts, m: {
             **v, "status": INCONCLUSIVE,
-            "stage1": _stage1_record(v),
+            "stage1": stage1_record(v),
             "reason": f"{said}, not checked by the paired stage: {why}",
             "advice": ("where its rounds did not fit, a larger --gpuperf-paired-budget lets "
                        "the stage check it (its line says what its tests would need); gpuperf "
@@ -339,7 +341,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         n_f = len(f.base) if f is not None else 0 if failed and (r.key, metric) in unmeasured else n
         new = verdict_dict(v, n_f)
         new.pop("advice", None)
-        new["stage1"] = _stage1_record(first)
+        new["stage1"] = stage1_record(first)
         pairs = len(set(f.pair)) if f is not None else PAIRS  # 3 where the second look took it
         new["paired"] = {"commit": commit, "rounds": n_f, "processes": pairs,
                          "confidence": confidence}  # fmt: skip
@@ -364,7 +366,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
             text, changes = kept  # per process, but borne out by each pair: stage 1's stands
             new = {**first, "paired": {**new["paired"], EACH_PAIR: changes},
                    "reason": f"{first.get('reason')}; paired stage: {text}"}  # fmt: skip
-        elif said and v.status == "inconclusive":  # a checked figure not borne out
+        elif said and v.status in (INCONCLUSIVE, INCONCLUSIVE_POWER):  # not borne out
             new["reason"] = f"{said}, not borne out by the paired stage: {v.reason}"
             if tip:
                 new["advice"] = tip
@@ -434,11 +436,6 @@ def _round_record(f: Any, figs: dict[tuple[str, str], Any] | None = None,
         v = (verdicts or {}).get(twin)
         out["per_clock"]["basis"] = getattr(v, "basis", None)
     return out
-
-
-def _stage1_record(first: dict[str, Any]) -> dict[str, Any]:
-    """What a verdict the paired stage replaced keeps of the first stage's (`stage1`)."""
-    return {k: first.get(k) for k in ("status", "change", "uncertainty", "reason")}
 
 
 def _stage1_said(first: dict[str, Any]) -> str:
