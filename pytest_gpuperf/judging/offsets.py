@@ -302,6 +302,14 @@ def never_by_the_offset(v: Verdict, it: Item) -> Verdict:
     return replace(v, status=INCONCLUSIVE, reason=why)
 
 
+def carried(status: str, source: object) -> bool:
+    """Whether a derived figure may read `status` where its source reads `source`: changed
+    only the way its source changed, unchanged only where its source is decided."""
+    if status in (REGRESSED, IMPROVED):
+        return source == status
+    return status != UNCHANGED or source in (UNCHANGED, *CHANGED)
+
+
 def cap_derived(results: list[Result], out: dict[str, dict[str, Verdict]]) -> None:
     """A figure derived from one measurement (samples/s from tokens/s) is never sharper
     than its source: its interval is at least the source's, and its verdict never stronger
@@ -317,9 +325,7 @@ def cap_derived(results: list[Result], out: dict[str, dict[str, Verdict]]) -> No
             continue
         half = max(v.uncertainty or 0.0, src.uncertainty or 0.0)
         status = v.status
-        strong = {REGRESSED: src.status == REGRESSED, IMPROVED: src.status == IMPROVED,
-                  UNCHANGED: src.status in (UNCHANGED, REGRESSED, IMPROVED)}  # fmt: skip
-        if status in strong and not strong[status]:
+        if not carried(status, src.status):
             status = INCONCLUSIVE
         if status == UNCHANGED and abs(v.worse) + half > v.tolerance:
             status = INCONCLUSIVE
@@ -352,10 +358,8 @@ def recap_derived(results: list[Result]) -> None:
         sv = next((src.verdicts[n] for n in TIMED if n in src.verdicts), None)
         if sv is None or "paired" not in sv:  # not re-judged by the stage
             continue
-        status, source = str(v.get("status")), sv.get("status")
-        carried = {REGRESSED: source == REGRESSED, IMPROVED: source == IMPROVED,
-                   UNCHANGED: source in (UNCHANGED, *CHANGED)}.get(status, True)  # fmt: skip
-        if not carried:
+        source = sv.get("status")
+        if not carried(str(v.get("status")), source):
             r.verdicts = {**r.verdicts, "value": {
                 **v, "status": INCONCLUSIVE, "stage1": stage1_record(v),
                 "reason": (f"derived from {src.key}, which the paired stage found {source}: a "
