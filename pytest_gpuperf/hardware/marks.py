@@ -9,7 +9,7 @@ names the marker and the value; the plugin adds the test's node id.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -150,14 +150,9 @@ def _one_arg(name: str, args: Sequence[Any], kwargs: dict[str, Any], kw: str) ->
 
 def vram_asked(item: Any) -> int | None:
     """The most GPU memory `item`'s gpu_requires_vram markers ask, in bytes; None where it
-    has none (a marker that does not parse is reported by the marker checks, not here)."""
-    sizes = []
-    for m in item.iter_markers("gpu_requires_vram"):
-        try:
-            sizes.append(parse_requires_vram(m.args, dict(m.kwargs)).bytes)
-        except MarkerError:
-            continue
-    return max(sizes, default=None)
+    has none (a marker that does not parse raises MarkerError: the setup's checks, which
+    read the same `requirements`, fail its test first)."""
+    return max((r.bytes for r in requirements(item) if isinstance(r, VRAM)), default=None)
 
 
 def parse_requires_vram(args: Sequence[Any], kwargs: dict[str, Any]) -> VRAM:
@@ -229,6 +224,17 @@ PARSERS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Requirement]] = {
     "gpu_requires_capability": parse_requires_capability,
     "gpu_cpu_only": parse_cpu_only,
 }
+
+
+def requirements(item: Any) -> Iterator[Requirement]:
+    """Each requirement `item`'s markers state (PARSERS' markers, closest first); one that
+    does not parse raises MarkerError naming its marker."""
+    for name, parse in PARSERS.items():
+        for m in item.iter_markers(name):
+            try:
+                yield parse(m.args, dict(m.kwargs))
+            except MarkerError as exc:
+                raise MarkerError(f"@pytest.mark.{name}: {exc}") from None
 
 
 # -------------------------------------------------------------------------- decisions

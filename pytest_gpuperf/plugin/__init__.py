@@ -339,12 +339,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _requirements(item: pytest.Item) -> Iterator[marks.Requirement]:
     from ..hardware import marks
 
-    for name, parse in marks.PARSERS.items():
-        for m in item.iter_markers(name):
-            try:
-                yield parse(m.args, dict(m.kwargs))
-            except marks.MarkerError as exc:  # markers added after collection
-                pytest.fail(f"{item.nodeid}: @pytest.mark.{name}: {exc}", pytrace=False)
+    try:
+        yield from marks.requirements(item)
+    except marks.MarkerError as exc:  # markers added after collection
+        pytest.fail(f"{item.nodeid}: {exc}", pytrace=False)
 
 
 def skip_reason(item: pytest.Item) -> str | None:
