@@ -185,3 +185,20 @@ def test_a_level_per_process_is_told_from_a_noisy_measurement():
         "per-process"
     assert blindness([r], {"t::x": {"metrics": {"throughput": wide}}}).figures[0].why == "spread"
     assert per_process({"history": [{"median": 1.0, "ci_low": 0.9, "ci_high": 1.1}]}) is None
+
+
+def test_the_strict_count_of_runs_5_to_9_in_gating_md_is_what_the_tool_computes(capsys):
+    """docs/gating.md states how many of the judged GPU runs 5-9 --gpuperf-strict would have
+    failed: tools/strict_evidence.py computes it from their results files."""
+    import re
+    import runpy
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent
+    runpy.run_path(str(root / "tools" / "strict_evidence.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    failed, runs = re.search(r"would have failed (\d+) of (\d+) judged runs", out).groups()
+    per_run = re.findall(r"FAILS under --gpuperf-strict: (\d+) of", out)
+    gating = " ".join((root / "docs" / "gating.md").read_text().split())
+    assert f"strict would have failed **{failed} of {runs}**" in gating
+    assert f"(runs 5-9: {', '.join(per_run[:-1])} and {per_run[-1]})" in gating
