@@ -272,11 +272,11 @@ class RunBaseline:
         from ..baseline.store import load
         from ..judging.blind import unseen_after_save
 
-        try:
+        try:  # the file was just written; what it sees is a note, never the save's failure
             saved = load(self.path) if self.path is not None else None
-        except BaselineError:
+            lines = unseen_after_save(results, saved.entries, environment) if saved else []
+        except (BaselineError, OSError, ValueError, KeyError, TypeError):
             return ""
-        lines = unseen_after_save(results, saved.entries, environment) if saved else []
         return (f"\nbaseline: {len(lines)} figure(s) it cannot yet see at their tolerance: "
                 + "; ".join(lines)) if lines else ""  # fmt: skip
 
