@@ -604,3 +604,35 @@ def test_the_cli_refuses_a_false_alarm_rate_below_the_floor(tmp_path):
         capture_output=True, text=True, cwd=tmp_path,
     )  # fmt: skip
     assert out.returncode == 2 and "must be at least 1e-09" in out.stderr
+
+
+def test_a_test_measured_on_a_busy_host_in_any_round_is_flagged_busy_host(tmp_path):
+    """Issue 64: at load 14-16 the gate flagged busy-host and `gpuperf ab` did not (it showed
+    the last head round's flags alone). A round on a busy host flags the test, and ab says
+    so once, as the gate does."""
+    from pathlib import Path
+
+    from pytest_gpuperf.cli.ab import _figures, _judge, busy_hosts
+    from pytest_gpuperf.outputs.text import VERDICT_HEADER
+
+    data = json.loads((Path(__file__).parent / "data" / "replay" / "cpu-run.json").read_text())
+    worst = max(d["host"]["load1"] for d in data["results"])
+    loaded = tmp_path / "busy.json"
+    loaded.write_text(json.dumps(data))
+    for d in data["results"]:  # the last head round ran on an idle host
+        d["host"] = {**d["host"], "load1": 0.5, "busy": False}
+    idle = tmp_path / "idle.json"
+    idle.write_text(json.dumps(data))
+    quiet = _judge({"base": [_figures(idle)] * 2, "head": [_figures(idle)] * 2}, idle, 0.03,
+                   0.01, {}, busy=busy_hosts(idle, {}))  # fmt: skip
+    assert quiet["busy_line"] is None
+    assert not any("busy-host" in row[-1] for row in quiet["rows"])
+    busy = busy_hosts(idle, busy_hosts(loaded, {}))
+    assert len(busy) == len(data["results"])
+    report = _judge({"base": [_figures(loaded), _figures(idle)], "head": [_figures(idle)] * 2},
+                    idle, 0.03, 0.01, {}, busy=busy)  # fmt: skip
+    flags = VERDICT_HEADER.index("flags")
+    assert all("busy-host" in row[flags] for row in report["rows"])
+    assert report["busy_line"].startswith(
+        f"gpuperf ab: {len(busy)} CPU benchmark(s) measured on a busy host in at least one "
+        f"round (load average {worst:g} on 2 cores")

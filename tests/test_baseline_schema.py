@@ -320,3 +320,16 @@ def test_a_latency_under_both_names_keeps_every_session_of_both(tmp_path):
     path.write_text(_file({"t.py::lat": {"environment": {}, "metrics": {
         "throughput": other, "latency": new}}}))  # fmt: skip
     assert load(path).entries["t.py::lat"]["metrics"] == {"throughput": other, "latency": new}
+
+
+def test_a_json_error_names_its_line_and_column_in_plain_words():
+    """Issue 64: "Unterminated string starting at at line 97" (a doubled "at", no column)."""
+    from pytest_gpuperf.baseline.store import parse_json
+
+    text = '{\n  "schema": "pytest-gpuperf/baseline",\n  "vers'
+    with pytest.raises(ValueError) as err:
+        parse_json(text)
+    assert str(err.value) == ("is not valid JSON (truncated or edited?): Unterminated string "
+                              "starting at line 3, column 3")  # fmt: skip
+    with pytest.raises(ValueError, match=r": Expecting property name .* at line 1, column 9$"):
+        parse_json('{"a": 1,')

@@ -521,3 +521,41 @@ def test_env_for_narrows_the_host_to_the_gpus_a_result_used():
     assert env_for(env, two.gpus_used) == env
     single = {"gpu": "NVIDIA H200", "gpus": 1, "interconnect": None}
     assert env_for(single, two.gpus_used) == single  # a 1-GPU host ran it on what it had
+
+
+def test_every_bad_marker_of_a_file_is_reported_in_one_run(on):
+    """Issue 64: each bad marker used to cost a run of its own (the first one stopped the
+    file's collection); now the file's collection error lists every one of them."""
+    p = on("h200")
+    p.makepyfile(
+        test_bad="""
+        import pytest
+
+        @pytest.mark.gpu_requires_vram("40 gigs")
+        @pytest.mark.gpu_requires_gpus(0)
+        def test_a():
+            pass
+
+        def test_fine():
+            pass
+
+        @pytest.mark.gpuperf(tolerance="x")
+        def test_b():
+            pass
+
+        @pytest.mark.gpu_dtype("fp64x")
+        def test_c(gpu_dtype):
+            pass
+        """
+    )
+    result = p.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([
+        "*ERROR collecting test_bad.py*",
+        "test_bad.py::test_a: @pytest.mark.gpu_requires_vram: unknown unit 'gigs'*",
+        "test_bad.py::test_a: @pytest.mark.gpu_requires_gpus: expected a GPU count of at least 1, got 0",
+        "test_bad.py::test_b: @pytest.mark.gpuperf: *tolerance='x'*",
+        "test_bad.py::test_c: @pytest.mark.gpu_dtype: unknown dtype 'fp64x'*",
+        "*1 error*",
+    ])  # fmt: skip
+    assert "Traceback" not in result.stdout.str()

@@ -107,7 +107,7 @@ def check_compare(tmp_path, results_doc, baseline_doc):
     base.write_bytes(as_bytes(baseline_doc))
     before = (results.read_bytes(), base.read_bytes())
     try:
-        rows, failed, used, _, _, _ = compare_files(results, base)
+        rows, failed, used, _, _, _, _ = compare_files(results, base)
     except InputError as exc:
         assert str(results) in str(exc) or str(base) in str(exc) or "the run" in str(exc)
     else:
@@ -139,7 +139,7 @@ def test_the_valid_documents_are_valid(tmp_path):
     (tmp_path / "cpu.json").write_text(json.dumps(VALID_BASELINE))
     assert load(tmp_path / "cpu.json").profile == "cpu"
     (tmp_path / "r.json").write_text(json.dumps(VALID_RESULTS))
-    rows, failed, _, _, _, _ = compare_files(tmp_path / "r.json", tmp_path / "cpu.json")
+    rows, failed, _, _, _, _, _ = compare_files(tmp_path / "r.json", tmp_path / "cpu.json")
     assert rows[0][0] == "UNCHANGED" and failed is False
 
 

@@ -89,8 +89,9 @@ def parse_json(text: str) -> Any:
     except _Bad as exc:
         raise ValueError(str(exc)) from None
     except json.JSONDecodeError as exc:
-        raise ValueError(
-            f"is not valid JSON (truncated or edited?): {exc.msg} at line {exc.lineno}"
+        raise ValueError(  # exc.msg may end in "at" ("Unterminated string starting at")
+            f"is not valid JSON (truncated or edited?): {exc.msg.removesuffix(' at')} at "
+            f"line {exc.lineno}, column {exc.colno}"
         ) from None
     except RecursionError:
         raise ValueError("is nested too deeply to be a baseline") from None

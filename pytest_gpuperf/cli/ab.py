@@ -51,6 +51,7 @@ from ..fresh.abtree import (  # Stopped: also ab's own interface
 from ..judging.judge import failing
 from ..judging.paired import SIDES, ABError, Round, judge_rounds  # ABError: also ab's interface
 from ..judging.verdict import INCOMPARABLE, INCONCLUSIVE
+from ..measure.hostload import describe as describe_load
 from ..outputs.markdown import COMMENT_LIMIT, fit_markdown
 from ..outputs.text import VERDICT_HEADER, json_safe, md_cell, plain, table, verdict_rows
 
@@ -189,12 +190,14 @@ def run_ab(
         figures: dict[str, list[Round]] = {side: [] for side in SIDES}
         head_ran: set[Path] = set()
         last_head: Path | None = None
+        busy: dict[str, dict[str, Any]] = {}  # test -> its busiest round's host, where busy
         for i in range(rounds):
             # alternate the order (A B, B A, ...) so a slow drift of the card (warming up)
             # does not always favour one side
             for side in SIDES if i % 2 == 0 else SIDES[::-1]:
                 measured, files, out = _round(shared, side, i, log)
                 figures[side].append(measured)
+                busy = busy_hosts(out, busy)
                 if side == "head":
                     last_head = out
                     head_ran.update(files)
@@ -204,7 +207,31 @@ def run_ab(
             "rounds": rounds,
             "pytest_args": list(pytest_args),
             "wall_s": round(time.monotonic() - started, 1),
-        }, checkout.sha)  # fmt: skip
+        }, checkout.sha, busy)  # fmt: skip
+
+
+def busy_hosts(path: Path, busy: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """`busy` with the CPU results of one round's results file that were measured on a
+    busy host (hostload.py): test key -> the host of its busiest round so far."""
+    out = dict(busy)
+    for d in json.loads(path.read_text(encoding="utf-8")).get("results", []):
+        host = d.get("host") if isinstance(d, dict) else None
+        if d.get("backend") == "cpu" and isinstance(host, dict) and host.get("busy"):
+            key = Result.from_dict(d).key
+            if float(host.get("load1") or 0) >= float(out.get(key, {}).get("load1") or 0):
+                out[key] = host
+    return out
+
+
+def _busy_said(busy: dict[str, dict[str, Any]]) -> str | None:
+    """Once per A/B: the tests measured on a busy host in some round (None: none)."""
+    if not busy:
+        return None
+    worst = max(busy.values(), key=lambda h: float(h.get("load1") or 0))
+    return (f"gpuperf ab: {len(busy)} CPU benchmark(s) measured on a busy host in at least "
+            f"one round ({describe_load(worst)}), flagged busy-host: a pytest run's gate "
+            "decides nothing on such a figure; here both builds shared the load round by "
+            "round")  # fmt: skip
 
 
 def _judge(
@@ -214,13 +241,19 @@ def _judge(
     false_alarm: float,
     meta: dict[str, Any],
     commit: str = "",
+    busy: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """The rounds judged, as the report; a test measured on a busy host in any round is
+    flagged busy-host as the gate flags it (`busy`: busy_hosts'), whichever round's
+    figures the table shows."""
     judged = judge_rounds(figures, tolerance, false_alarm)
     results = []
     if last_head is not None:
         for d in json.loads(last_head.read_text(encoding="utf-8")).get("results", []):
             r = Result.from_dict(d)
             r.verdicts = judged["verdicts"].get(r.key, {})
+            if r.key in (busy or {}) and not (r.host or {}).get("busy"):
+                r.host = (busy or {})[r.key]
             results.append(r)
     rows = verdict_rows(results, judged["missing"])
     return {
@@ -228,6 +261,7 @@ def _judge(
         **meta,
         **judged,
         "rows": rows,
+        "busy_line": _busy_said(busy or {}),
         "regressed": any(failing(r) for r in results),
         "reproduce": [
             f"gpuperf ab --base {commit[:12]} --rounds {meta.get('rounds')} -- {shlex.quote(n)}"
@@ -348,6 +382,8 @@ def _main(args: Any) -> int:
         print(line)
     for line in row_notes(report):
         print(line)
+    if report.get("busy_line"):  # once per run, as the gate says it
+        print(report["busy_line"])
     failed = write_outputs(report, outputs)
     for line in failed:
         print(f"gpuperf ab: {plain(line)}", file=sys.stderr)

@@ -24,6 +24,7 @@ from ..baseline.schema import BaselineError
 from ..baseline.store import baseline_path, load
 from ..core.results import Result
 from ..core.settings import FALSE_ALARM
+from ..judging.blind import blindness
 from ..judging.explain import Rerun, missing, rerun_commands
 from ..judging.judge import judge_run
 from ..outputs.terminal import verdict_count_line
@@ -73,10 +74,11 @@ def compare_files(
     tolerance: float | None = None,
     memory_tolerance: float | None = None,
     false_alarm: float | None = None,
-) -> tuple[list[list[str]], bool, Path, float, list[str], list[str]]:
+) -> tuple[list[list[str]], bool, Path, float, list[str], list[str], list[str]]:
     """Verdict rows, whether the run fails, the baseline file used, the confidence each
-    metric was judged at, the class-wide shift lines, and the commands that re-run each
-    failing test against that file (its directory as given here)."""
+    metric was judged at, the class-wide shift lines, the commands that re-run each
+    failing test against that file (its directory as given here), and the lines saying
+    which gated figures it left undecided and why (judging/blind.py; none: it saw all)."""
     data, results = _read_run(results_path)
     path = _baseline_for(data, results, baseline)
     try:
@@ -117,7 +119,9 @@ def compare_files(
     gone = missing(base.entries, (r.key for r in results), data.get("selected"))
     rows = verdict_rows(results, gone)
     rerun = rerun_commands(results, Rerun.of(base.profile, path.parent, None))
-    return rows, judgement.failing(results), path, confidence, shift_lines, rerun
+    blind = blindness(results, base.entries).line(hint="")  # where the gate could not see
+    return rows, judgement.failing(results), path, confidence, shift_lines, rerun, \
+        [blind] if blind else []
 
 
 def ab_doc() -> str:
@@ -239,7 +243,7 @@ def compare_command(args: argparse.Namespace) -> int:
     """`gpuperf compare`: judge the run, print its table, class lines and count; exit 1 on
     a regression (0 with --warn-only), 2 on bad input (InputError)."""
     try:
-        rows, regressed, used, confidence, shifts, rerun = compare_files(
+        rows, regressed, used, confidence, shifts, rerun, blind = compare_files(
             args.results, args.baseline, args.tolerance, args.memory_tolerance, args.false_alarm
         )
     except InputError as exc:
@@ -253,6 +257,8 @@ def compare_command(args: argparse.Namespace) -> int:
     print(verdict_count_line(rows, confidence, verbosity=1))
     for line in rerun:
         print(f"reproduce: {plain(line)}")
+    for line in blind:
+        print(plain(line))
     if regressed:
         print("performance regression" + (" (--warn-only: not failing)" if args.warn_only else ""))
         return 0 if args.warn_only else 1

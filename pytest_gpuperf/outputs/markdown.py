@@ -31,6 +31,10 @@ def markdown(summary: RunSummary, limit: int | None = None) -> str:
     ]
     if summary.baseline_note:
         top += [f"> **Warning:** {md_cell(summary.baseline_note)}", ""]
+    blind = summary.blind
+    line = blind.line() if blind is not None else None
+    if blind is not None and line:  # where the gate could not see: as loud as no baseline
+        top += [f"> **{'Blind' if blind.counted else 'Note'}:** {md_cell(line)}", ""]
     if rows:
         header = VERDICT_HEADER
     else:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.results import Result
+from ..judging.blind import Blindness
 from .summary import SCHEMA, RunSummary
 
 
@@ -121,6 +122,7 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
         saved=data.get("saved") is True,
         selected=selected,
         xdist_workers=workers,
+        blind=Blindness.from_json(data.get("blind")),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.results import Result
+from ..judging.blind import Blindness
 from ..judging.explain import Rerun
 
 SCHEMA = "pytest-gpuperf/results-1"
@@ -41,6 +42,7 @@ class RunSummary:
         selected: list[str] | None = None,
         rerun: Rerun | None = None,
         xdist_workers: int = 0,
+        blind: Blindness | None = None,
     ) -> None:
         self.device = device
         self.describe = describe
@@ -64,6 +66,8 @@ class RunSummary:
         self.selected = selected
         self.rerun = rerun  # what a command re-running a failing verdict names (None: unknown)
         self.xdist_workers = xdist_workers  # pytest-xdist workers started (0: none)
+        # the gated figures the judgement left undecided, and why (None: not judged)
+        self.blind = blind
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -82,4 +86,5 @@ class RunSummary:
             "missing": list(self.missing),
             "selected": list(self.selected) if self.selected is not None else None,
             "xdist_workers": self.xdist_workers,
+            "blind": self.blind.to_json() if self.blind is not None else None,
         }

@@ -296,41 +296,66 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 # ------------------------------------------------------------------ markers at collection
 
 
-def _marker_error(nodeid: str, marker: str, exc: Exception) -> pytest.Collector.CollectError:
-    return pytest.Collector.CollectError(f"{nodeid}: @pytest.mark.{marker}: {exc}")
+MARKER_ERRORS: pytest.StashKey[dict[str, list[str]]] = pytest.StashKey()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Check a test's gpuperf markers and parametrize its gpu_dtype. Every bad marker of
+    every test is kept (by the collector its test is in) and reported together, as that
+    collector's one collection error (`pytest_make_collect_report`): a file's bad markers
+    cost one run to see, not one run each."""
     if not _marked(metafunc.definition, (*REQUIREMENT_MARKERS, "gpuperf", "gpu_dtype")):
+        return
+    nodeid = metafunc.definition.nodeid
+    bad = [f"{nodeid}: @pytest.mark.{name}: {why}" for name, why in _bad_markers(metafunc)]
+    if bad:
+        where = metafunc.definition.parent.nodeid if metafunc.definition.parent else ""
+        metafunc.config.stash.setdefault(MARKER_ERRORS, {}).setdefault(where, []).extend(bad)
         return
     from ..hardware import marks
 
-    nodeid = metafunc.definition.nodeid
+    specs = [] if (m := metafunc.definition.get_closest_marker("gpu_dtype")) is None else \
+        marks.parse_dtype_marker(m.args, dict(m.kwargs))  # fmt: skip
+    if specs:
+        metafunc.parametrize("gpu_dtype", specs, ids=[s.name for s in specs], indirect=True)
+
+
+def _bad_markers(metafunc: pytest.Metafunc) -> Iterator[tuple[str, str]]:
+    """(marker, what is wrong) for each bad gpuperf marker of the test."""
+    from ..hardware import marks
+
     for name, parse in marks.PARSERS.items():
         for m in metafunc.definition.iter_markers(name):
             try:
                 parse(m.args, dict(m.kwargs))
             except marks.MarkerError as exc:
-                raise _marker_error(nodeid, name, exc) from None
+                yield name, str(exc)
     for m in metafunc.definition.iter_markers("gpuperf"):
         try:
             if m.args:
                 raise SettingError(f"takes keyword settings only, got {m.args!r}")
             check_order(parse_layer(dict(m.kwargs), "marker"))
         except SettingError as exc:
-            raise _marker_error(nodeid, "gpuperf", exc) from None
+            yield "gpuperf", str(exc)
     dtype_marks = list(metafunc.definition.iter_markers("gpu_dtype"))
-    if not dtype_marks:
-        return
-    try:
-        specs = marks.parse_dtype_marker(dtype_marks[0].args, dict(dtype_marks[0].kwargs))
-    except marks.MarkerError as exc:
-        raise _marker_error(nodeid, "gpu_dtype", exc) from None
-    if "gpu_dtype" not in metafunc.fixturenames:
-        raise _marker_error(
-            nodeid, "gpu_dtype", marks.MarkerError("the test must take a `gpu_dtype` argument")
-        )
-    metafunc.parametrize("gpu_dtype", specs, ids=[s.name for s in specs], indirect=True)
+    if dtype_marks:
+        try:
+            marks.parse_dtype_marker(dtype_marks[0].args, dict(dtype_marks[0].kwargs))
+        except marks.MarkerError as exc:
+            yield "gpu_dtype", str(exc)
+        if "gpu_dtype" not in metafunc.fixturenames:
+            yield "gpu_dtype", "the test must take a `gpu_dtype` argument"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """A collector whose tests have bad gpuperf markers fails with all of them at once."""
+    rep: Any = yield
+    bad = collector.config.stash.get(MARKER_ERRORS, {}).pop(collector.nodeid, None)
+    if bad and rep.outcome == "passed":
+        rep.outcome, rep.result = "failed", []
+        rep.longrepr = "\n".join(bad)
+    return rep
 
 
 # ------------------------------------------------------------------- decisions at setup

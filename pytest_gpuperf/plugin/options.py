@@ -162,11 +162,13 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--gpuperf-warn-only",
         "report regressions without failing",
-        switch=True,
-        default=False,
-        ini="gpuperf_warn_only",
-        ini_type="bool",
-        cli="--warn-only",
+        switch=True, default=False, ini="gpuperf_warn_only", ini_type="bool", cli="--warn-only",
+    ),
+    Option(
+        "--gpuperf-strict",
+        "fail the run on any gated figure it left undecided (figures undecided by design "
+        "are listed, not counted): a hard gate, for teams that want one",
+        switch=True, default=False, ini="gpuperf_strict", ini_type="bool",
     ),
     *(Option(flag, help, metavar="PATH") for flag, help in OUTPUT_FILES),
     Option(
@@ -428,13 +430,14 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
             f"{ini_source(config, 'gpuperf_baseline')}={opts.baseline_mode!r}: use one of "
             f"{', '.join(BASELINE_MODES)}"
         )
-    warn = config.getoption("gpuperf_warn_only")
-    if warn is None:
-        try:
-            warn = config.getini("gpuperf_warn_only")
-        except (ValueError, pytest.UsageError) as exc:
-            return f"{ini_source(config, 'gpuperf_warn_only')}: {exc}; use true or false"
-    opts.warn_only = bool(warn)
+    for dest in ("gpuperf_warn_only", "gpuperf_strict"):
+        value = config.getoption(dest)
+        if value is None:
+            try:
+                value = config.getini(dest)
+            except (ValueError, pytest.UsageError) as exc:
+                return f"{ini_source(config, dest)}: {exc}; use true or false"
+        setattr(opts, dest[len("gpuperf_"):], bool(value))
     if config.getoption("gpuperf_no_confirm"):
         opts.confirm = False
     else:

@@ -14,6 +14,7 @@ from ..core import gitcmd
 
 if TYPE_CHECKING:
     from ..core.results import Result
+    from ..judging.blind import Blindness
     from ..judging.explain import Rerun
     from ..judging.judge import Judgement
 
@@ -170,6 +171,15 @@ class RunBaseline:
         )
         confirm(results, self.judgement, again, again_j, failure)
 
+    def blindness(self, results: list[Result]) -> Blindness | None:
+        """The gated figures this run's judgement left undecided, and why (None: not
+        judged), against the entries it was judged with."""
+        if self.judgement is None:
+            return None
+        from ..judging.blind import blindness
+
+        return blindness(results, self.entries)
+
     def failure_lines(self, results: list[Result]) -> list[str]:
         from ..judging.explain import failure_lines
 
@@ -250,7 +260,25 @@ class RunBaseline:
         if disturbed:  # refused, not flagged: its figure is the other work's (baselines.md)
             named = "; ".join(f"{n}: {w}" for n, w in sorted(disturbed.items()))
             line += f"; NOT SAVED: {len(disturbed)} test(s) {named}"
+        if line.startswith("saved"):  # what the baseline can see now, per figure
+            kept = [r for r in results if r.key not in disturbed and r.nodeid not in left_out]
+            line += self.unseen(kept, environment)
         return line, failed or bool(disturbed)  # a refused save fails, as a gpu-shared one
+
+    def unseen(self, results: list[Result], environment: dict[str, Any]) -> str:
+        """The save line's tail naming each figure the saved baseline cannot yet see at its
+        tolerance (judging/blind.unseen_after_save); "" where it sees them all."""
+        from ..baseline.schema import BaselineError
+        from ..baseline.store import load
+        from ..judging.blind import unseen_after_save
+
+        try:  # the file was just written; what it sees is a note, never the save's failure
+            saved = load(self.path) if self.path is not None else None
+            lines = unseen_after_save(results, saved.entries, environment) if saved else []
+        except (BaselineError, OSError, ValueError, KeyError, TypeError):
+            return ""
+        return (f"\nbaseline: {len(lines)} figure(s) it cannot yet see at their tolerance: "
+                + "; ".join(lines)) if lines else ""  # fmt: skip
 
 
 def key_collisions(results: Iterable[Result]) -> list[str]:

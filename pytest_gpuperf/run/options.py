@@ -50,6 +50,7 @@ class Options:
         self.baseline_mode = baseline_mode
         self.baseline_dir = baseline_dir
         self.warn_only = warn_only
+        self.strict = False  # fail the run on a gated figure left undecided (--gpuperf-strict)
         self.json_path = json_path
         self.html_path = html_path
         self.emulate = emulate

@@ -18,6 +18,7 @@ import pytest
 from ..core.ids import strip_group
 from ..fresh.workers import worker_count
 from .baseline import RunBaseline, not_passed
+from .items import GATE_NODEID, SAVE_NODEID, STRICT_NODEID, fail_item, strict_failure
 from .options import AUTO, Options
 
 if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never loads them
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never l
     from ..hardware.profiles import Profile, Registry
     from ..outputs import RunSummary
 
-GATE_NODEID = "gpuperf::performance-gate"  # the failed test a performance regression shows as
+__all__ = ["GATE_NODEID", "GpuPerfSession", "Outputs"]
 
 
 class GpuPerfSession:
@@ -358,6 +359,7 @@ class GpuPerfSession:
             saved=self.saved,
             selected=sorted(self.collected),
             rerun=self.base.rerun(), xdist_workers=self.options.xdist_workers,
+            blind=self.base.blindness(self.results),
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -385,6 +387,9 @@ class GpuPerfSession:
             # otherwise they are the failure text of the failed test GATE_NODEID
             for line in self.base.failure_lines(self.results):
                 tr.write_line(f"{line} (--gpuperf-warn-only: not failing)")
+        blind = self.base.blindness(self.results)  # the run's last line: where it was blind
+        for line in blind.lines(verbosity) if blind is not None else []:
+            tr.write_line(line)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -411,26 +416,18 @@ class GpuPerfSession:
         if self.interrupted:  # Ctrl-C during the confirmation: the verdicts show, unconfirmed
             session.exitstatus = pytest.ExitCode.INTERRUPTED
             return
+        undecided = strict_failure(self.base.blindness(self.results))
+        if undecided and self.options.strict:  # a hard gate: blind is not a pass
+            fail_item(session, STRICT_NODEID, "strict gate", undecided)
         judgement = self.base.judgement
         if judgement is None or not judgement.failing(self.results) or self.options.warn_only:
             return
-        report = pytest.TestReport(
-            nodeid=GATE_NODEID,
-            location=("gpuperf", None, "performance gate"),
-            keywords={},
-            outcome="failed",
-            longrepr="\n".join(self.base.failure_lines(self.results)),
-            when="call",
-        )
-        session.testscollected += 1  # the gate is reported as one more test
-        session.config.hook.pytest_runtest_logreport(report=report)
+        text = "\n".join(self.base.failure_lines(self.results))
+        fail_item(session, GATE_NODEID, "performance gate", text)  # a performance regression
         if os.environ.get("GITHUB_ACTIONS") == "true":  # on the pull request's diff too
             from ..outputs.github import error_annotations
 
-            self.finish_notes += error_annotations(str(report.longrepr).splitlines(),
-                                                   self.locations)  # fmt: skip
-        if session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a performance regression
+            self.finish_notes += error_annotations(text.splitlines(), self.locations)
 
     def finish_outputs(self, session: pytest.Session) -> None:
         """Save (save mode) and write the outputs asked for: last of the run's sessionfinish
@@ -442,6 +439,8 @@ class GpuPerfSession:
         note = self.save_baseline(session)
         if note:
             self.finish_notes.append(f"baseline: {note}")
+        if note and self.save_failed and not session.testsfailed:  # none failed already:
+            fail_item(session, SAVE_NODEID, "baseline save", f"baseline: {note}")  # its own
         if not self.results:
             return
         summary = self.summary()
