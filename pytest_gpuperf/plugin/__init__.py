@@ -40,6 +40,7 @@ from .options import (
     get_session,
     pytest_addoption,
     resolve_aliases,
+    run_outputs,
     warn_deprecated,
 )
 
@@ -212,6 +213,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     sess = get_session(session.config)
+    from ..outputs.paths import onto_collected
+
+    files = {str(item.path) for item in session.items}  # not only .py: a plugin's test files
+    if clash := onto_collected(run_outputs(session.config, sess), files):
+        raise pytest.UsageError(f"gpuperf: {clash}")
     ids = [node_id(item) for item in session.items]
     sess.collected = set(ids)
     sess.locations = {node_id(i): (str(i.location[0]), i.location[1]) for i in session.items}
