@@ -5,7 +5,7 @@ accept   restart named metrics' histories from a run's figures (an intended slow
 show     what the gate judges against: sessions per metric, dates, commits, hosts, GPUs,
          restarts, flagged and set-aside sessions
 merge    one file holding both files' sessions (two branches' saves)
-merge-driver  git's merge driver: `gpuperf baseline merge-driver %O %A %B`
+merge-driver  git's merge driver: `gpuperf baseline merge-driver %O %A %B %P`
 
 The edits themselves are baseline/edit.py's; files are written by baseline/store.py
 (locked, atomic); nothing here drops a saved session.
@@ -37,7 +37,13 @@ EXIT_CODES = """exit codes:
   1  accept: refused (a figure inconclusive, measured on a busy host, or not ok; --force
      overrides); merge-driver: a conflict it cannot resolve (git keeps the conflict)
   2  bad input: a missing, unreadable or malformed results or baseline file, files of
-     different profiles or schema versions, a test the results do not hold
+     different profiles, a test the results do not hold
+"""
+
+DRIVER_SETUP = """set up once per clone (.gitattributes is committed):
+  .gitattributes:  baselines/*.json merge=gpuperf
+  git config merge.gpuperf.driver "gpuperf baseline merge-driver %O %A %B %P"
+
 """
 
 
@@ -75,10 +81,15 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     m.add_argument("theirs", type=Path)
     m.add_argument("-o", "--output", type=Path, required=True,
                    help="one of the two inputs, or a new file")
-    d = cmds.add_parser("merge-driver", help="git's merge driver: %%O %%A %%B",
-                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for name in ("base", "ours", "theirs"):
-        d.add_argument(name, type=Path)
+    d = cmds.add_parser("merge-driver", help="git's merge driver: %%O %%A %%B %%P",
+                        epilog=DRIVER_SETUP + EXIT_CODES,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, what in (("base", "%%O: the common ancestor (git's temporary file)"),
+                       ("ours", "%%A: our side, where the merge is written"),
+                       ("theirs", "%%B: their side")):  # fmt: skip
+        d.add_argument(name, type=Path, help=what)
+    d.add_argument("path", type=Path, nargs="?", default=None,
+                   help="%%P: the baseline's path in the repository, named in messages")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -275,19 +286,33 @@ def show_lines(file: BaselineFile) -> list[str]:
 # ------------------------------------------------------------------------ merge
 
 
-def _load_input(path: Path, empty_ok: bool = False) -> BaselineFile | None:
+def _load_input(
+    path: Path, empty_ok: bool = False, side: str | None = None, shown: Path | None = None
+) -> BaselineFile | None:
+    """The baseline file at `path`; its errors name `side` (ours, theirs, the ancestor) and
+    `shown`, the file's real path, where `path` is git's temporary file of a merge."""
     if empty_ok and path.is_file() and path.stat().st_size == 0:
         return None  # git's ancestor of a file both sides added
-    found = load(path)
+    try:
+        found = load(path)
+    except BaselineError as exc:
+        if side is None:
+            raise
+        said, where = str(exc), f"baseline file {path}"
+        name = f"baseline file {path} ({side})" if shown is None else (
+            f"baseline file {shown} ({side}, git's {path.name})")
+        rest = said[len(where):] if said.startswith(where) else f": {said}"
+        raise BaselineError(f"{name}{rest}") from None
     if found is None and not empty_ok:
-        raise UsageError(f"no baseline file {path}")
+        raise UsageError(f"no baseline file {path}" + (f" ({side})" if side else ""))
     return found
 
 
 def merge_command(args: argparse.Namespace) -> int:
     """Both files' sessions into -o, which must be one of the two (its sessions are in
     the result) or a new file: an existing other file is never overwritten."""
-    ours, theirs = _load_input(args.ours), _load_input(args.theirs)
+    ours = _load_input(args.ours, side="ours")
+    theirs = _load_input(args.theirs, side="theirs")
     assert ours is not None and theirs is not None
     out = Path(args.output)
     inputs = {os.path.realpath(args.ours): "ours", os.path.realpath(args.theirs): "theirs"}
@@ -301,7 +326,7 @@ def merge_command(args: argparse.Namespace) -> int:
             raise UsageError(f"-o {out} appeared while merging: not overwriting it")
         a = current if side == "ours" and current is not None else ours
         b = current if side == "theirs" and current is not None else theirs
-        return merge_files(a, b, out)
+        return merge_files(a, b, out, sides=(f"ours {args.ours}", f"theirs {args.theirs}", ""))
 
     merged = rewrite(out, change)
     print(f"merged {args.ours} and {args.theirs} into {out}: {_count(merged)}")
@@ -318,12 +343,15 @@ def merge_driver_command(args: argparse.Namespace) -> int:
     """git's merge driver (`merge=gpuperf`): the merge of %A (ours) and %B (theirs) with
     %O (their common ancestor) written into %A; exit 0, or 1 with the file left as git
     gave it where the two cannot be merged without choosing (git then reports a
-    conflict)."""
+    conflict). %P, the file's path in the repository, is what messages name (git's
+    temporary files mean nothing to the user); each message says which side is bad."""
+    shown = args.path
     try:
-        base = _load_input(args.base, empty_ok=True)
-        ours, theirs = _load_input(args.ours), _load_input(args.theirs)
+        base = _load_input(args.base, empty_ok=True, side="the ancestor", shown=shown)
+        ours = _load_input(args.ours, side="ours", shown=shown)
+        theirs = _load_input(args.theirs, side="theirs", shown=shown)
         assert ours is not None and theirs is not None
-        merged = merge_files(ours, theirs, Path(args.ours), base)
+        merged = merge_files(ours, theirs, shown or Path(args.ours), base)
         write_unlocked(Path(args.ours), merged)
     except (UsageError, BaselineError) as exc:
         print(f"gpuperf baseline merge-driver: {plain(exc)}; left as a conflict",

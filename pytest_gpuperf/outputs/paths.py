@@ -1,8 +1,10 @@
 """Where a run's outputs may go: never onto one of its inputs, a baseline file, another
 output of the same run, a Python file (a test module, a conftest: an option whose value was
 forgotten takes the next argument, `--gpuperf-json tests/test_b.py`), a test file the run
-collected, or a project's configuration file (pytest.ini, pyproject.toml, tox.ini, setup.cfg). pytest checks at configure time (a usage error before any test
-runs), `gpuperf report` and `gpuperf ab` before they read or measure anything (exit 2).
+collected, or a project's configuration file (pytest.ini, pyproject.toml, tox.ini, setup.cfg).
+pytest checks at configure time (a usage error before any test runs; a collected test file
+once collection ends, before any test runs), `gpuperf report` and `gpuperf ab` before they
+read or measure anything (exit 2).
 
 Paths are compared after `os.path.realpath` (relative paths, `..` and symbolic links
 resolved) and, where both exist, by inode (a hard link is the same file). No pytest here.
