@@ -282,3 +282,68 @@ def test_merge_command_writes_both_sides_and_never_overwrites_another_file(proje
     a.write_text(json.dumps(data))
     assert gpuperf_main(["baseline", "merge", str(a), str(b), "-o", str(where / "x.json")]) == 2
     assert f"cannot merge profile 'h200' (ours {a}) with profile 'cpu' (theirs {b})" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ a disk that refuses, Ctrl-C
+
+
+def three_commands(where):
+    """accept, merge and merge-driver, each about to write `where`'s b.json."""
+    from .reportdata import VALID_BASELINE, VALID_RESULTS
+
+    (where / "r.json").write_text(json.dumps(VALID_RESULTS))
+    for name in ("b.json", "c.json", "o.json"):
+        (where / name).write_text(json.dumps(VALID_BASELINE, indent=1))
+    b, c, o = (str(where / n) for n in ("b.json", "c.json", "o.json"))
+    return {
+        "accept": ["baseline", "accept", "t.py::a", "--from", str(where / "r.json"), "--reason", "x", "--baseline", b, "--force"],
+        "merge": ["baseline", "merge", b, c, "-o", b],
+        "merge-driver": ["baseline", "merge-driver", o, b, c, "baselines/cpu.json"],
+    }
+
+
+def refuse_with(exc):
+    def refuse(*args, **kwargs):
+        raise exc
+
+    return refuse
+
+
+@pytest.mark.parametrize("command", ["accept", "merge", "merge-driver"])
+@pytest.mark.parametrize(
+    ("where", "exc", "said"),
+    [
+        ("mkstemp", OSError(30, "Read-only file system"), "not written: Read-only file system"),
+        ("fsync", OSError(28, "No space left on device"), "not written: No space left on device"),
+        ("replace", KeyboardInterrupt(), "interrupted; "),  # SIGINT between the write and the rename
+        ("fsync", KeyboardInterrupt(), "interrupted; "),  # SIGINT during the write
+    ],
+)
+def test_a_refused_or_interrupted_write_is_one_line_and_loses_nothing(tmp_path, monkeypatch, capsys, command, where, exc, said):
+    import tempfile
+
+    argv = three_commands(tmp_path)[command]
+    before = {p: p.read_bytes() for p in tmp_path.iterdir()}
+    monkeypatch.setattr(*((tempfile, "mkstemp") if where == "mkstemp" else (os, where)), refuse_with(exc))
+    code = gpuperf_main(argv)
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith(f"gpuperf baseline {command}: ") and said in err
+    target = "baselines/cpu.json" if command == "merge-driver" else str(tmp_path / "b.json")
+    assert target in err
+    assert code == (130 if isinstance(exc, KeyboardInterrupt) else 1 if command == "merge-driver" else 3)
+    assert {p: p.read_bytes() for p in tmp_path.iterdir() if not p.name.endswith(".lock")} == before  # no temp left
+    assert load(tmp_path / "b.json") is not None
+    assert gpuperf_main(argv) == 0  # the disk back: the same command writes
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only directory")
+def test_a_read_only_directory_is_one_line(tmp_path, capsys):
+    argv = three_commands(tmp_path)["merge"]
+    tmp_path.chmod(0o555)
+    try:
+        assert gpuperf_main(argv) == 3
+    finally:
+        tmp_path.chmod(0o755)
+    assert len(capsys.readouterr().err.splitlines()) == 1

@@ -31,6 +31,8 @@ from .inputs import read_results
 
 REFUSED = 1  # a figure that must not restart a history (without --force)
 BAD_INPUT = 2
+NOT_WRITTEN = 3  # the disk refused (read-only, full, no permission, lock timeout)
+INTERRUPTED = 130  # Ctrl-C (SIGINT), as a shell reports it
 
 EXIT_CODES = """exit codes:
   0  done
@@ -38,6 +40,9 @@ EXIT_CODES = """exit codes:
      overrides); merge-driver: a conflict it cannot resolve (git keeps the conflict)
   2  bad input: a missing, unreadable or malformed results or baseline file, files of
      different profiles, a test the results do not hold
+  3  accept, merge: the file could not be written (a read-only or full disk, no permission,
+     the lock not acquired); it is as it was (the merge driver exits 1: a conflict)
+  130  interrupted (Ctrl-C): a baseline file is as it was or wholly written, never partial
 """
 
 DRIVER_SETUP = """set up once per clone (.gitattributes is committed):
@@ -95,11 +100,25 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def main(args: argparse.Namespace) -> int:
     command = {"accept": accept_command, "show": show_command, "merge": merge_command,
                "merge-driver": merge_driver_command}[args.baseline_command]  # fmt: skip
+    said = f"gpuperf baseline {args.baseline_command}"
+    driver = args.baseline_command == "merge-driver"
     try:
         return command(args)
     except (UsageError, BaselineError) as exc:
-        print(f"gpuperf baseline {args.baseline_command}: {plain(exc)}", file=sys.stderr)
+        print(f"{said}: {plain(exc)}", file=sys.stderr)
         return BAD_INPUT
+    except OSError as exc:  # written through a temporary file: the old file stays whole
+        target = getattr(args, "target", None)
+        why = exc.strerror or str(exc)
+        if exc.filename and str(exc.filename) != str(target):
+            why += f" ({exc.filename})"
+        print(f"{said}: {target or 'the baseline'}: not written: {plain(why)}; the file is as "
+              f"it was{'; left as a conflict' if driver else ''}", file=sys.stderr)  # fmt: skip
+        return REFUSED if driver else NOT_WRITTEN
+    except KeyboardInterrupt:
+        print(f"{said}: interrupted; {getattr(args, 'target', None) or 'the baseline'} is as "
+              "it was or wholly written, never partial", file=sys.stderr)  # fmt: skip
+        return INTERRUPTED
 
 
 # ------------------------------------------------------------------------ accept
@@ -222,6 +241,7 @@ def accept_command(args: argparse.Namespace) -> int:
     for key, entry in updates.items():
         entry["metrics"] = {n: m for n, m in entry["metrics"].items() if n in names[key]}
     record = restart_record(args.reason.strip(), now, commit, _who(where), problems)
+    args.target = path  # named if the disk refuses the write
     rewrite(path, lambda current: restart(current, path, profile, updates, record, now))
     count = sum(len(e["metrics"]) for e in updates.values())
     print(f"accepted {count} figure(s) of {len(updates)} test(s) into {path}: history "
@@ -328,6 +348,7 @@ def merge_command(args: argparse.Namespace) -> int:
         b = current if side == "theirs" and current is not None else theirs
         return merge_files(a, b, out, sides=(f"ours {args.ours}", f"theirs {args.theirs}", ""))
 
+    args.target = out
     merged = rewrite(out, change)
     print(f"merged {args.ours} and {args.theirs} into {out}: {_count(merged)}")
     return 0
@@ -346,6 +367,7 @@ def merge_driver_command(args: argparse.Namespace) -> int:
     conflict). %P, the file's path in the repository, is what messages name (git's
     temporary files mean nothing to the user); each message says which side is bad."""
     shown = args.path
+    args.target = shown or args.ours
     try:
         base = _load_input(args.base, empty_ok=True, side="the ancestor", shown=shown)
         ours = _load_input(args.ours, side="ours", shown=shown)
