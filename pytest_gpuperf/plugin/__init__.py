@@ -173,6 +173,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from ..run.session import Outputs
 
     config.pluginmanager.register(Outputs(sess), "gpuperf-outputs")
+    if getattr(config.option, "xmlpath", None):  # --junitxml: valid under its family
+        from .junit import JunitProperties
+
+        config.pluginmanager.register(JunitProperties(config), "gpuperf-junit")
     from ..run.benchflags import SaveHandover
 
     config.pluginmanager.register(SaveHandover(lambda: bool(sess.results)), "gpuperf-benchsave")

@@ -484,18 +484,17 @@ def run_outputs(config: pytest.Config, sess: GpuPerfSession) -> list[tuple[str, 
 def _output_clash(config: pytest.Config, sess: GpuPerfSession) -> str | None:
     """An output of this run on a baseline file (outputs/paths.py), an input, a path the
     command line names to collect, a source or configuration file, or another output."""
-    opts = sess.options
     outputs = run_outputs(config, sess)
     if not any(path for _, path in outputs[:4]):
         return None  # the step summary and JUnit XML are checked beside one of these
     import contextlib
 
     from ..outputs.paths import first_clash
-
-    names = {opts.profile}
+    names = {sess.options.profile}
     with contextlib.suppress(pytest.UsageError):  # reported at session start, naming it
         names.update(sess.registry.names())
     here = config.invocation_params.dir
     inputs = [("the ini file", config.inipath), ("the profiles file", sess.pyproject),
               *(("the test path", here / a.split("::")[0]) for a in config.args)]  # fmt: skip
-    return first_clash(outputs, inputs, [("--gpuperf-baseline-dir", opts.baseline_dir, names)])
+    return first_clash(outputs, inputs, [("--gpuperf-baseline-dir", sess.options.baseline_dir,
+                                          names)])  # fmt: skip
