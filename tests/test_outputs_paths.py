@@ -208,6 +208,17 @@ def test_an_output_onto_a_collected_non_python_test_file_is_refused(recorder):
     assert (recorder.path / "cases.json").read_text() == "{}"
 
 
+@pytest.mark.slow
+def test_under_xdist_the_controller_refuses_an_output_onto_a_collected_file(recorder):
+    doc = recorder.path / "doc.txt"
+    doc.write_text(">>> 1 + 1\n2\n")
+    r = recorder.runpytest_subprocess("-n", "2", "--doctest-glob=*.txt", "--gpuperf-json", "doc.txt")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in r.stdout.str() + r.stderr.str()
+    r.stdout.fnmatch_lines([f"*gpuperf: --gpuperf-json doc.txt is the collected test file {doc}: *"])
+    assert doc.read_text() == ">>> 1 + 1\n2\n"
+
+
 def test_distinct_outputs_are_written(recorder):
     r = recorder.runpytest("--gpuperf-json=bl/results.json", "--gpuperf-html=report.html")
     assert r.ret == 0

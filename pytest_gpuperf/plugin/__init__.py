@@ -215,12 +215,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             output[DEFERRED_KEY] = [node_id(i) for i in later]
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """pytest-xdist's controller, given a worker's test ids: no output onto a test file."""
+    from ..outputs.paths import onto_collected
+
+    config = node.config
+    files = {str(config.rootpath / i.split("::", 1)[0]) for i in ids}
+    if clash := onto_collected(run_outputs(config, get_session(config)), files):
+        pytest.exit(f"gpuperf: {clash}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     sess = get_session(session.config)
+    from ..fresh.workers import is_worker
     from ..outputs.paths import onto_collected
 
     files = {str(item.path) for item in session.items}  # not only .py: a plugin's test files
-    if clash := onto_collected(run_outputs(session.config, sess), files):
+    outputs = [] if is_worker(session.config) else run_outputs(session.config, sess)
+    if clash := onto_collected(outputs, files):  # a worker's: the controller checks its ids
         raise pytest.UsageError(f"gpuperf: {clash}")
     ids = [node_id(item) for item in session.items]
     sess.collected = set(ids)
