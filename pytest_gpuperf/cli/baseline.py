@@ -108,6 +108,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"{said}: {plain(exc)}", file=sys.stderr)
         return BAD_INPUT
     except OSError as exc:  # written through a temporary file: the old file stays whole
+        if args.baseline_command == "show":
+            raise  # writes no file
         target = getattr(args, "target", None)
         why = exc.strerror or str(exc)
         if exc.filename and str(exc.filename) != str(target):
@@ -116,6 +118,8 @@ def main(args: argparse.Namespace) -> int:
               f"it was{'; left as a conflict' if driver else ''}", file=sys.stderr)  # fmt: skip
         return REFUSED if driver else NOT_WRITTEN
     except KeyboardInterrupt:
+        if args.baseline_command == "show":
+            raise
         print(f"{said}: interrupted; {getattr(args, 'target', None) or 'the baseline'} is as "
               "it was or wholly written, never partial", file=sys.stderr)  # fmt: skip
         return INTERRUPTED
