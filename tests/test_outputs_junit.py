@@ -2,6 +2,7 @@
 pytest's own xunit2 schema (tests/data/junit-10.xsd, from pytest's test suite; its source is
 in junit-10.xsd.SOURCE) and sit in the testcase under xunit1, as `record_property` puts them."""
 
+import importlib.util
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -10,13 +11,16 @@ import pytest
 from pytest_gpuperf.outputs.junit import split, suite_level
 
 from .gateproject import FAST
+from .inputs import need
 
 XSD = Path(__file__).parent / "data" / "junit-10.xsd"
 SPIN = "gpuperf:test_b.py::test_spin"
 
 
 def schema():
-    xmlschema = pytest.importorskip("xmlschema")  # the `test` extra installs it
+    need(importlib.util.find_spec("xmlschema"), "xmlschema, the XML Schema validator (in the [test] extra)")
+    import xmlschema
+
     return xmlschema.XMLSchema(str(XSD))
 
 
