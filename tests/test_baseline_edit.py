@@ -98,11 +98,18 @@ def test_merge_refuses_other_profiles_versions_and_differing_keys():
     base = file_of({}, {"comment": "ours"})
     assert merge_files(a, b, P, base).extra == {"comment": "theirs"}  # only theirs changed it
     b.profile = "h200"
-    with pytest.raises(BaselineError, match="cannot merge profile 'cpu' with profile 'h200'"):
+    with pytest.raises(BaselineError, match=r"cannot merge profile 'cpu' \(ours\) with profile 'h200' \(theirs\)"):
         merge_files(a, b, P)
-    old = dict(file_of({}).to_json(), version=1)
-    with pytest.raises(BaselineError, match="cannot merge schema version 2 with version 1"):
-        merge_files(a, validate(P, old), P)
+
+
+def test_a_version_1_file_migrates_and_merges_with_a_version_2_file():
+    """The first merge after the 1 -> 2 upgrade: git's ancestor (or a side) is version 1."""
+    a = file_of({"t::a": [item(0, False), item(1, False)]})
+    old = validate(P, json.loads(json.dumps(dict(file_of({"t::a": [item(0, False)]}).to_json(), version=1))))
+    assert old.read_version == 1
+    for merged in (merge_files(a, old, P), merge_files(old, a, P), merge_files(a, a, P, old)):
+        assert ids(merged) == {("t::a", "s0"), ("t::a", "s1")}
+        assert merged.to_json()["version"] == 2 and validate(P, merged.to_json()).read_version == 2
 
 
 def test_the_window_starts_at_the_last_restart():

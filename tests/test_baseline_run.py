@@ -824,7 +824,7 @@ def test_in_ci_a_missing_baseline_is_loud(project, monkeypatch, tmp_path):
     loud = project.runpytest(*FAST)
     loud.assert_outcomes(passed=2)
     loud.stdout.fnmatch_lines(
-        [f"::warning title=gpuperf: no baseline::no baseline at {project.path}/baselines/cpu.json (profile cpu; --gpuperf-baseline-dir resolved against the rootdir {project.path}): nothing was compared*--gpuperf-baseline=save*"]
+        [f"::warning title=gpuperf%3A no baseline::no baseline at {project.path}/baselines/cpu.json (profile cpu; --gpuperf-baseline-dir resolved against the rootdir {project.path}): nothing was compared*--gpuperf-baseline=save*"]
     )
     assert "**Warning:** no baseline at" in summary.read_text()
     saved(project, times=1)

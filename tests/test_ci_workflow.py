@@ -6,6 +6,7 @@ option cannot leave it behind), and it keeps the conventions docs/gating.md desc
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shlex
 import subprocess
@@ -193,6 +194,93 @@ def test_the_workflow_keeps_the_ci_conventions():
     (ab,) = _steps_running(pr, "gpuperf ab")
     (comment,) = _steps_running(pr, "gh pr comment")
     assert '--markdown "$RESULTS/verdicts.md"' in ab["run"]
-    assert comment["run"] == 'gh pr comment "$PR" --body-file "$RESULTS/verdicts.md"'
+    assert 'cat "$RESULTS/verdicts.md"' in comment["run"]
     assert pr["permissions"]["pull-requests"] == "write"
     assert "head.repo.full_name == github.repository" in pr["if"]  # no fork's code on the GPU
+
+
+# ------------------------------------------------------------ supply chain, one comment
+
+PINNED = re.compile(r"^\s*(?:- )?uses: ([\w./-]+)@([0-9a-f]{40})  # v\d+\.\d+\.\d+$")
+
+
+def test_every_action_is_pinned_by_commit_with_its_tag_named():
+    """A tag can be moved to other code; a commit cannot (zizmor: unpinned-uses)."""
+    text = WORKFLOW.read_text(encoding="utf-8")
+    uses = [line for line in text.splitlines() if re.match(r"^\s*(?:- )?uses:", line)]
+    assert len(uses) == 7
+    assert [u for u in uses if not PINNED.match(u)] == []
+    steps = [s for job in _workflow()["jobs"].values() for s in job["steps"]]
+    assert len([s for s in steps if "uses" in s]) == len(uses)  # none written another way
+
+
+def test_checkouts_keep_no_credentials():
+    """zizmor: artipacked: the token stays out of .git/config, where the benchmarks' code
+    (a pull request's, too) and an uploaded artifact could read it."""
+    steps = [s for job in _workflow()["jobs"].values() for s in job["steps"]]
+    checkouts = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
+    assert len(checkouts) == 2
+    assert all(s["with"]["persist-credentials"] is False for s in checkouts)
+
+
+FAKE_GH = """#!/usr/bin/env python3
+import json, os, sys
+state_path = os.environ["FAKE_GH_STATE"]
+state = json.load(open(state_path))
+args = sys.argv[1:]
+state["calls"].append(args)
+marker = os.environ["MARKER"]
+if args[:2] == ["api", "--paginate"]:
+    assert args[2] == "repos/o/r/issues/7/comments", args
+    jq = args[args.index("--jq") + 1]
+    assert jq == '.[] | select(.user.type == "Bot" and (.body | startswith("%s"))) | .id' % marker, jq
+    for c in state["comments"]:
+        if c["user"]["type"] == "Bot" and c["body"].startswith(marker):
+            print(c["id"])
+elif args[:3] == ["api", "--method", "PATCH"]:
+    cid = int(args[3].rsplit("/", 1)[1])
+    assert args[4] == "-F" and args[5].startswith("body=@")
+    body = open(args[5][len("body=@"):]).read()
+    for c in state["comments"]:
+        if c["id"] == cid:
+            c["body"] = body
+elif args[:2] == ["pr", "comment"]:
+    assert args[2] == "7" and args[3] == "--body-file"
+    state["comments"].append({"id": 100 + len(state["comments"]), "user": {"type": "Bot"},
+                              "body": open(args[4]).read()})
+else:
+    sys.exit("unexpected gh " + " ".join(args))
+json.dump(state, open(state_path, "w"))
+"""
+
+
+def test_the_verdicts_are_one_comment_updated_in_place_on_each_push(tmp_path):
+    """The comment step, run as the runner would (bash -e) against a fake `gh` that keeps
+    the pull request's comments: the first push posts one, each later push edits it; a
+    person's comment that quotes the marker is left alone."""
+    pr = _workflow()["jobs"]["pull-request"]
+    (step,) = _steps_running(pr, "gh pr comment")
+    marker = step["env"]["MARKER"]
+    assert marker.startswith("<!--") and marker.endswith("-->")  # hidden when rendered
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(FAKE_GH.replace("/usr/bin/env python3", sys.executable))
+    (bin_dir / "gh").chmod(0o755)
+    state = tmp_path / "state.json"
+    person = {"id": 1, "user": {"type": "User"}, "body": f"{marker} quoted by a person"}
+    state.write_text(json.dumps({"comments": [person], "calls": []}))
+    (tmp_path / "results").mkdir()
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_GH_STATE": str(state), "MARKER": marker,
+           "PR": "7", "REPO": "o/r", "RESULTS": str(tmp_path / "results"),
+           "RUNNER_TEMP": str(tmp_path), "GH_TOKEN": "x"}  # fmt: skip
+    for push in ("first", "second", "third"):
+        (tmp_path / "results" / "verdicts.md").write_text(f"verdicts of the {push} push\n")
+        done = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+    comments = json.loads(state.read_text())["comments"]
+    assert comments[0] == person
+    assert [c["body"] for c in comments[1:]] == [f"{marker}\nverdicts of the third push\n"]
+    calls = [c[:3] for c in json.loads(state.read_text())["calls"]]
+    assert [c for c in calls if c[0] == "pr"] == [["pr", "comment", "7"]]  # posted once
+    assert sum(c[:3] == ["api", "--method", "PATCH"] for c in calls) == 2

@@ -194,7 +194,7 @@ def test_two_branches_saves_conflict_without_the_driver_and_merge_with_it(projec
     git(where, "merge", "--abort")
 
     (where / ".gitattributes").write_text("baselines/*.json merge=gpuperf\n")
-    driver = f"{sys.executable} -m pytest_gpuperf baseline merge-driver %O %A %B"
+    driver = f"{sys.executable} -m pytest_gpuperf baseline merge-driver %O %A %B %P"
     git(where, "config", "merge.gpuperf.driver", driver)
     git(where, "add", ".gitattributes")
     git(where, "commit", "-qm", "the gpuperf merge driver")
@@ -228,6 +228,41 @@ def test_the_driver_leaves_a_conflict_it_cannot_resolve(project, capsys):
     assert ours.read_bytes() == before
 
 
+def test_the_first_merge_after_the_schema_upgrade_merges_and_errors_name_the_side(project, capsys):
+    """git's ancestor (and a side not yet re-saved) is version 1: it migrates on read."""
+    where = branches_that_each_saved(project)
+    v1 = json.loads(git(where, "show", "main:baselines/cpu.json").stdout)
+    (base := where / ".merge_file_O").write_text(json.dumps({**v1, "version": 1}))
+    (ours := where / ".merge_file_A").write_text((where / "baselines" / "cpu.json").read_text())
+    (theirs := where / ".merge_file_B").write_text(git(where, "show", "a:baselines/cpu.json").stdout)
+    driver = ["baseline", "merge-driver", str(base), str(ours), str(theirs), "baselines/cpu.json"]
+    assert gpuperf_main(driver) == 0, capsys.readouterr().err
+    assert len(sessions(ours)) == 3 and json.loads(ours.read_text())["version"] == 2
+    # `gpuperf baseline merge` of a version-1 and a version-2 file, too
+    assert gpuperf_main(["baseline", "merge", str(base), str(theirs), "-o", str(where / "m.json")]) == 0
+    assert json.loads((where / "m.json").read_text())["version"] == 2 and len(sessions(where / "m.json")) == 2
+    capsys.readouterr()
+    # a bad side is named, with the file's path in the repository (%P), not git's temp file only
+    before = ours.read_bytes()
+    theirs.write_text(theirs.read_text()[:50])
+    assert gpuperf_main(driver) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("gpuperf baseline merge-driver: baseline file baselines/cpu.json (theirs, git's .merge_file_B): ")
+    assert err.endswith("; left as a conflict\n") and len(err.splitlines()) == 1 and ours.read_bytes() == before
+    base.write_text(json.dumps({**v1, "profile": "h200"}))
+    theirs.write_text(git(where, "show", "a:baselines/cpu.json").stdout)
+    assert gpuperf_main(driver) == 1
+    assert "baseline file baselines/cpu.json: cannot merge profile 'cpu' (ours) with profile 'h200' (the ancestor)" in capsys.readouterr().err
+
+
+def test_the_drivers_help_gives_the_setup_with_the_real_path(capsys):
+    with pytest.raises(SystemExit):
+        gpuperf_main(["baseline", "merge-driver", "--help"])
+    out = capsys.readouterr().out
+    assert 'git config merge.gpuperf.driver "gpuperf baseline merge-driver %O %A %B %P"' in out
+    assert "%P: the baseline's path in the repository" in out
+
+
 def test_merge_command_writes_both_sides_and_never_overwrites_another_file(project, capsys):
     where = branches_that_each_saved(project)
     a = where / "a.json"
@@ -246,4 +281,69 @@ def test_merge_command_writes_both_sides_and_never_overwrites_another_file(proje
     data["profile"] = "h200"
     a.write_text(json.dumps(data))
     assert gpuperf_main(["baseline", "merge", str(a), str(b), "-o", str(where / "x.json")]) == 2
-    assert "cannot merge profile 'h200' with profile 'cpu'" in capsys.readouterr().err
+    assert f"cannot merge profile 'h200' (ours {a}) with profile 'cpu' (theirs {b})" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ a disk that refuses, Ctrl-C
+
+
+def three_commands(where):
+    """accept, merge and merge-driver, each about to write `where`'s b.json."""
+    from .reportdata import VALID_BASELINE, VALID_RESULTS
+
+    (where / "r.json").write_text(json.dumps(VALID_RESULTS))
+    for name in ("b.json", "c.json", "o.json"):
+        (where / name).write_text(json.dumps(VALID_BASELINE, indent=1))
+    b, c, o = (str(where / n) for n in ("b.json", "c.json", "o.json"))
+    return {
+        "accept": ["baseline", "accept", "t.py::a", "--from", str(where / "r.json"), "--reason", "x", "--baseline", b, "--force"],
+        "merge": ["baseline", "merge", b, c, "-o", b],
+        "merge-driver": ["baseline", "merge-driver", o, b, c, "baselines/cpu.json"],
+    }
+
+
+def refuse_with(exc):
+    def refuse(*args, **kwargs):
+        raise exc
+
+    return refuse
+
+
+@pytest.mark.parametrize("command", ["accept", "merge", "merge-driver"])
+@pytest.mark.parametrize(
+    ("where", "exc", "said"),
+    [
+        ("mkstemp", OSError(30, "Read-only file system"), "not written: Read-only file system"),
+        ("fsync", OSError(28, "No space left on device"), "not written: No space left on device"),
+        ("replace", KeyboardInterrupt(), "interrupted; "),  # SIGINT between the write and the rename
+        ("fsync", KeyboardInterrupt(), "interrupted; "),  # SIGINT during the write
+    ],
+)
+def test_a_refused_or_interrupted_write_is_one_line_and_loses_nothing(tmp_path, monkeypatch, capsys, command, where, exc, said):
+    import tempfile
+
+    argv = three_commands(tmp_path)[command]
+    before = {p: p.read_bytes() for p in tmp_path.iterdir()}
+    monkeypatch.setattr(*((tempfile, "mkstemp") if where == "mkstemp" else (os, where)), refuse_with(exc))
+    code = gpuperf_main(argv)
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith(f"gpuperf baseline {command}: ") and said in err
+    target = "baselines/cpu.json" if command == "merge-driver" else str(tmp_path / "b.json")
+    assert target in err
+    assert code == (130 if isinstance(exc, KeyboardInterrupt) else 1 if command == "merge-driver" else 3)
+    assert {p: p.read_bytes() for p in tmp_path.iterdir() if not p.name.endswith(".lock")} == before  # no temp left
+    assert load(tmp_path / "b.json") is not None
+    assert gpuperf_main(argv) == 0  # the disk back: the same command writes
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only directory")
+def test_a_read_only_directory_is_one_line(tmp_path, capsys):
+    argv = three_commands(tmp_path)["merge"]
+    tmp_path.chmod(0o555)
+    try:
+        assert gpuperf_main(argv) == 3
+    finally:
+        tmp_path.chmod(0o755)
+    assert len(capsys.readouterr().err.splitlines()) == 1

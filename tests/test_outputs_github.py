@@ -3,7 +3,7 @@ failing test's file and line, escaped as workflow commands must be."""
 
 import pytest
 
-from pytest_gpuperf.outputs.github import error_annotations
+from pytest_gpuperf.outputs.github import error_annotations, warning_annotation
 
 from .gateproject import FAST, saved
 
@@ -22,6 +22,19 @@ def test_each_gate_line_is_an_error_at_its_test():
     # a test this process did not collect (pytest-xdist's controller): its file, no line
     (far,) = error_annotations(lines[:1], {})
     assert far.startswith("::error file=t/x.py,title=")
+
+
+def test_a_warning_is_escaped_as_an_error_is():
+    got = warning_annotation("gpuperf: no baseline", "no baseline at /w/50%/b\n::error::x, y")
+    assert got == "::warning title=gpuperf%3A no baseline::no baseline at /w/50%25/b%0A::error::x, y"
+    assert len(got.splitlines()) == 1  # a newline in a path cannot start another command
+
+
+def test_the_missing_baseline_warning_names_a_path_with_a_percent_sign_escaped(project, monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    (project.path / "perf%0Abl").mkdir()
+    r = project.runpytest(*FAST, "--gpuperf-baseline-dir=perf%0Abl", "--gpuperf-baseline=auto")
+    r.stdout.fnmatch_lines([f"::warning title=gpuperf%3A no baseline::no baseline at {project.path}/perf%250Abl/cpu.json *"])
 
 
 @pytest.mark.slow

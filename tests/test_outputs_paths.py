@@ -7,7 +7,7 @@ import pytest
 
 from pytest_gpuperf.baseline.store import MAX_BYTES as SNIFF_BYTES
 from pytest_gpuperf.cli.main import main
-from pytest_gpuperf.outputs.paths import first_clash, is_baseline_file, unwritable
+from pytest_gpuperf.outputs.paths import first_clash, is_baseline_file, onto_collected, unwritable
 
 from .gateproject import FAST
 from .reportdata import VALID_BASELINE, VALID_RESULTS
@@ -95,6 +95,36 @@ def test_a_damaged_baseline_is_still_refused(tmp_path, cut):
     assert not is_baseline_file(path)
 
 
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [("tests/test_b.py", "a Python source file"), ("conftest.py", "a conftest"),
+     ("pytest.ini", "a project configuration file"), ("pyproject.toml", "a project configuration file"),
+     ("tox.ini", "a project configuration file"), ("setup.cfg", "a project configuration file")],
+)
+def test_source_and_configuration_files_are_never_outputs(tmp_path, monkeypatch, name, what):
+    monkeypatch.chdir(tmp_path)
+    msg = first_clash([("--gpuperf-json", name)])  # whether the file exists yet or not
+    assert msg == (
+        f"--gpuperf-json {name} is {what}: an output never overwrites a test module, a conftest "
+        "or a configuration file (did the option lose its value?); write it elsewhere"
+    )
+    os.symlink(tmp_path / name.split("/")[-1], tmp_path / "out.json")  # a link to one, too
+    assert what in first_clash([("-o", "out.json")])
+    assert first_clash([("-o", "test_b.json")]) is None
+
+
+def test_an_output_onto_a_collected_file_is_named_by_path_or_inode(tmp_path):
+    data = tmp_path / "data.txt"
+    data.write_text(">>> 1\n1\n")
+    os.link(data, tmp_path / "hard.txt")
+    for out in (data, tmp_path / "hard.txt"):
+        assert onto_collected([("--gpuperf-json", out)], [str(data)]) == (
+            f"--gpuperf-json {out} is the collected test file {data}: an output never overwrites "
+            "a test; write it elsewhere"
+        )
+    assert onto_collected([("--gpuperf-json", tmp_path / "r.json")], [str(data)]) is None
+
+
 def test_unwritable_outputs_are_named(tmp_path):
     (tmp_path / "file").write_text("x")
     assert unwritable("--json", tmp_path / "file" / "ab.json", create_dirs=True) == (
@@ -152,6 +182,43 @@ def test_an_output_onto_the_projects_configuration_is_refused(recorder):
     assert (recorder.path / "pyproject.toml").read_bytes() == before
 
 
+@pytest.mark.parametrize("flag", ["--gpuperf-json", "--gpuperf-html", "--gpuperf-markdown"])
+def test_an_option_whose_value_was_forgotten_never_overwrites_the_test_module(recorder, flag):
+    recorder.makeconftest("")
+    kept = {p: p.read_bytes() for p in (recorder.path / "test_x.py", recorder.path / "conftest.py")}
+    for target in ("test_x.py", "conftest.py"):  # `pytest --gpuperf-json test_x.py`
+        r = recorder.runpytest(flag, target)
+        assert r.ret == pytest.ExitCode.USAGE_ERROR
+        r.stderr.fnmatch_lines([f"ERROR: gpuperf: {flag} {target} is a *: an output never overwrites a test module*"])
+        assert "passed" not in r.stdout.str()
+    assert {p: p.read_bytes() for p in kept} == kept
+
+
+def test_an_output_onto_a_collected_non_python_test_file_is_refused(recorder):
+    doc = recorder.path / "doc.txt"
+    doc.write_text(">>> 1 + 1\n2\n")
+    r = recorder.runpytest("--doctest-glob=*.txt", "--gpuperf-json", "doc.txt")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines([f"ERROR: gpuperf: --gpuperf-json doc.txt is the collected test file {doc}: *"])
+    assert doc.read_text() == ">>> 1 + 1\n2\n"
+    (recorder.path / "cases.json").write_text("{}")  # a path the command line names: refused at configure time
+    r = recorder.runpytest("--gpuperf-json=cases.json", "cases.json")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["ERROR: gpuperf: --gpuperf-json cases.json is the test path */cases.json, which this run reads*"])
+    assert (recorder.path / "cases.json").read_text() == "{}"
+
+
+@pytest.mark.slow
+def test_under_xdist_the_controller_refuses_an_output_onto_a_collected_file(recorder):
+    doc = recorder.path / "doc.txt"
+    doc.write_text(">>> 1 + 1\n2\n")
+    r = recorder.runpytest_subprocess("-n", "2", "--doctest-glob=*.txt", "--gpuperf-json", "doc.txt")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in r.stdout.str() + r.stderr.str()
+    r.stdout.fnmatch_lines([f"*gpuperf: --gpuperf-json doc.txt is the collected test file {doc}: *"])
+    assert doc.read_text() == ">>> 1 + 1\n2\n"
+
+
 def test_distinct_outputs_are_written(recorder):
     r = recorder.runpytest("--gpuperf-json=bl/results.json", "--gpuperf-html=report.html")
     assert r.ret == 0
@@ -186,6 +253,18 @@ def test_report_never_overwrites_an_input_or_a_baseline(tmp_path, monkeypatch, c
     assert {p: p.read_bytes() for p in kept} == kept
     assert not (bl / "cpu.json").exists() or bl / "cpu.json" in kept
     assert main(["report", "r.json", "-o", "r.html", "--baseline-dir", "bl"]) == 0  # elsewhere: written
+
+
+@pytest.mark.parametrize("target", ["tests/test_b.py", "pytest.ini"])
+def test_report_never_overwrites_a_test_module_or_the_configuration(tmp_path, monkeypatch, capsys, target):
+    monkeypatch.chdir(tmp_path)
+    write_json(tmp_path / "r.json", VALID_RESULTS)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / target).write_text("def test_b():\n    pass\n")
+    assert main(["report", "r.json", "-o", target]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpuperf report: -o {target} is a ") and len(err.splitlines()) == 1
+    assert (tmp_path / target).read_text() == "def test_b():\n    pass\n"
 
 
 def test_an_unwritable_json_path_is_a_usage_error(project):

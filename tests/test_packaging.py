@@ -87,6 +87,13 @@ def test_the_sdist_builds_without_warnings_and_ships_no_lock_or_temporary_file(t
     assert "warning" not in output.lower(), output[-3000:]
     assert "baselines/h200.json" in names and "tests/test_packaging.py" in names
     assert "docs/examples/gpuperf-gate.yml" in names  # the workflow to copy, and its test's input
+    # the tools its tests run are in it (tests/test_slim_wheel.py: 5 errors without them) ...
+    tools = sorted(f"tools/{p.name}" for p in (ROOT / "tools").glob("*.py"))
+    assert tools and [t for t in tools if t not in names] == []
+    # ... the docs' evidence archive (raw GPU runs, most of the checkout) is not: no test reads it
+    assert (ROOT / "docs" / "evidence").is_dir()
+    assert [n for n in names if n.startswith("docs/evidence")] == []
+    assert "docs/gating.md" in names and "tests/data/evidence" in {n.rsplit("/", 2)[0] for n in names}
     (src / "baselines" / ".h200.json.lock").write_text("")
     (src / "baselines" / ".h200.json.x1.tmp").write_text("{")
     _, names = _build_sdist(src, tmp_path / "stray")
@@ -111,6 +118,28 @@ def test_the_wheel_and_the_sdist_ship_the_json_schemas_and_the_package_data(tmp_
     assert not [d for d in data if f"pytest_gpuperf/{d}" not in in_sdist], in_sdist
 
 
+def _unpacked_sdist(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*JUNK))
+    _build_sdist(src, tmp_path / "dist")
+    (archive,) = (tmp_path / "dist").glob("*.tar.gz")
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    (unpacked,) = (tmp_path / "unpacked").iterdir()
+    return unpacked
+
+
+@pytest.mark.slow
+def test_the_sdists_tools_tests_pass_from_the_sdist(tmp_path):
+    """tests/test_slim_wheel.py runs tools/slim_wheel.py: unpacked from the sdist, it passes
+    (5 errors while MANIFEST.in left tools/ out)."""
+    unpacked = _unpacked_sdist(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "CI", "GITHUB_ACTIONS")}
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_slim_wheel.py"]
+    run = subprocess.run(cmd, cwd=unpacked, env=env, capture_output=True, text=True, check=False)
+    assert run.returncode == 0 and " passed" in run.stdout and "error" not in run.stdout.lower(), run.stdout[-3000:]
+
+
 SDIST_INPUTS = [
     "tests/test_docs.py::test_the_readme_commands_are_what_ci_runs",
     "tests/test_baseline_store.py::test_the_lock_and_temporary_files_are_ignored_by_git",
@@ -124,13 +153,7 @@ def test_the_sdists_tests_skip_where_their_inputs_are_absent_and_fail_under_ci(t
     """Unpacked from the sdist (no git checkout, no .ci/run) in an environment without
     selenium (the `[test]` extra): the tests that need them are skipped, naming what is
     absent; under CI, which has them all, they fail. They failed outside CI too."""
-    src = tmp_path / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*JUNK))
-    _build_sdist(src, tmp_path / "dist")
-    (archive,) = (tmp_path / "dist").glob("*.tar.gz")
-    with tarfile.open(archive) as tar:
-        tar.extractall(tmp_path / "unpacked", filter="data")
-    (unpacked,) = (tmp_path / "unpacked").iterdir()
+    unpacked = _unpacked_sdist(tmp_path)
     hide = tmp_path / "hide" / "selenium"
     hide.mkdir(parents=True)
     (hide / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'selenium'\", name='selenium')\n")

@@ -89,28 +89,28 @@ def _same_session(a: Any, b: dict[str, Any]) -> bool:
 
 
 def merge_files(
-    ours: BaselineFile, theirs: BaselineFile, path: Path, base: BaselineFile | None = None
+    ours: BaselineFile,
+    theirs: BaselineFile,
+    path: Path,
+    base: BaselineFile | None = None,
+    sides: tuple[str, str, str] = ("ours", "theirs", "the ancestor"),
 ) -> BaselineFile:
     """One file holding every session of both: per metric the union of the two histories,
     sorted by date then session, a session both hold kept once (the copy with a restart
     record, else the larger by its JSON text, so the result does not depend on which side
     is which). Entry fields (environment, date, commit, flags) are the newer entry's. With
     `base` (git's common ancestor) a session or an entry one side removed and the other
-    left alone is removed. Raises BaselineError for files of different profiles or schema
-    versions, and for what it cannot merge without choosing: an entry of another device,
-    a metric whose unit or direction differs, a top-level key the sides set differently."""
-    for other in (theirs, base):
-        if other is None:
-            continue
-        if other.profile != ours.profile:
+    left alone is removed. Files of any schema version this package reads are merged as
+    read (a version-1 file is migrated on load), and the result is the current version.
+    Raises BaselineError, naming `path` and the side (`sides`: how ours, theirs and base
+    are called), for files of different profiles and for what it cannot merge without
+    choosing: an entry of another device, a metric whose unit or direction differs, a
+    top-level key the sides set differently."""
+    for other, name in ((theirs, sides[1]), (base, sides[2])):
+        if other is not None and other.profile != ours.profile:
             raise file_error(
-                path, f"cannot merge profile {ours.profile!r} with profile {other.profile!r}"
-            )
-        if other.read_version != ours.read_version:
-            raise file_error(
-                path,
-                f"cannot merge schema version {ours.read_version} with version "
-                f"{other.read_version}: re-save the older file with this pytest-gpuperf first",
+                path, f"cannot merge profile {ours.profile!r} ({sides[0]}) with profile "
+                f"{other.profile!r} ({name})",
             )
     entries: dict[str, dict[str, Any]] = {}
     old = base.entries if base is not None else {}
@@ -124,7 +124,7 @@ def merge_files(
                 entries[key] = kept  # one side's new entry (or one that gained sessions)
     updated = max((u for u in (ours.updated, theirs.updated) if u), default=None)
     extra = _merge_extra(ours.extra, theirs.extra, base.extra if base else None, path)
-    return BaselineFile(path, ours.profile, entries, updated, extra, ours.read_version)
+    return BaselineFile(path, ours.profile, entries, updated, extra)
 
 
 def _order(x: Any) -> str:

@@ -5,7 +5,7 @@ accept   restart named metrics' histories from a run's figures (an intended slow
 show     what the gate judges against: sessions per metric, dates, commits, hosts, GPUs,
          restarts, flagged and set-aside sessions
 merge    one file holding both files' sessions (two branches' saves)
-merge-driver  git's merge driver: `gpuperf baseline merge-driver %O %A %B`
+merge-driver  git's merge driver: `gpuperf baseline merge-driver %O %A %B %P`
 
 The edits themselves are baseline/edit.py's; files are written by baseline/store.py
 (locked, atomic); nothing here drops a saved session.
@@ -31,13 +31,24 @@ from .inputs import read_results
 
 REFUSED = 1  # a figure that must not restart a history (without --force)
 BAD_INPUT = 2
+NOT_WRITTEN = 3  # the disk refused (read-only, full, no permission, lock timeout)
+INTERRUPTED = 130  # Ctrl-C (SIGINT), as a shell reports it
 
 EXIT_CODES = """exit codes:
   0  done
   1  accept: refused (a figure inconclusive, measured on a busy host, or not ok; --force
      overrides); merge-driver: a conflict it cannot resolve (git keeps the conflict)
   2  bad input: a missing, unreadable or malformed results or baseline file, files of
-     different profiles or schema versions, a test the results do not hold
+     different profiles, a test the results do not hold
+  3  accept, merge: the file could not be written (a read-only or full disk, no permission,
+     the lock not acquired); it is as it was (the merge driver exits 1: a conflict)
+  130  interrupted (Ctrl-C): a baseline file is as it was or wholly written, never partial
+"""
+
+DRIVER_SETUP = """set up once per clone (.gitattributes is committed):
+  .gitattributes:  baselines/*.json merge=gpuperf
+  git config merge.gpuperf.driver "gpuperf baseline merge-driver %O %A %B %P"
+
 """
 
 
@@ -75,20 +86,43 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     m.add_argument("theirs", type=Path)
     m.add_argument("-o", "--output", type=Path, required=True,
                    help="one of the two inputs, or a new file")
-    d = cmds.add_parser("merge-driver", help="git's merge driver: %%O %%A %%B",
-                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for name in ("base", "ours", "theirs"):
-        d.add_argument(name, type=Path)
+    d = cmds.add_parser("merge-driver", help="git's merge driver: %%O %%A %%B %%P",
+                        epilog=DRIVER_SETUP + EXIT_CODES,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, what in (("base", "%%O: the common ancestor (git's temporary file)"),
+                       ("ours", "%%A: our side, where the merge is written"),
+                       ("theirs", "%%B: their side")):  # fmt: skip
+        d.add_argument(name, type=Path, help=what)
+    d.add_argument("path", type=Path, nargs="?", default=None,
+                   help="%%P: the baseline's path in the repository, named in messages")
 
 
 def main(args: argparse.Namespace) -> int:
     command = {"accept": accept_command, "show": show_command, "merge": merge_command,
                "merge-driver": merge_driver_command}[args.baseline_command]  # fmt: skip
+    said = f"gpuperf baseline {args.baseline_command}"
+    driver = args.baseline_command == "merge-driver"
     try:
         return command(args)
     except (UsageError, BaselineError) as exc:
-        print(f"gpuperf baseline {args.baseline_command}: {plain(exc)}", file=sys.stderr)
+        print(f"{said}: {plain(exc)}", file=sys.stderr)
         return BAD_INPUT
+    except OSError as exc:  # written through a temporary file: the old file stays whole
+        if args.baseline_command == "show":
+            raise  # writes no file
+        target = getattr(args, "target", None)
+        why = exc.strerror or str(exc)
+        if exc.filename and str(exc.filename) != str(target):
+            why += f" ({exc.filename})"
+        print(f"{said}: {target or 'the baseline'}: not written: {plain(why)}; the file is as "
+              f"it was{'; left as a conflict' if driver else ''}", file=sys.stderr)  # fmt: skip
+        return REFUSED if driver else NOT_WRITTEN
+    except KeyboardInterrupt:
+        if args.baseline_command == "show":
+            raise
+        print(f"{said}: interrupted; {getattr(args, 'target', None) or 'the baseline'} is as "
+              "it was or wholly written, never partial", file=sys.stderr)  # fmt: skip
+        return INTERRUPTED
 
 
 # ------------------------------------------------------------------------ accept
@@ -211,6 +245,7 @@ def accept_command(args: argparse.Namespace) -> int:
     for key, entry in updates.items():
         entry["metrics"] = {n: m for n, m in entry["metrics"].items() if n in names[key]}
     record = restart_record(args.reason.strip(), now, commit, _who(where), problems)
+    args.target = path  # named if the disk refuses the write
     rewrite(path, lambda current: restart(current, path, profile, updates, record, now))
     count = sum(len(e["metrics"]) for e in updates.values())
     print(f"accepted {count} figure(s) of {len(updates)} test(s) into {path}: history "
@@ -275,19 +310,33 @@ def show_lines(file: BaselineFile) -> list[str]:
 # ------------------------------------------------------------------------ merge
 
 
-def _load_input(path: Path, empty_ok: bool = False) -> BaselineFile | None:
+def _load_input(
+    path: Path, empty_ok: bool = False, side: str | None = None, shown: Path | None = None
+) -> BaselineFile | None:
+    """The baseline file at `path`; its errors name `side` (ours, theirs, the ancestor) and
+    `shown`, the file's real path, where `path` is git's temporary file of a merge."""
     if empty_ok and path.is_file() and path.stat().st_size == 0:
         return None  # git's ancestor of a file both sides added
-    found = load(path)
+    try:
+        found = load(path)
+    except BaselineError as exc:
+        if side is None:
+            raise
+        said, where = str(exc), f"baseline file {path}"
+        name = f"baseline file {path} ({side})" if shown is None else (
+            f"baseline file {shown} ({side}, git's {path.name})")
+        rest = said[len(where):] if said.startswith(where) else f": {said}"
+        raise BaselineError(f"{name}{rest}") from None
     if found is None and not empty_ok:
-        raise UsageError(f"no baseline file {path}")
+        raise UsageError(f"no baseline file {path}" + (f" ({side})" if side else ""))
     return found
 
 
 def merge_command(args: argparse.Namespace) -> int:
     """Both files' sessions into -o, which must be one of the two (its sessions are in
     the result) or a new file: an existing other file is never overwritten."""
-    ours, theirs = _load_input(args.ours), _load_input(args.theirs)
+    ours = _load_input(args.ours, side="ours")
+    theirs = _load_input(args.theirs, side="theirs")
     assert ours is not None and theirs is not None
     out = Path(args.output)
     inputs = {os.path.realpath(args.ours): "ours", os.path.realpath(args.theirs): "theirs"}
@@ -301,8 +350,9 @@ def merge_command(args: argparse.Namespace) -> int:
             raise UsageError(f"-o {out} appeared while merging: not overwriting it")
         a = current if side == "ours" and current is not None else ours
         b = current if side == "theirs" and current is not None else theirs
-        return merge_files(a, b, out)
+        return merge_files(a, b, out, sides=(f"ours {args.ours}", f"theirs {args.theirs}", ""))
 
+    args.target = out
     merged = rewrite(out, change)
     print(f"merged {args.ours} and {args.theirs} into {out}: {_count(merged)}")
     return 0
@@ -318,12 +368,16 @@ def merge_driver_command(args: argparse.Namespace) -> int:
     """git's merge driver (`merge=gpuperf`): the merge of %A (ours) and %B (theirs) with
     %O (their common ancestor) written into %A; exit 0, or 1 with the file left as git
     gave it where the two cannot be merged without choosing (git then reports a
-    conflict)."""
+    conflict). %P, the file's path in the repository, is what messages name (git's
+    temporary files mean nothing to the user); each message says which side is bad."""
+    shown = args.path
+    args.target = shown or args.ours
     try:
-        base = _load_input(args.base, empty_ok=True)
-        ours, theirs = _load_input(args.ours), _load_input(args.theirs)
+        base = _load_input(args.base, empty_ok=True, side="the ancestor", shown=shown)
+        ours = _load_input(args.ours, side="ours", shown=shown)
+        theirs = _load_input(args.theirs, side="theirs", shown=shown)
         assert ours is not None and theirs is not None
-        merged = merge_files(ours, theirs, Path(args.ours), base)
+        merged = merge_files(ours, theirs, shown or Path(args.ours), base)
         write_unlocked(Path(args.ours), merged)
     except (UsageError, BaselineError) as exc:
         print(f"gpuperf baseline merge-driver: {plain(exc)}; left as a conflict",

@@ -1,7 +1,8 @@
 """GitHub Actions workflow commands for a run (printed where GITHUB_ACTIONS is "true"): an
 `::error` annotation for each line of the performance gate, at the failing test's file and
 line where the run collected it, so that a regression shows on the pull request's diff and
-in the run's summary. Pure: lines in, lines out."""
+in the run's summary, and `::warning`s (a missing baseline). Every message and property is
+escaped as GitHub's toolkit does. Pure: lines in, lines out."""
 
 from __future__ import annotations
 
@@ -40,3 +41,9 @@ def error_annotations(
         title = "title=gpuperf%3A performance regression"
         out.append(f"::error {where + ',' if where else ''}{title}::{_data(line)}")
     return out
+
+
+def warning_annotation(title: str, text: str) -> str:
+    """A `::warning` command with its title and message escaped (a path may hold `%`, `:`
+    or a newline, which would otherwise end the command or start another)."""
+    return f"::warning title={_prop(title)}::{_data(text)}"

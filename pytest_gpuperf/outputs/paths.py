@@ -1,6 +1,10 @@
-"""Where a run's outputs may go: never onto one of its inputs, a baseline file, or another
-output of the same run. pytest checks at configure time (a usage error before any test
-runs), `gpuperf report` and `gpuperf ab` before they read or measure anything (exit 2).
+"""Where a run's outputs may go: never onto one of its inputs, a baseline file, another
+output of the same run, a Python file (a test module, a conftest: an option whose value was
+forgotten takes the next argument, `--gpuperf-json tests/test_b.py`), a test file the run
+collected, or a project's configuration file (pytest.ini, pyproject.toml, tox.ini, setup.cfg).
+pytest checks at configure time (a usage error before any test runs; a collected test file
+once collection ends, before any test runs), `gpuperf report` and `gpuperf ab` before they
+read or measure anything (exit 2).
 
 Paths are compared after `os.path.realpath` (relative paths, `..` and symbolic links
 resolved) and, where both exist, by inode (a hard link is the same file). No pytest here.
@@ -19,6 +23,11 @@ from ..baseline.store import MAX_BYTES as SNIFF_BYTES  # a larger file is no usa
 
 # a baseline's schema field, found in a file too damaged to parse
 SCHEMA_FIELD = re.compile(rb'"schema"\s*:\s*"' + re.escape(BASELINE_SCHEMA.encode()) + rb'"')
+# files that configure a project: never an output, wherever they lie
+CONFIG_NAMES = frozenset(
+    ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", "setup.py")
+)
+SOURCE_SUFFIXES = (".py", ".pyi", ".pyw")
 Named = tuple[str, "str | os.PathLike[str] | None"]  # (what it is, for messages; its path)
 
 
@@ -103,10 +112,60 @@ def first_clash(
                     f"{what} {path} is the baseline file of profile {profile!r} in {src} "
                     f"{directory}: write the output elsewhere"
                 )
+        if why := _source_file(path):
+            return (
+                f"{what} {path} is {why}: an output never overwrites a test module, a "
+                "conftest or a configuration file (did the option lose its value?); write "
+                "it elsewhere"
+            )
         if is_baseline_file(path):
             return (
                 f"{what} {path} is a pytest-gpuperf baseline file ({BASELINE_SCHEMA}): an "
                 "output never overwrites a baseline; write it elsewhere"
+            )
+    return None
+
+
+def _source_file(path: str) -> str | None:
+    """What `path` is where it names a project's source or configuration file, else None."""
+    name = os.path.basename(_real(path))
+    given = os.path.basename(path)
+    if CONFIG_NAMES.intersection((name, given)):
+        return "a project configuration file"
+    if name.endswith(SOURCE_SUFFIXES) or given.endswith(SOURCE_SUFFIXES):
+        return "a conftest" if "conftest.py" in (name, given) else "a Python source file"
+    return None
+
+
+def onto_collected(
+    outputs: Iterable[Named], files: Iterable[str | os.PathLike[str]]
+) -> str | None:
+    """The first output that is one of the test files the run collected (by path or inode:
+    one pass over `files`, however many), as one message naming both, else None."""
+    outs = [(what, os.fspath(p)) for what, p in outputs if p is not None and os.fspath(p)]
+    if not outs:
+        return None
+    reals: dict[str, str] = {}
+    inodes: dict[tuple[int, int], str] = {}
+    for f in files:
+        reals.setdefault(_real(f), os.fspath(f))
+        try:
+            st = os.stat(f)
+        except OSError:
+            continue
+        inodes.setdefault((st.st_dev, st.st_ino), os.fspath(f))
+    for what, path in outs:
+        found = reals.get(_real(path))
+        if found is None:
+            try:
+                st = os.stat(path)
+                found = inodes.get((st.st_dev, st.st_ino))
+            except OSError:
+                pass
+        if found is not None:
+            return (
+                f"{what} {path} is the collected test file {found}: an output never "
+                "overwrites a test; write it elsewhere"
             )
     return None
 

@@ -40,6 +40,7 @@ from .options import (
     get_session,
     pytest_addoption,
     resolve_aliases,
+    run_outputs,
     warn_deprecated,
 )
 
@@ -172,6 +173,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from ..run.session import Outputs
 
     config.pluginmanager.register(Outputs(sess), "gpuperf-outputs")
+    if getattr(config.option, "xmlpath", None):  # --junitxml: valid under its family
+        from .junit import JunitProperties
+
+        config.pluginmanager.register(JunitProperties(config), "gpuperf-junit")
     from ..run.benchflags import SaveHandover
 
     config.pluginmanager.register(SaveHandover(lambda: bool(sess.results)), "gpuperf-benchsave")
@@ -210,8 +215,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             output[DEFERRED_KEY] = [node_id(i) for i in later]
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """pytest-xdist's controller, given a worker's test ids: no output onto a test file."""
+    from ..outputs.paths import onto_collected
+
+    config = node.config
+    files = {str(config.rootpath / i.split("::", 1)[0]) for i in ids}
+    if clash := onto_collected(run_outputs(config, get_session(config)), files):
+        pytest.exit(f"gpuperf: {clash}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     sess = get_session(session.config)
+    from ..fresh.workers import is_worker
+    from ..outputs.paths import onto_collected
+
+    files = {str(item.path) for item in session.items}  # not only .py: a plugin's test files
+    outputs = [] if is_worker(session.config) else run_outputs(session.config, sess)
+    if clash := onto_collected(outputs, files):  # a worker's: the controller checks its ids
+        raise pytest.UsageError(f"gpuperf: {clash}")
     ids = [node_id(item) for item in session.items]
     sess.collected = set(ids)
     sess.locations = {node_id(i): (str(i.location[0]), i.location[1]) for i in session.items}

@@ -470,29 +470,34 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
     return None
 
 
-def _output_clash(config: pytest.Config, sess: GpuPerfSession) -> str | None:
-    """An output of this run that would land on its baseline file (the directory's file of
-    any known profile, existing or not), on any baseline file, or on another output."""
-    opts = sess.options
+def run_outputs(config: pytest.Config, sess: GpuPerfSession) -> list[tuple[str, Any]]:
+    """(option, path) of every file this run writes (a None path: not asked for)."""
+    import os
+
     bench = None
     if config.pluginmanager.hasplugin("benchmark"):
         bench = config.getoption("benchmark_json", None)
         bench = getattr(bench, "name", bench)  # pytest-benchmark < 5.3: an open file
-    if not any(path for _, path in opts.output_files()) and not bench:
-        return None
+    return [*sess.options.output_files(),
+            ("--benchmark-json", bench if isinstance(bench, str | os.PathLike) else None),
+            ("--junitxml", getattr(config.option, "xmlpath", None)),
+            ("GITHUB_STEP_SUMMARY", os.environ.get("GITHUB_STEP_SUMMARY"))]  # fmt: skip
+
+
+def _output_clash(config: pytest.Config, sess: GpuPerfSession) -> str | None:
+    """An output of this run on a baseline file (outputs/paths.py), an input, a path the
+    command line names to collect, a source or configuration file, or another output."""
+    outputs = run_outputs(config, sess)
+    if not any(path for _, path in outputs[:4]):
+        return None  # the step summary and JUnit XML are checked beside one of these
     import contextlib
-    import os
 
     from ..outputs.paths import first_clash
-
-    names = {opts.profile}
+    names = {sess.options.profile}
     with contextlib.suppress(pytest.UsageError):  # reported at session start, naming it
         names.update(sess.registry.names())
-    outputs = [
-        *opts.output_files(),
-        ("--benchmark-json", bench if isinstance(bench, str | os.PathLike) else None),
-        ("--junitxml", getattr(config.option, "xmlpath", None)),
-        ("GITHUB_STEP_SUMMARY", os.environ.get("GITHUB_STEP_SUMMARY")),
-    ]
-    inputs = [("the ini file", config.inipath), ("the profiles file", sess.pyproject)]
-    return first_clash(outputs, inputs, [("--gpuperf-baseline-dir", opts.baseline_dir, names)])
+    here = config.invocation_params.dir
+    inputs = [("the ini file", config.inipath), ("the profiles file", sess.pyproject),
+              *(("the test path", here / a.split("::")[0]) for a in config.args)]  # fmt: skip
+    return first_clash(outputs, inputs, [("--gpuperf-baseline-dir", sess.options.baseline_dir,
+                                          names)])  # fmt: skip
