@@ -3,6 +3,7 @@
 import json
 import math
 import random
+import statistics
 from pathlib import Path
 
 import pytest
@@ -339,3 +340,17 @@ def test_a_class_of_thousands_is_screened_without_a_pool_per_figure(monkeypatch)
     assert model.spread("m3000::throughput").source == "own, noisier than its class"
     assert model.classes["model"].pool_metrics > 2900
     assert len(calls) < 20, len(calls)
+
+
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=2, max_size=12))
+def test_a_metric_s_variance_is_statistics_variance_to_the_bit(xs):
+    from pytest_gpuperf.judging import noise
+
+    try:
+        want = statistics.variance(xs)
+    except OverflowError:  # its Fraction of a square beyond a float's range
+        with pytest.raises(OverflowError):
+            noise._var(xs)
+        return
+    got = noise._var(xs)
+    assert got == want and math.copysign(1, got) == math.copysign(1, want), (got, want)

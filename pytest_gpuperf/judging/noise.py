@@ -136,7 +136,21 @@ def _median(xs: Iterable[float]) -> float:
 
 
 def _var(xs: Sequence[float]) -> float:
-    return statistics.variance(xs) if len(xs) > 1 else math.nan
+    """statistics.variance, to the bit (the exact variance, rounded once), in integers:
+    its Fractions cost seconds over a baseline of 20,000 figures. A float is an integer
+    over a power of two; over the largest such denominator D every value is an integer
+    X, and the variance is (n sum X^2 - (sum X)^2) / (n (n - 1) D^2), which Python's
+    integer division rounds correctly."""
+    n = len(xs)
+    if n < 2:
+        return math.nan
+    if not all(isinstance(x, float) and math.isfinite(x) for x in xs):
+        return statistics.variance(xs)
+    ratios = [x.as_integer_ratio() for x in xs]
+    den = max(d for _, d in ratios)
+    ints = [num * (den // d) for num, d in ratios]
+    s1 = sum(ints)
+    return (n * sum(x * x for x in ints) - s1 * s1) / (n * (n - 1) * den * den)
 
 
 def f_isf(p: float, dfn: float, dfd: float) -> float:
