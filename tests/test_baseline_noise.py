@@ -354,3 +354,30 @@ def test_a_metric_s_variance_is_statistics_variance_to_the_bit(xs):
         return
     got = noise._var(xs)
     assert got == want and math.copysign(1, got) == math.copysign(1, want), (got, want)
+
+
+def _leave_one_out_before_2026_12_07(deviations):
+    from pytest_gpuperf.judging.noise import MIN_RUN_OTHERS
+
+    out = []
+    for i in range(len(deviations)):
+        others = [d for j, d in enumerate(deviations) if j != i]
+        out.append(statistics.median(others) if len(others) >= MIN_RUN_OTHERS else None)
+    return out
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(min_value=-1.0, max_value=1.0), st.sampled_from([0.0, -0.0, 0.01, 1e-300])
+        ),
+        max_size=30,
+    )
+)
+def test_leave_one_out_is_the_median_of_the_others_to_the_bit(deviations):
+    from pytest_gpuperf.judging.noise import leave_one_out
+
+    got, want = leave_one_out(deviations), _leave_one_out_before_2026_12_07(deviations)
+    assert [None if g is None else (g, math.copysign(1, g)) for g in got] == [
+        None if w is None else (w, math.copysign(1, w)) for w in want
+    ]

@@ -476,9 +476,28 @@ def _offsets(
 def leave_one_out(deviations: Sequence[float]) -> list[float | None]:
     """For each metric, the median of the OTHER metrics' deviations: the run's offset that
     metric is judged after, so that its own change (a regression) never moves it. None
-    where fewer than MIN_RUN_OTHERS others exist."""
+    where fewer than MIN_RUN_OTHERS others exist. Sorted once: without the i-th value the
+    sorted list is the whole one less one copy of that value, whose middle is read off
+    the whole by index (statistics.median's own arithmetic: equal to the bit, where sorting
+    each metric's others made a 50,000-test run's judging quadratic)."""
+    n = len(deviations)
+    if n - 1 < MIN_RUN_OTHERS:
+        return [None] * n
+    if not all(math.isfinite(d) for d in deviations):  # NaN sorts by position: as before
+        return [_median([d for j, d in enumerate(deviations) if j != i]) for i in range(n)]
+    order = sorted(range(n), key=lambda i: deviations[i])
+    ranked = [deviations[i] for i in order]
+    rank = {i: r for r, i in enumerate(order)}
+    m = n - 1  # the others of each
+
+    def at(j: int, gone: int) -> float:  # the j-th of the others, `gone` the removed rank
+        return ranked[j] if j < gone else ranked[j + 1]
+
     out: list[float | None] = []
-    for i in range(len(deviations)):
-        others = [d for j, d in enumerate(deviations) if j != i]
-        out.append(_median(others) if len(others) >= MIN_RUN_OTHERS else None)
+    for i in range(n):
+        r = rank[i]
+        if m % 2:
+            out.append(at(m // 2, r))
+        else:
+            out.append((at(m // 2 - 1, r) + at(m // 2, r)) / 2)
     return out
