@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable
@@ -76,9 +77,25 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# a JSON escape of a UTF-16 surrogate: "\ud800" alone is valid JSON and no text (nothing
+# can print or write it); the text is strict UTF-8, so only an escape can bring one in
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def parse_json(text: str) -> Any:
-    """Strict JSON: no NaN/Infinity, no duplicate keys, no huge integers, bounded nesting.
+    """Strict JSON: no NaN/Infinity, no duplicate keys, no huge integers, bounded nesting,
+    no unpaired surrogate (the one rule of the baseline loader and the results reader).
     Raises ValueError with a message fit to follow a file name."""
+    data = _loads(text)
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then the whole check
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"holds an unpaired surrogate ({exc.reason})") from None
+    return data
+
+
+def _loads(text: str) -> Any:
     try:
         return json.loads(
             text,

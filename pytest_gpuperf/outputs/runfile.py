@@ -9,7 +9,6 @@ baselines apply (a regular file, 32 MiB, strict UTF-8 JSON)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -37,10 +36,6 @@ def read_run(path: Path) -> tuple[dict[str, Any], RunSummary]:
         data = parse_json(text)
     except ValueError as exc:
         raise ResultsFileError(f"{where}: {exc}") from None
-    try:  # "\ud800" is valid JSON and no text: nothing could write it
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ResultsFileError(f"{where}: holds an unpaired surrogate ({exc.reason})") from None
     if isinstance(data, dict) and isinstance(data.get("gpuperf"), dict):
         data = data["gpuperf"]  # pytest-benchmark's JSON with our section
     return data, summary_from_payload(data, where, source=str(path))
