@@ -300,6 +300,21 @@ def _marker_error(nodeid: str, marker: str, exc: Exception) -> pytest.Collector.
     return pytest.Collector.CollectError(f"{nodeid}: @pytest.mark.{marker}: {exc}")
 
 
+def _one_value_per_node(seen: dict[tuple[int, str], Any], node: int, kw: dict[str, Any]) -> None:
+    """Two gpuperf markers on one function (or one class, one module) that give a setting
+    two values: refused, since neither is closer to the test. Across levels the closest
+    marker wins, as pytest's get_closest_marker: the function's over its class's over its
+    module's (docs/writing-benchmarks.md, "Settings")."""
+    for name, value in kw.items():
+        if (node, name) in seen and seen[(node, name)] != value:
+            raise SettingError(
+                f"two markers on one test set {name} ({seen[(node, name)]!r} and {value!r}): "
+                "keep one (a marker closer to the test, on the function over its class over "
+                "its module, wins)"
+            )
+        seen[(node, name)] = value
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not _marked(metafunc.definition, (*REQUIREMENT_MARKERS, "gpuperf", "gpu_dtype")):
         return
@@ -312,11 +327,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 parse(m.args, dict(m.kwargs))
             except marks.MarkerError as exc:
                 raise _marker_error(nodeid, name, exc) from None
-    for m in metafunc.definition.iter_markers("gpuperf"):
+    seen: dict[tuple[int, str], Any] = {}  # (the node marked, setting) -> its value
+    for node, m in metafunc.definition.iter_markers_with_node("gpuperf"):
         try:
             if m.args:
                 raise SettingError(f"takes keyword settings only, got {m.args!r}")
             check_order(parse_layer(dict(m.kwargs), "marker"))
+            _one_value_per_node(seen, id(node), dict(m.kwargs))
         except SettingError as exc:
             raise _marker_error(nodeid, "gpuperf", exc) from None
     dtype_marks = list(metafunc.definition.iter_markers("gpu_dtype"))
