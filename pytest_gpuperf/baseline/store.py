@@ -19,7 +19,13 @@ from typing import Any
 from ..core.figures import MAX_INT_DIGITS
 from .schema import BaselineError, BaselineFile, file_error, merge, validate
 
-MAX_BYTES = 32 * 2**20  # a baseline of the whole shipped suite is about 100 KB
+# The capacity rule, one for writers and readers: no gpuperf tool writes a baseline or
+# results file larger than this (a save, an accept or a merge that would is refused before
+# anything is written, naming the size), and every reader accepts a file up to it. About
+# 50,000 tests' baseline is 60-100 MiB and their results file 150-165 MiB; read back, a
+# file of the limit takes under 2 GiB. A larger file is no file of ours (or an edited one),
+# and is refused before it is parsed.
+MAX_BYTES = 256 * 2**20
 
 
 LOCK_TIMEOUT_S = 60
@@ -52,6 +58,10 @@ def locate(
     if found is not None and found.profile != name:
         raise file_error(path, f"belongs to profile {found.profile!r}, not {name!r}")
     return path, name, found
+
+
+class CapacityError(BaselineError):
+    """A file that would be over MAX_BYTES: not written (the capacity rule)."""
 
 
 class _Bad(ValueError):
@@ -219,8 +229,27 @@ def write_unlocked(path: Path, content: BaselineFile) -> None:
     """Write `content` to `path` atomically, checked by the loader's rules first, without
     the lock: for a file no other writer can know (git's temporary files of a merge,
     which a merge driver writes; `rewrite` holds the lock for every other write)."""
-    validate(path, json.loads(json.dumps(content.to_json())))  # what we write, we can read
-    _write_atomic(path, json.dumps(content.to_json(), indent=2, allow_nan=False) + "\n")
+    text = json.dumps(content.to_json(), indent=2, allow_nan=False) + "\n"
+    if (why := over_capacity(text)) is not None:
+        raise CapacityError(f"baseline file {path}: not written: {why}")
+    validate(path, json.loads(text))  # what we write, we can read
+    _write_atomic(path, text)
+
+
+def over_capacity(text: str) -> str | None:
+    """Why `text` must not be written, where it would make a file over MAX_BYTES that no
+    reader would read: the writers' half of the capacity rule (the baseline's and the
+    results file's), said after "not written: ". None where it fits."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= MAX_BYTES:
+        return None
+    from ..core.units import format_size
+
+    return (
+        f"it would be {format_size(size)}, over the {format_size(MAX_BYTES)} every gpuperf "
+        "reader accepts (split the suite over several baseline directories or results "
+        "files: a run per test folder)"
+    )
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -5,7 +5,7 @@ and `gpuperf report` both come here, and the outputs receive the RunSummary buil
 Every field an output or a verdict reads is checked here, including those the plugin itself
 writes (a file may have been edited, or written by someone else): a file is taken whole or
 refused with one ResultsFileError that names the file and the field. The same limits as for
-baselines apply (a regular file, 32 MiB, strict UTF-8 JSON)."""
+baselines apply (a regular file, store.MAX_BYTES, strict UTF-8 JSON)."""
 
 from __future__ import annotations
 
