@@ -46,6 +46,7 @@ What `fit` does, class by class:
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections import defaultdict
@@ -355,9 +356,8 @@ def _screened(voters: Mapping[str, tuple[float, float]]) -> tuple[set[str], set[
     metrics kept and the last set of at least MIN_POOL the screen held (the same where
     the pool stands)."""
     keep = last = set(voters)
-    quantiles: dict[tuple[float, float], float] = {}
     for _ in range(10):
-        new = _screen_round(voters, keep, quantiles)
+        new = _screen_round(voters, keep)
         if new == keep:
             break
         keep = new
@@ -370,11 +370,7 @@ def _screened(voters: Mapping[str, tuple[float, float]]) -> tuple[set[str], set[
 _ROUNDING = 2.0**-53  # a double's unit roundoff
 
 
-def _screen_round(
-    voters: Mapping[str, tuple[float, float]],
-    keep: set[str],
-    quantiles: dict[tuple[float, float], float],
-) -> set[str]:
+def _screen_round(voters: Mapping[str, tuple[float, float]], keep: set[str]) -> set[str]:
     """One pass of the screen: the voters that pass the F test against the pool of the
     others in `keep`. The pool of "all kept but k" is the whole pool's sums less k's own
     (one sum per pass, not one per voter: a class of 20,000 figures took minutes); where
@@ -395,13 +391,13 @@ def _screen_round(
     new = set()
     for k, (v, d) in voters.items():
         if not (exact_df and math.isfinite(spread)):
-            passed = _passes(voters, keep, k, quantiles)
+            passed = _passes(voters, keep, k)
         else:
             df = df_all - (d if k in keep else 0.0)
             if df <= 0:
                 new.add(k)
                 continue
-            f = _quantile(quantiles, d, df)
+            f = _bound(d, df)
             num = total - weighted.get(k, 0.0)
             low, high = (num - err) / df * f, (num + err) / df * f
             if v <= low - abs(low) * 1e-12:  # the division and product round a few ulps
@@ -409,31 +405,23 @@ def _screen_round(
             elif v > high + abs(high) * 1e-12:
                 passed = False
             else:  # too close to call from the difference: the pool summed afresh
-                passed = _passes(voters, keep, k, quantiles)
+                passed = _passes(voters, keep, k)
         if passed:
             new.add(k)
     return new
 
 
-def _quantile(quantiles: dict[tuple[float, float], float], d: float, df: float) -> float:
-    """The F test's bound for (d, df) degrees of freedom, computed once per pair."""
-    if (d, df) not in quantiles:
-        quantiles[(d, df)] = f_isf(SCREEN_P, d, df)
-    return quantiles[(d, df)]
+@functools.lru_cache(maxsize=4096)
+def _bound(d: float, df: float) -> float:
+    """The screen's F bound for (d, df) degrees of freedom: few pairs recur, each once."""
+    return f_isf(SCREEN_P, d, df)
 
 
-def _passes(
-    voters: Mapping[str, tuple[float, float]],
-    keep: set[str],
-    k: str,
-    quantiles: dict[tuple[float, float], float],
-) -> bool:
+def _passes(voters: Mapping[str, tuple[float, float]], keep: set[str], k: str) -> bool:
     """Whether voter k passes the F test against the pool of the others kept, that pool
     summed afresh (`pooled_variance`): the screen's definition."""
     sp, df = pooled_variance(voters, keep - {k})
-    if df <= 0:
-        return True
-    return voters[k][0] <= sp * _quantile(quantiles, voters[k][1], df)
+    return df <= 0 or voters[k][0] <= sp * _bound(voters[k][1], df)
 
 
 def _offsets(
