@@ -294,7 +294,7 @@ def _screened_before_2026_12_07(voters):
 
 _VARIANCES = st.one_of(
     st.floats(min_value=0.0, max_value=1e3, allow_subnormal=False),
-    st.sampled_from([0.0, 1e-6, 1e-4, 1e-4 * (1 + 2**-50), 0.01, 0.04, 1.0]),  # ties
+    st.sampled_from([0.0, 5e-324, 1e-300, 1e-6, 1e-4, 1e-4 * (1 + 2**-50), 0.04, 1.0]),  # ties
 )
 
 

@@ -386,11 +386,11 @@ def _screen_round(voters: Mapping[str, tuple[float, float]], keep: set[str]) -> 
     df_all = math.fsum(dfs)
     exact_df = all(float(d).is_integer() for d in dfs) and df_all < 2.0**52
     # |the sum in key order - the exact sum| <= (n-1)u * sum|x| (Higham); the difference
-    # taken here rounds twice more
+    # taken here rounds twice more (sums near the subnormals: summed afresh, below)
     err = 2 * (len(keys) + 4) * _ROUNDING * spread
     new = set()
     for k, (v, d) in voters.items():
-        if not (exact_df and math.isfinite(spread)):
+        if not (exact_df and math.isfinite(spread) and (spread == 0 or spread > 1e-250)):
             passed = _passes(voters, keep, k)
         else:
             df = df_all - (d if k in keep else 0.0)
