@@ -96,3 +96,55 @@ def test_the_settings_noise_classes_are_the_noise_models():
     # every class a benchmark's figure can be in, but the kernel-time class: a declared
     # class is the wall time's, and a GPU kernel-time figure is always in its own
     assert ("auto", *(c for c in CLASSES if c != KERNEL_TIME)) == NOISE_CLASSES
+
+
+TWO_MARKERS = """
+import pytest
+
+@pytest.mark.gpuperf(tolerance=0.05)
+@pytest.mark.gpuperf(tolerance=0.10)
+def test_two(gpu_benchmark):
+    pass
+"""
+
+CLOSEST_MARKER = """
+import pytest
+
+pytestmark = pytest.mark.gpuperf(tolerance=0.2)
+
+@pytest.mark.gpuperf(tolerance=0.07)
+@pytest.mark.gpuperf(tolerance=0.07, max_time=1)
+def test_agree(gpu_benchmark):
+    from vclock import spin
+    assert gpu_benchmark(lambda: spin(0.001)).config["tolerance"] == 0.07
+
+class TestC:
+    pytestmark = pytest.mark.gpuperf(tolerance=0.08)
+
+    @pytest.mark.gpuperf(tolerance=0.06)
+    def test_closest(self, gpu_benchmark):
+        from vclock import spin
+        assert gpu_benchmark(lambda: spin(0.001)).config["tolerance"] == 0.06
+
+    def test_class(self, gpu_benchmark):
+        from vclock import spin
+        assert gpu_benchmark(lambda: spin(0.001)).config["tolerance"] == 0.08
+
+def test_module(gpu_benchmark):
+    from vclock import spin
+    assert gpu_benchmark(lambda: spin(0.001)).config["tolerance"] == 0.2
+"""
+
+
+def test_two_markers_giving_one_setting_two_values_on_one_test_are_refused(project):
+    """Issue 58: two gpuperf(tolerance=) markers on one function were resolved silently
+    (the one nearer the `def` won). Now refused, naming both values; across levels the
+    closest wins (function over class over module), as pytest's get_closest_marker."""
+    project.makepyfile(test_m=TWO_MARKERS, test_c=CLOSEST_MARKER)
+    result = project.runpytest(*FAST, "test_m.py")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*test_m.py::test_two: @pytest.mark.gpuperf: two markers on one test set tolerance "
+         "(0.1 and 0.05): keep one*"]
+    )  # fmt: skip
+    project.runpytest(*FAST, "test_c.py").assert_outcomes(passed=4)

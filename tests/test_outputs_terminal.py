@@ -104,3 +104,17 @@ def test_a_run_of_recorded_figures_alone_prints_no_results_table(project):
     out = result.stdout.str()
     assert "test_o.py::test_sizes::max_batch: 24 samples" in out
     assert "throughput" not in out and "median/call" not in out  # no empty header
+
+
+@pytest.mark.parametrize("figures", [9, 1000, 20000, 10**7])
+def test_the_confidence_line_never_rounds_a_run_s_confidence_to_certainty(figures):
+    """Issue 58: a 20,000-figure run said "judged at 100.000% confidence"."""
+    from pytest_gpuperf.outputs.terminal import verdict_count_line
+
+    confidence = 1 - 0.01 / figures
+    line = verdict_count_line([["UNCHANGED"]], confidence, 0)
+    shown = line.split("judged at ")[1].split("%")[0]
+    assert float(shown) < 100
+    assert abs(float(shown) / 100 - confidence) <= 0.01 / figures / 2  # and close to it
+    if figures == 9:
+        assert "99.889%" in line  # three decimals where they suffice, as before

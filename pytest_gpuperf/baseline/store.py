@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable
@@ -18,7 +19,13 @@ from typing import Any
 from ..core.figures import MAX_INT_DIGITS
 from .schema import BaselineError, BaselineFile, file_error, merge, validate
 
-MAX_BYTES = 32 * 2**20  # a baseline of the whole shipped suite is about 100 KB
+# The capacity rule, one for writers and readers: no gpuperf tool writes a baseline or
+# results file larger than this (a save, an accept or a merge that would is refused before
+# anything is written, naming the size), and every reader accepts a file up to it. About
+# 50,000 tests' baseline is 60-100 MiB and their results file 150-165 MiB; read back, a
+# file of the limit takes under 2 GiB. A larger file is no file of ours (or an edited one),
+# and is refused before it is parsed.
+MAX_BYTES = 256 * 2**20
 
 
 LOCK_TIMEOUT_S = 60
@@ -53,6 +60,10 @@ def locate(
     return path, name, found
 
 
+class CapacityError(BaselineError):
+    """A file that would be over MAX_BYTES: not written (the capacity rule)."""
+
+
 class _Bad(ValueError):
     pass
 
@@ -76,9 +87,25 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# a JSON escape of a UTF-16 surrogate: "\ud800" alone is valid JSON and no text (nothing
+# can print or write it); the text is strict UTF-8, so only an escape can bring one in
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def parse_json(text: str) -> Any:
-    """Strict JSON: no NaN/Infinity, no duplicate keys, no huge integers, bounded nesting.
+    """Strict JSON: no NaN/Infinity, no duplicate keys, no huge integers, bounded nesting,
+    no unpaired surrogate (the one rule of the baseline loader and the results reader).
     Raises ValueError with a message fit to follow a file name."""
+    data = _loads(text)
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then the whole check
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"holds an unpaired surrogate ({exc.reason})") from None
+    return data
+
+
+def _loads(text: str) -> Any:
     try:
         return json.loads(
             text,
@@ -203,8 +230,27 @@ def write_unlocked(path: Path, content: BaselineFile) -> None:
     """Write `content` to `path` atomically, checked by the loader's rules first, without
     the lock: for a file no other writer can know (git's temporary files of a merge,
     which a merge driver writes; `rewrite` holds the lock for every other write)."""
-    validate(path, json.loads(json.dumps(content.to_json())))  # what we write, we can read
-    _write_atomic(path, json.dumps(content.to_json(), indent=2, allow_nan=False) + "\n")
+    text = json.dumps(content.to_json(), indent=2, allow_nan=False) + "\n"
+    if (why := over_capacity(text)) is not None:
+        raise CapacityError(f"baseline file {path}: not written: {why}")
+    validate(path, json.loads(text))  # what we write, we can read
+    _write_atomic(path, text)
+
+
+def over_capacity(text: str) -> str | None:
+    """Why `text` must not be written, where it would make a file over MAX_BYTES that no
+    reader would read: the writers' half of the capacity rule (the baseline's and the
+    results file's), said after "not written: ". None where it fits."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= MAX_BYTES:
+        return None
+    from ..core.units import format_size
+
+    return (
+        f"it would be {format_size(size)}, over the {format_size(MAX_BYTES)} every gpuperf "
+        "reader accepts (split the suite over several baseline directories or results "
+        "files: a run per test folder)"
+    )
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -15,6 +15,7 @@ with each benchmark's own tolerance unless --tolerance is given.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ EXIT_CODES = """exit codes:
      Also an output that would land on an input, a baseline file or another output, or
      that cannot be written
   130, 143, 129  (ab) stopped by Ctrl-C, SIGTERM or SIGHUP; its base worktree is removed
+  141  the output's reader left (`gpuperf baseline show | head`): stopped quietly
 """
 
 
@@ -130,8 +132,26 @@ def ab_doc() -> str:
     return (ab.__doc__ or "").strip()
 
 
+PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a command whose reader left
+
+
 def main(argv: list[str] | None = None) -> int:
-    """The `gpuperf` command: parse the command line, run the subcommand, its exit code."""
+    """The `gpuperf` command: parse the command line, run the subcommand, its exit code.
+    Output into a pipe whose reader has gone (`gpuperf baseline show | head`) stops
+    quietly, as other command-line tools do, with exit PIPE_CLOSED, not a traceback."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe is a message
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)  # the flush at exit must not fail again
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return PIPE_CLOSED
+    return code
+
+
+def _command(argv: list[str] | None) -> int:
+    """The subcommand the command line names, run: its exit code."""
     args = build_parser().parse_args(argv)
     if args.command == "report":
         return report_command(args)

@@ -70,7 +70,12 @@ def write_files(
 
 
 def _json_text(summary: RunSummary) -> str:
-    return json.dumps(json_safe(summary.payload()), indent=2) + "\n"
+    from ..baseline.store import over_capacity
+
+    text = json.dumps(json_safe(summary.payload()), indent=2) + "\n"
+    if (why := over_capacity(text)) is not None:  # one that gpuperf compare would refuse
+        raise _Missing(why)
+    return text
 
 
 def _html_text(summary: RunSummary, profiles: Any, baselines: dict[str, Any] | None) -> str:
@@ -83,7 +88,8 @@ def _html_text(summary: RunSummary, profiles: Any, baselines: dict[str, Any] | N
 
 
 class _Missing(Exception):
-    pass
+    """An output that cannot be built, said as it is: the report's extra not installed, a
+    results file over the capacity every reader accepts."""
 
 
 def _why(exc: Exception) -> str:

@@ -5,11 +5,10 @@ and `gpuperf report` both come here, and the outputs receive the RunSummary buil
 Every field an output or a verdict reads is checked here, including those the plugin itself
 writes (a file may have been edited, or written by someone else): a file is taken whole or
 refused with one ResultsFileError that names the file and the field. The same limits as for
-baselines apply (a regular file, 32 MiB, strict UTF-8 JSON)."""
+baselines apply (a regular file, store.MAX_BYTES, strict UTF-8 JSON)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -38,10 +37,6 @@ def read_run(path: Path) -> tuple[dict[str, Any], RunSummary]:
         data = parse_json(text)
     except ValueError as exc:
         raise ResultsFileError(f"{where}: {exc}") from None
-    try:  # "\ud800" is valid JSON and no text: nothing could write it
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ResultsFileError(f"{where}: holds an unpaired surrogate ({exc.reason})") from None
     if isinstance(data, dict) and isinstance(data.get("gpuperf"), dict):
         data = data["gpuperf"]  # pytest-benchmark's JSON with our section
     return data, summary_from_payload(data, where, source=str(path))

@@ -71,6 +71,18 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
     return out
 
 
+def confidence_text(confidence: float) -> str:
+    """A confidence as a percentage with the digits it needs: below 100%, and its distance
+    from 100% (the chance of a false alarm each figure is allowed) right to within half
+    (a run of 20,000 figures is judged at 99.99995% each: "100.000%" claimed certainty)."""
+    miss = 1 - confidence
+    for digits in range(3, 16):
+        text = f"{confidence:.{digits}%}"
+        if abs(1 - float(text[:-1]) / 100 - miss) <= miss / 2:
+            return text
+    return f"{confidence:.15%}"
+
+
 def verdict_count_line(rows: list[list[str]], confidence: float | None, verbosity: int) -> str:
     """One line under the verdict table: how many of each verdict, and at what confidence
     each metric was judged; where some are inconclusive, where to read what would settle
@@ -80,7 +92,7 @@ def verdict_count_line(rows: list[list[str]], confidence: float | None, verbosit
         counts[row[0].lower()] = counts.get(row[0].lower(), 0) + 1
     line = "verdicts: " + ", ".join(f"{n} {status}" for status, n in counts.items())
     if confidence is not None:
-        line += f"; each metric judged at {confidence:.3%} confidence"
+        line += f"; each metric judged at {confidence_text(confidence)} confidence"
     if counts.get("inconclusive") and verbosity <= 0:
         line += "; -v shows what would settle each inconclusive one"
     return line

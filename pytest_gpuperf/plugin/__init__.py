@@ -322,6 +322,21 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 MARKER_ERRORS: pytest.StashKey[dict[str, list[str]]] = pytest.StashKey()
 
 
+def _one_value_per_node(seen: dict[tuple[int, str], Any], node: int, kw: dict[str, Any]) -> None:
+    """Two gpuperf markers on one function (or one class, one module) that give a setting
+    two values: refused, since neither is closer to the test. Across levels the closest
+    marker wins, as pytest's get_closest_marker: the function's over its class's over its
+    module's (docs/writing-benchmarks.md, "Settings")."""
+    for name, value in kw.items():
+        if (node, name) in seen and seen[(node, name)] != value:
+            raise SettingError(
+                f"two markers on one test set {name} ({seen[(node, name)]!r} and {value!r}): "
+                "keep one (a marker closer to the test, on the function over its class over "
+                "its module, wins)"
+            )
+        seen[(node, name)] = value
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Check a test's gpuperf markers and parametrize its gpu_dtype. Every bad marker of
     every test is kept (by the collector its test is in) and reported together, as that
@@ -353,11 +368,13 @@ def _bad_markers(metafunc: pytest.Metafunc) -> Iterator[tuple[str, str]]:
                 parse(m.args, dict(m.kwargs))
             except marks.MarkerError as exc:
                 yield name, str(exc)
-    for m in metafunc.definition.iter_markers("gpuperf"):
+    seen: dict[tuple[int, str], Any] = {}  # (the node marked, setting) -> its value
+    for node, m in metafunc.definition.iter_markers_with_node("gpuperf"):
         try:
             if m.args:
                 raise SettingError(f"takes keyword settings only, got {m.args!r}")
             check_order(parse_layer(dict(m.kwargs), "marker"))
+            _one_value_per_node(seen, id(node), dict(m.kwargs))
         except SettingError as exc:
             yield "gpuperf", str(exc)
     dtype_marks = list(metafunc.definition.iter_markers("gpu_dtype"))
