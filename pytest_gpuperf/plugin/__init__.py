@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..core.settings import SettingError, check_order, parse_layer, resolve
+from ..core.settings import SettingError, resolve
 from ..measure import memory
 from .fixtures import (
     BENCH_KEY,
@@ -35,6 +35,7 @@ from .fixtures import (
     gpu_profile,
     node_id,
 )
+from .markercheck import bad_markers
 from .options import (
     SESSION_KEY,
     get_session,
@@ -322,21 +323,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 MARKER_ERRORS: pytest.StashKey[dict[str, list[str]]] = pytest.StashKey()
 
 
-def _one_value_per_node(seen: dict[tuple[int, str], Any], node: int, kw: dict[str, Any]) -> None:
-    """Two gpuperf markers on one function (or one class, one module) that give a setting
-    two values: refused, since neither is closer to the test. Across levels the closest
-    marker wins, as pytest's get_closest_marker: the function's over its class's over its
-    module's (docs/writing-benchmarks.md, "Settings")."""
-    for name, value in kw.items():
-        if (node, name) in seen and seen[(node, name)] != value:
-            raise SettingError(
-                f"two markers on one test set {name} ({seen[(node, name)]!r} and {value!r}): "
-                "keep one (a marker closer to the test, on the function over its class over "
-                "its module, wins)"
-            )
-        seen[(node, name)] = value
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Check a test's gpuperf markers and parametrize its gpu_dtype. Every bad marker of
     every test is kept (by the collector its test is in) and reported together, as that
@@ -345,7 +331,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not _marked(metafunc.definition, (*REQUIREMENT_MARKERS, "gpuperf", "gpu_dtype")):
         return
     nodeid = metafunc.definition.nodeid
-    bad = [f"{nodeid}: @pytest.mark.{name}: {why}" for name, why in _bad_markers(metafunc)]
+    bad = [f"{nodeid}: @pytest.mark.{name}: {why}" for name, why in bad_markers(metafunc)]
     if bad:
         where = metafunc.definition.parent.nodeid if metafunc.definition.parent else ""
         metafunc.config.stash.setdefault(MARKER_ERRORS, {}).setdefault(where, []).extend(bad)
@@ -356,35 +342,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         marks.parse_dtype_marker(m.args, dict(m.kwargs))  # fmt: skip
     if specs:
         metafunc.parametrize("gpu_dtype", specs, ids=[s.name for s in specs], indirect=True)
-
-
-def _bad_markers(metafunc: pytest.Metafunc) -> Iterator[tuple[str, str]]:
-    """(marker, what is wrong) for each bad gpuperf marker of the test."""
-    from ..hardware import marks
-
-    for name, parse in marks.PARSERS.items():
-        for m in metafunc.definition.iter_markers(name):
-            try:
-                parse(m.args, dict(m.kwargs))
-            except marks.MarkerError as exc:
-                yield name, str(exc)
-    seen: dict[tuple[int, str], Any] = {}  # (the node marked, setting) -> its value
-    for node, m in metafunc.definition.iter_markers_with_node("gpuperf"):
-        try:
-            if m.args:
-                raise SettingError(f"takes keyword settings only, got {m.args!r}")
-            check_order(parse_layer(dict(m.kwargs), "marker"))
-            _one_value_per_node(seen, id(node), dict(m.kwargs))
-        except SettingError as exc:
-            yield "gpuperf", str(exc)
-    dtype_marks = list(metafunc.definition.iter_markers("gpu_dtype"))
-    if dtype_marks:
-        try:
-            marks.parse_dtype_marker(dtype_marks[0].args, dict(dtype_marks[0].kwargs))
-        except marks.MarkerError as exc:
-            yield "gpu_dtype", str(exc)
-        if "gpu_dtype" not in metafunc.fixturenames:
-            yield "gpu_dtype", "the test must take a `gpu_dtype` argument"
 
 
 @pytest.hookimpl(wrapper=True)
