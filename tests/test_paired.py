@@ -365,8 +365,38 @@ def test_the_commit_recorded_is_the_checkouts_whatever_holds_the_baseline(tmp_pa
     assert code_commit(code, code / "baselines") == (head, "")
     (code / "f.py").write_text("x = 2\n")  # the code measured is not HEAD's
     commit, why = code_commit(code, other)
-    assert commit is None and "uncommitted changes outside the baseline directory" in why
+    assert commit is None and "uncommitted changes other than the baseline files" in why
     assert code_commit(plain, plain) == (None, "")  # no repository: the compare run says so
+
+
+def test_the_dirty_check_skips_only_the_baseline_files(tmp_path):
+    """Issue 57: the dirty check skipped the whole baseline directory: with
+    `--gpuperf-baseline-dir=tests` an uncommitted test edit was saved as HEAD's, with `.` a
+    dirty module was. Only the baseline JSON files themselves are not code."""
+    from pytest_gpuperf.run.baseline import code_commit
+
+    code = tmp_path / "code"
+    (code / "tests").mkdir(parents=True)
+    (code / "m.py").write_text("x = 1\n")
+    (code / "tests" / "test_m.py").write_text("def test(): pass\n")
+    (code / "tests" / "cpu.json").write_text("{}")
+    (code / "cpu.json").write_text("{}")
+    git(code, "init", "-q")
+    git(code, "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
+    git(code, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=code, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    (code / "tests" / "cpu.json").write_text('{"saved": 1}')
+    assert code_commit(code, code / "tests") == (head, "")
+    git(code, "checkout", "-q", "tests/cpu.json")
+    (code / "cpu.json").write_text('{"saved": 1}')
+    assert code_commit(code, code) == (head, "")
+    git(code, "checkout", "-q", "cpu.json")
+    (code / "tests" / "test_m.py").write_text("def test(): assert 1\n")
+    assert code_commit(code, code / "tests")[0] is None  # the test edited is not HEAD's
+    git(code, "checkout", "-q", "tests/test_m.py")
+    (code / "m.py").write_text("x = 2\n")
+    assert code_commit(code, code)[0] is None  # nor a module, with the baseline at the root
 
 
 FROM_A_LOCAL_FILE = BENCH.replace("import work", """import work

@@ -378,9 +378,9 @@ def not_passed(report: Any) -> str | None:
 
 def code_commit(root: Path, baseline_dir: Path) -> tuple[str | None, str]:
     """The commit of the checkout at `root` that a saved session measured, and the save
-    line's clause saying why none is recorded where tracked files of it outside
-    `baseline_dir` differ from HEAD (HEAD is not the code measured; the paired stage would
-    build the wrong one); none, unsaid, where `root` is in no git repository or has no
+    line's clause saying why none is recorded where tracked files of it other than
+    `baseline_dir`'s JSON files differ from HEAD (HEAD is not the code measured; the paired
+    stage would build the wrong one); none, unsaid, where `root` is in no git repository or has no
     commit yet (a compare run's paired stage says it is off, and why). A baseline
     directory outside the checkout (a nightly job's cache) takes the checkout's commit all
     the same: it used to take its own directory's, none outside a repository."""
@@ -389,19 +389,20 @@ def code_commit(root: Path, baseline_dir: Path) -> tuple[str | None, str]:
         return None, ""
     top, commit = out
     if code_changed(Path(top), baseline_dir):
-        return None, ("; no commit recorded: the checkout has uncommitted changes outside the "
-                      "baseline directory (commit them, then save, for the paired stage to "
+        return None, ("; no commit recorded: the checkout has uncommitted changes other than "
+                      "the baseline files (commit them, then save, for the paired stage to "
                       "build this code)")  # fmt: skip
     return commit, ""
 
 
 def code_changed(top: Path, baseline_dir: Path) -> bool:
-    """Whether tracked files of the checkout at `top` outside `baseline_dir` differ from
-    HEAD: a session saved so measured code that no commit holds."""
+    """Whether tracked files of the checkout at `top` differ from HEAD, less the baseline
+    files themselves (the JSON files directly in `baseline_dir`): a session saved so
+    measured code that no commit holds. The rest of the baseline directory counts (with
+    `--gpuperf-baseline-dir=tests` an edited test is code the run measured)."""
     spec = ["."]
     with contextlib.suppress(ValueError, OSError):  # the baseline's own files: not the code
         rel = baseline_dir.resolve().relative_to(Path(top).resolve())
-        spec = [".", f":(exclude){rel.as_posix()}"] if rel.parts else []
-    if not spec:
-        return False  # the baseline directory is the whole checkout: nothing else to hold
+        files = f"{rel.as_posix()}/*.json" if rel.parts else "*.json"
+        spec = [".", f":(exclude,glob){files}"]
     return gitcmd.status(top, "diff", "--quiet", "HEAD", "--", *spec) == 1
