@@ -230,3 +230,37 @@ def test_modules_generated_into_a_compile_cache_are_no_difference(monkeypatch, t
         monkeypatch.setitem(sys.modules, name, mod)
     files = imported_files()
     assert "mine" in files and "ab_cdef" not in files and "ab_default" not in files
+
+
+# pytest 9.2 deprecates pytest.console_main() (removed in 10); emulated for the pytest here
+DEPRECATED_CONSOLE_MAIN = """
+import warnings
+
+import pytest
+
+_console_main = pytest.console_main
+
+
+def console_main():
+    warnings.warn("console_main is deprecated, use pytest.main", DeprecationWarning, stacklevel=2)
+    return _console_main()
+
+
+pytest.console_main = console_main
+"""
+
+
+@pytest.mark.slow
+def test_a_confirmation_runs_under_any_warnings_filter(project, monkeypatch, tmp_path):
+    """Issue 57: every fresh process started through pytest.console_main(), deprecated in
+    pytest 9.2: under PYTHONWARNINGS=error no confirmation ran and the regression failed
+    the run unconfirmed."""
+    saved(project)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(DEPRECATED_CONSOLE_MAIN)
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.setenv("PYTHONWARNINGS", "error")
+    monkeypatch.setenv("SLOW", "0.5")
+    result = project.runpytest(*FAST, "-k", "test_spin")
+    result.stdout.fnmatch_lines(["REGRESSED *test_b.py::test_spin *confirmed in a fresh process*"])

@@ -127,7 +127,7 @@ def entry(config: Any) -> list[str]:
     path = list(sys.path) if path is None else path
     boot = (
         f"import sys; sys.path[:] = {path!r}; import pytest; "
-        "raise SystemExit(pytest.console_main())"
+        "raise SystemExit(pytest.main())"
     )
     # -O, -W, -X, -B, ... as multiprocessing's spawn passes them
     flags: list[str] = getattr(subprocess, "_args_from_interpreter_flags", list)()

@@ -174,7 +174,7 @@ def _start(build: Build, work: Path, name: str, env: dict[str, str], probe: Path
     p_r, c_w = os.pipe()
     boot = (
         f"import sys; sys.path[:] = {[*build.sys_path, str(probe)]!r}; import pytest; "
-        "raise SystemExit(pytest.console_main())"
+        "raise SystemExit(pytest.main())"
     )
     flags: list[str] = getattr(subprocess, "_args_from_interpreter_flags", list)()
     cmd = [sys.executable, *flags, "-c", boot, "-p", PROBE, "-p", roundworker.NAME, *build.args,
