@@ -83,6 +83,11 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
     workers = data.get("xdist_workers", 0)  # absent in files written before 2026-12-06
     if not (isinstance(workers, int) and not isinstance(workers, bool) and workers >= 0):
         raise ResultsFileError(f"{where}: 'xdist_workers' must be a count, got {_show(workers)}")
+    for name in ("commit", "date"):  # absent in files written before 2026-12-07
+        _check(data.get(name), (str, None), f"{where}: {name!r}", "a string")
+    if data.get("dirty") not in (True, False, None):
+        raise ResultsFileError(f"{where}: 'dirty' must be true, false or null, got "
+                               f"{_show(data['dirty'])}")  # fmt: skip
     results = read_results(data["results"], where)
     emulated = data.get("emulated")
     emu: tuple[str, float | None] | None = None
@@ -121,6 +126,9 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
         saved=data.get("saved") is True,
         selected=selected,
         xdist_workers=workers,
+        commit=data.get("commit"),
+        dirty=data.get("dirty"),
+        date=data.get("date"),
     )
 
 

@@ -41,6 +41,9 @@ class RunSummary:
         selected: list[str] | None = None,
         rerun: Rerun | None = None,
         xdist_workers: int = 0,
+        commit: str | None = None,
+        dirty: bool | None = None,
+        date: str | None = None,
     ) -> None:
         self.device = device
         self.describe = describe
@@ -64,6 +67,9 @@ class RunSummary:
         self.selected = selected
         self.rerun = rerun  # what a command re-running a failing verdict names (None: unknown)
         self.xdist_workers = xdist_workers  # pytest-xdist workers started (0: none)
+        self.commit = commit  # git HEAD of the run's checkout (None: none, or not recorded)
+        self.dirty = dirty  # its code differed from that commit (None: unknown)
+        self.date = date  # when the run started, ISO 8601 UTC (None: not recorded)
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -82,4 +88,7 @@ class RunSummary:
             "missing": list(self.missing),
             "selected": list(self.selected) if self.selected is not None else None,
             "xdist_workers": self.xdist_workers,
+            "commit": self.commit,
+            "dirty": self.dirty,
+            "date": self.date,
         }

@@ -10,6 +10,7 @@ import dataclasses
 import os
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -339,6 +340,8 @@ class GpuPerfSession:
 
         prof = self.profile()
         emu = self.emulated_profile()
+        commit, dirty = self.base.code_state()  # the code measured (baseline accept reads it)
+        started = datetime.fromtimestamp(self.started, UTC)
         return RunSummary(
             device=self.snapshot().to_dict(),
             describe=self.snapshot().describe(),
@@ -358,6 +361,7 @@ class GpuPerfSession:
             saved=self.saved,
             selected=sorted(self.collected),
             rerun=self.base.rerun(), xdist_workers=self.options.xdist_workers,
+            commit=commit, dirty=dirty, date=started.isoformat(timespec="seconds"),
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
