@@ -80,7 +80,7 @@ def test_commit_dirty_and_date_are_optional_and_checked_when_read():
         data.pop(name, None)
     old = summary_from_payload(data, "f.json")  # a file written before 2026-12-07
     assert (old.commit, old.dirty, old.date) == (None, None, None)
-    for name, bad in (("commit", 3), ("dirty", "no"), ("date", [])):
+    for name, bad in (("commit", 3), ("dirty", "no"), ("dirty", 0), ("date", [])):
         with pytest.raises(ResultsFileError, match=rf"f\.json: '{name}' must be "):
             summary_from_payload({**data, name: bad}, "f.json")
 

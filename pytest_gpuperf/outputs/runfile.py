@@ -132,7 +132,7 @@ def _check_run(data: dict[str, Any], where: str) -> None:
     if not isinstance(data.get("saved", False), bool):
         got = _show(data["saved"])
         raise ResultsFileError(f"{where}: 'saved' must be true or false, got {got}")
-    if data.get("dirty") not in (True, False, None):
+    if not isinstance(data.get("dirty", False), bool | None):  # 0 is no answer either
         raise ResultsFileError(f"{where}: 'dirty' must be true, false or null, got "
                                f"{_show(data['dirty'])}")  # fmt: skip
 
