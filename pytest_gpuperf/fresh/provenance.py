@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import sysconfig
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -172,13 +173,13 @@ def origins(names: list[str]) -> dict[str, str | None]:
     return {n: getattr(sys.modules[n], "__file__", None) for n in names if n in sys.modules}
 
 
-def wrong_build(side: str, modules: dict[str, Any], tree: Path) -> str | None:
+def wrong_build(side: str, modules: Iterable[tuple[str, Any]], tree: Path) -> str | None:
     """Why a process of `side` measured the other build, in one line naming the file, or
-    None: the base imported one of the worktree's own modules from anywhere but the
-    worktree (an installed copy of the head, a path the bootstrap did not map), the head
-    one from the worktree."""
+    None, from the (module, file) pairs of the worktree's own modules it imported: the base
+    imported one from anywhere but the worktree (an installed copy of the head, a path the
+    bootstrap did not map), the head one from the worktree."""
     t = os.path.realpath(tree)
-    for name, file in sorted(modules.items()):
+    for name, file in modules:
         if not isinstance(file, str):
             continue  # a namespace package: its modules are listed on their own
         inside = os.path.realpath(file).startswith(t + os.sep)
