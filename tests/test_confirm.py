@@ -162,18 +162,20 @@ if os.environ.get("PYTEST_GPUPERF_CONFIRMATION"):
 """
 
 
-def _installed_and_local(pytester, monkeypatch, conftest_extra=""):
-    """A project whose package `mypkg` is in the working directory (a source tree) and in
-    an installed copy on sys.path (as PYTHONPATH or site-packages put it), its tests in
-    tests/ (no conftest at the root puts the root on sys.path)."""
+def _installed_and_local(pytester, monkeypatch, conftest_extra="", name="mypkg"):
+    """A project whose package `name` (`ns.mypkg`: in a namespace package) is in the
+    working directory (a source tree) and in an installed copy on sys.path (as PYTHONPATH
+    or site-packages put it), its tests in tests/ (no conftest at the root puts the root on
+    sys.path)."""
     monkeypatch.delenv("SLOW", raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    where = name.replace(".", "/")
     pytester.makepyfile(**{
-        "mypkg/__init__": "WHERE = 'local source tree'\n",
-        "site/mypkg/__init__": "WHERE = 'installed copy'\n",
+        f"{where}/__init__": "WHERE = 'local source tree'\n",
+        f"site/{where}/__init__": "WHERE = 'installed copy'\n",
         "tests/vclock": Path(vclock.__file__).read_text(),
         "tests/conftest": vclock.CONFTEST + conftest_extra,
-        "tests/test_m": MEASURED,
+        "tests/test_m": MEASURED.replace("import mypkg", f"import {name} as mypkg"),
     })  # fmt: skip
     monkeypatch.syspath_prepend(str(pytester.path / "site"))
     for _ in range(2):
@@ -273,8 +275,9 @@ def test_a_confirmation_runs_under_any_warnings_filter(project, monkeypatch, tmp
     result.stdout.fnmatch_lines(["REGRESSED *test_b.py::test_spin *confirmed in a fresh process*"])
 
 
+@pytest.mark.parametrize("name", ["mypkg", "ns.mypkg"])  # flat, and in a namespace package
 def test_a_made_up_user_project_under_toxs_default_layout_gets_its_regression_confirmed(
-    pytester, monkeypatch
+    pytester, monkeypatch, name
 ):
     """Issue 57: tox's default layout installs the package non-editable into its env and
     runs the tests from the tree; the package is imported from the env (a plugin's entry
@@ -285,9 +288,10 @@ def test_a_made_up_user_project_under_toxs_default_layout_gets_its_regression_co
     the run is the right build: the confirmation now confirms, measuring it."""
     import importlib
 
-    _installed_and_local(pytester, monkeypatch)  # site/ (the env's copy) on sys.path
-    monkeypatch.delitem(sys.modules, "mypkg", raising=False)
-    assert importlib.import_module("mypkg").WHERE == "installed copy"  # imported from the env
+    _installed_and_local(pytester, monkeypatch, name=name)  # site/: the env's copy, on sys.path
+    for mod in ("mypkg", "ns", "ns.mypkg"):
+        monkeypatch.delitem(sys.modules, mod, raising=False)
+    assert importlib.import_module(name).WHERE == "installed copy"  # imported from the env
     monkeypatch.syspath_prepend(str(pytester.path))  # then the tree goes first
     result = pytester.runpytest(*FAST, "tests")
     result.stdout.fnmatch_lines(["REGRESSED *tests/test_m.py::test_m *confirmed in a fresh process*"])

@@ -106,13 +106,17 @@ def _stdlib() -> tuple[str, ...]:
 
 
 def pins() -> dict[str, str]:
-    """This process's top-level modules with a Python source file outside the standard
-    library: name -> file (a package's __init__.py), for a fresh process to import the same."""
+    """This process's modules to pin in a fresh process, name -> Python source file (a
+    package's __init__.py): the top-level ones outside the standard library, and those
+    whose parent is a namespace package (no file: its path is made again from sys.path)."""
     std = _stdlib()
+    files = imported_files()
     out = {}
-    for name, file in imported_files().items():
-        real = os.path.realpath(file)
-        if "." in name or not file.endswith(".py") or real.startswith(std):
+    for name, file in files.items():
+        parent = name.rpartition(".")[0]
+        if parent and (parent in files or parent not in sys.modules):
+            continue  # found through its parent's path, as the run found it
+        if not file.endswith(".py") or os.path.realpath(file).startswith(std):
             continue
         out[name] = file
     return out
