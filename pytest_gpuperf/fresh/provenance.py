@@ -162,7 +162,8 @@ def own_modules(tree: Path) -> list[str]:
     process must import each from the worktree, a head process none from it."""
     names = _packages(tree, "", 0)
     for e in sorted(tree.iterdir()) if tree.is_dir() else []:  # a namespace's packages
-        if e.is_dir() and e.name.isidentifier() and not (e / "__init__.py").exists():
+        if (e.is_dir() and e.name.isidentifier() and e.name not in ("src", "lib")
+                and not (e / "__init__.py").exists()):  # fmt: skip
             names |= {f"{e.name}.{s.name}" for s in sorted(e.iterdir())
                       if s.name.isidentifier() and (s / "__init__.py").is_file()}  # fmt: skip
     for sub in ("src", "lib"):
