@@ -636,3 +636,62 @@ def test_a_test_measured_on_a_busy_host_in_any_round_is_flagged_busy_host(tmp_pa
     assert report["busy_line"].startswith(
         f"gpuperf ab: {len(busy)} CPU benchmark(s) measured on a busy host in at least one "
         f"round (load average {worst:g} on 2 cores")
+
+
+def installed_project(tmp_path, layout):
+    """A package `slowpkg` in a git repo in one `layout` (its folder relative to the repo,
+    where the module lives: "src", "lib", "src/ns" for a namespace package `ns.slowpkg`, ""
+    flat), its tests in tests/, and a non-editable install of the head emulated by a copy
+    in a site folder put on PYTHONPATH (as site-packages is found: every process sees it).
+    The base does 10 steps a call, the head 13. Returns (repo, site, module name)."""
+    import shutil
+    from pathlib import Path
+
+    repo, site = tmp_path / "proj", tmp_path / "site"
+    pkg = repo / layout / "slowpkg" if layout else repo / "slowpkg"
+    name = "ns.slowpkg" if layout.endswith("/ns") else "slowpkg"
+    pkg.mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / ".gitignore").write_text(".vclock-sessions\n__pycache__/\n")
+    (pkg / "__init__.py").write_text("STEPS = 10\n")
+    (repo / "tests" / "test_w.py").write_text(WORK_TEST.replace("import slowpkg", f"import {name} as slowpkg"))
+    (repo / "tests" / "vclock.py").write_text(Path(vclock.__file__).read_text())
+    (repo / "tests" / "conftest.py").write_text(vclock.CONFTEST)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
+    (pkg / "__init__.py").write_text("STEPS = 13\n")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "head")
+    top = name.partition(".")[0]
+    shutil.copytree(pkg.parent if "." in name else pkg, site / top)  # `pip install .`
+    return repo, site, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["src", "lib", "src/ns"])
+def test_a_base_that_imports_an_installed_copy_of_the_head_is_refused(tmp_path, monkeypatch, layout):
+    """Issue 57: with any non-editable install (src/ included) the base imported the
+    head's installed copy, and ab compared head with head: UNCHANGED, exit 0. It refuses
+    (exit 2) in one line naming the file."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    repo, site, name = installed_project(tmp_path, layout)
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    r = subprocess.run([sys.executable, "-m", "pytest_gpuperf", "ab", "--base", "HEAD~1", "--rounds", "2",
+                        "--", "tests/test_w.py", *FAST], cwd=repo, capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = [line for line in r.stderr.splitlines() if not line.startswith("round ")]
+    assert len(lines) == 1 and "UNCHANGED" not in r.stdout
+    assert f"the base process imported {name} from {site}" in lines[0]
+    assert "not from the baseline commit's worktree" in lines[0]
+
+
+@pytest.mark.slow
+def test_a_flat_layout_installed_non_editable_measures_the_base_s_own_code(tmp_path, monkeypatch):
+    """Flat: the base worktree is first on the base's PYTHONPATH, ahead of the install."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    repo, site, _ = installed_project(tmp_path, "")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    r = subprocess.run([sys.executable, "-m", "pytest_gpuperf", "ab", "--base", "HEAD~1", "--rounds", "2",
+                        "--", "tests/test_w.py", *FAST], cwd=repo, capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "REGRESSED  tests/test_w.py::test_work  throughput" in r.stdout

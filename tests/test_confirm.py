@@ -3,6 +3,7 @@ nothing of the run's: real confirmations of pytester projects on the virtual clo
 
 import json
 import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -151,18 +152,30 @@ def test_m(gpu_benchmark):
 """
 
 
-def _installed_and_local(pytester, monkeypatch, conftest_extra=""):
-    """A project whose package `mypkg` is in the working directory (a source tree) and in
-    an installed copy on sys.path (as PYTHONPATH or site-packages put it), its tests in
-    tests/ (no conftest at the root puts the root on sys.path)."""
+LOADS_THE_LOCAL_COPY = """
+import importlib.util, os, sys
+if os.environ.get("PYTEST_GPUPERF_CONFIRMATION"):
+    spec = importlib.util.spec_from_file_location(
+        "mypkg", os.path.join(os.getcwd(), "mypkg", "__init__.py"))
+    sys.modules["mypkg"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules["mypkg"])
+"""
+
+
+def _installed_and_local(pytester, monkeypatch, conftest_extra="", name="mypkg"):
+    """A project whose package `name` (`ns.mypkg`: in a namespace package) is in the
+    working directory (a source tree) and in an installed copy on sys.path (as PYTHONPATH
+    or site-packages put it), its tests in tests/ (no conftest at the root puts the root on
+    sys.path)."""
     monkeypatch.delenv("SLOW", raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    where = name.replace(".", "/")
     pytester.makepyfile(**{
-        "mypkg/__init__": "WHERE = 'local source tree'\n",
-        "site/mypkg/__init__": "WHERE = 'installed copy'\n",
+        f"{where}/__init__": "WHERE = 'local source tree'\n",
+        f"site/{where}/__init__": "WHERE = 'installed copy'\n",
         "tests/vclock": Path(vclock.__file__).read_text(),
         "tests/conftest": vclock.CONFTEST + conftest_extra,
-        "tests/test_m": MEASURED,
+        "tests/test_m": MEASURED.replace("import mypkg", f"import {name} as mypkg"),
     })  # fmt: skip
     monkeypatch.syspath_prepend(str(pytester.path / "site"))
     for _ in range(2):
@@ -182,14 +195,10 @@ def test_the_fresh_process_imports_what_the_run_imported(pytester, monkeypatch):
 
 
 def test_a_fresh_process_that_imported_other_files_confirms_nothing(pytester, monkeypatch):
-    """Whatever put another copy first in the fresh process, its figures are of other code:
-    the regression fails unconfirmed, naming the files."""
-    _installed_and_local(
-        pytester,
-        monkeypatch,
-        "\nimport os, sys\nif os.environ.get('PYTEST_GPUPERF_CONFIRMATION'):\n"
-        "    sys.path.insert(0, os.getcwd())\n",
-    )
+    """Whatever made the fresh process load another copy (here a conftest that loads the
+    local tree's by hand: a path put first no longer can, the run's modules are pinned), its
+    figures are of other code: the regression fails unconfirmed, naming the files."""
+    _installed_and_local(pytester, monkeypatch, LOADS_THE_LOCAL_COPY)
     result = pytester.runpytest(*FAST, "tests")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert (pytester.path / "where.txt").read_text() == "local source tree"
@@ -202,7 +211,7 @@ def test_a_fresh_process_that_imported_other_files_confirms_nothing(pytester, mo
 
 
 def test_differences_name_one_module_a_package():
-    from pytest_gpuperf.fresh.confirm import differences
+    from pytest_gpuperf.fresh.provenance import differences
 
     ours = {"a": "/x/a/__init__.py", "a.b": "/x/a/b.py", "c": "/c.py", "d": "/d.py"}
     theirs = {"a": "/y/a/__init__.py", "a.b": "/y/a/b.py", "c": "/c.py", "e": "/e.py"}
@@ -218,7 +227,7 @@ def test_modules_generated_into_a_compile_cache_are_no_difference(monkeypatch, t
     import sys
     import types
 
-    from pytest_gpuperf.fresh.confirm import imported_files
+    from pytest_gpuperf.fresh.provenance import imported_files
 
     cache = tmp_path / "inductor"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
@@ -230,3 +239,61 @@ def test_modules_generated_into_a_compile_cache_are_no_difference(monkeypatch, t
         monkeypatch.setitem(sys.modules, name, mod)
     files = imported_files()
     assert "mine" in files and "ab_cdef" not in files and "ab_default" not in files
+
+
+# pytest 9.2 deprecates pytest.console_main() (removed in 10); emulated for the pytest here
+DEPRECATED_CONSOLE_MAIN = """
+import warnings
+
+import pytest
+
+_console_main = pytest.console_main
+
+
+def console_main():
+    warnings.warn("console_main is deprecated, use pytest.main", DeprecationWarning, stacklevel=2)
+    return _console_main()
+
+
+pytest.console_main = console_main
+"""
+
+
+@pytest.mark.slow
+def test_a_confirmation_runs_under_any_warnings_filter(project, monkeypatch, tmp_path):
+    """Issue 57: every fresh process started through pytest.console_main(), deprecated in
+    pytest 9.2: under PYTHONWARNINGS=error no confirmation ran and the regression failed
+    the run unconfirmed."""
+    saved(project)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(DEPRECATED_CONSOLE_MAIN)
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.setenv("PYTHONWARNINGS", "error")
+    monkeypatch.setenv("SLOW", "0.5")
+    result = project.runpytest(*FAST, "-k", "test_spin")
+    result.stdout.fnmatch_lines(["REGRESSED *test_b.py::test_spin *confirmed in a fresh process*"])
+
+
+@pytest.mark.parametrize("name", ["mypkg", "ns.mypkg"])  # flat, and in a namespace package
+def test_a_made_up_user_project_under_toxs_default_layout_gets_its_regression_confirmed(
+    pytester, monkeypatch, name
+):
+    """Issue 57: tox's default layout installs the package non-editable into its env and
+    runs the tests from the tree; the package is imported from the env (a plugin's entry
+    point, an earlier session) before the tree lands ahead of it on sys.path (a rootdir
+    conftest, `python -m pytest`). The fresh process started with that sys.path imported the
+    tree's copy and refused: "the fresh process imported other files than this run"
+    (`tox -e tests` failed 2 of 2 such tests of this repository). The same installed copy as
+    the run is the right build: the confirmation now confirms, measuring it."""
+    import importlib
+
+    _installed_and_local(pytester, monkeypatch, name=name)  # site/: the env's copy, on sys.path
+    for mod in ("mypkg", "ns", "ns.mypkg"):
+        monkeypatch.delitem(sys.modules, mod, raising=False)
+    assert importlib.import_module(name).WHERE == "installed copy"  # imported from the env
+    monkeypatch.syspath_prepend(str(pytester.path))  # then the tree goes first
+    result = pytester.runpytest(*FAST, "tests")
+    result.stdout.fnmatch_lines(["REGRESSED *tests/test_m.py::test_m *confirmed in a fresh process*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert (pytester.path / "where.txt").read_text() == "installed copy"

@@ -442,3 +442,33 @@ def test_is_worker_is_what_pytest_xdist_gives_a_worker():
 
     assert is_worker(SimpleNamespace(workerinput={"workerid": "gw0", "workercount": 2}))  # type: ignore[arg-type]
     assert not is_worker(SimpleNamespace(option=SimpleNamespace(numprocesses=2)))  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_a_deferred_run_that_imported_other_files_reports_nothing_of_this_build(host, tmp_path):
+    """Issue 57: the deferred tests' fresh process claimed to run this build without showing
+    it: one that loaded another copy of the code (here by hand, from an installed copy)
+    passed as this run's test."""
+    (host.path / "mypkg").mkdir()
+    (host.path / "mypkg" / "__init__.py").write_text("WHERE = 'local source tree'\n")
+    other = tmp_path / "site" / "mypkg" / "__init__.py"
+    other.parent.mkdir(parents=True)
+    other.write_text("WHERE = 'installed copy'\n")
+    host.makeconftest(TWO_GPU_HOST + f"""
+import importlib.util, os, sys
+if os.environ.get("PYTEST_GPUPERF_OUTCOMES"):  # the deferred tests' fresh process
+    spec = importlib.util.spec_from_file_location("mypkg", {str(other)!r})
+    sys.modules["mypkg"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules["mypkg"])
+import mypkg
+""")
+    host.makepyfile(test_h="""
+import pytest
+
+@pytest.mark.gpu_requires_gpus(2)
+def test_two():
+    pass
+""")
+    result = run(host, "--gpuperf-baseline=off", "test_h.py")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"*the fresh process imported other files than this run: mypkg from {other}*"])

@@ -347,3 +347,77 @@ def test_a_read_only_directory_is_one_line(tmp_path, capsys):
     finally:
         tmp_path.chmod(0o755)
     assert len(capsys.readouterr().err.splitlines()) == 1
+
+
+def _git(where, *args):
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=where,
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+
+
+def test_accept_keeps_the_measured_runs_commit_and_date(project, monkeypatch, capsys):
+    """Issue 57: accept stamped the accepted session with the accept's time and HEAD, so
+    the paired stage later built code that was never measured."""
+    saved(project, times=2)
+    _git(project.path, "init", "-q")
+    (project.path / ".gitignore").write_text(".vclock-sessions\n*.json\n!baselines/*.json\n")
+    _git(project.path, "add", "-A")
+    _git(project.path, "commit", "-qm", "measured")
+    measured = _git(project.path, "rev-parse", "HEAD")
+    slow_run(project, monkeypatch, "0.5", "slow.json", "--gpuperf-no-confirm")
+    run = json.loads((project.path / "slow.json").read_text())
+    (project.path / "later.txt").write_text("x")
+    _git(project.path, "add", "-A")
+    _git(project.path, "commit", "-qm", "later")  # HEAD moved on since the run
+    assert accept(SPIN, "--from", "slow.json", "--reason", "intended") == 0
+    item = spin_history(project)[-1]
+    assert item["commit"] == measured and item["date"] == run["date"]
+    assert item["restart"]["commit"] == measured and item["restart"]["reason"] == "intended"
+    # a results file from before the commit was recorded: said, and no commit recorded
+    for name in ("commit", "dirty", "date"):
+        run.pop(name)
+    run["session_id"] = "another run"
+    (project.path / "old.json").write_text(json.dumps(run))
+    capsys.readouterr()
+    assert accept(SPIN, "--from", "old.json", "--reason", "again") == 0
+    assert "the results file records no commit (written before 2026-12-07)" in capsys.readouterr().out
+    assert spin_history(project)[-1]["commit"] is None
+
+
+def test_accept_writes_only_to_this_checkouts_baseline(project, monkeypatch, capsys, tmp_path):
+    """Issue 57: with --from a CI artifact, accept wrote into the absolute baseline path
+    recorded on the CI machine, creating that tree, and left the checkout's file as it was."""
+    saved(project, times=2)
+    slow_run(project, monkeypatch, "0.5", "slow.json", "--gpuperf-no-confirm")
+    run = json.loads((project.path / "slow.json").read_text())
+    elsewhere = tmp_path / "ci-runner" / "work" / "repo"
+    run["baseline"] = str(elsewhere / "baselines" / "cpu.json")
+    (project.path / "ci.json").write_text(json.dumps(run))
+    before = len(spin_history(project))
+    assert accept(SPIN, "--from", "ci.json", "--reason", "from CI") == 0
+    assert not (tmp_path / "ci-runner").exists()
+    assert len(spin_history(project)) == before + 1
+    run["baseline"] = str(elsewhere / "nowhere-here" / "cpu.json")
+    (project.path / "ci2.json").write_text(json.dumps(run))
+    assert accept(SPIN, "--from", "ci2.json", "--reason", "from CI") == 2
+    assert "is not in this checkout" in capsys.readouterr().err
+    assert not (tmp_path / "ci-runner").exists()
+
+
+def test_accept_refuses_an_incomparable_figure_unless_told(project, monkeypatch, capsys):
+    """Issue 57: on a unit change accept dropped the metric's earlier sessions without a word."""
+    saved(project, times=2)
+    slow_run(project, monkeypatch, "0.5", "slow.json", "--gpuperf-no-confirm")
+    path = project.path / "baselines" / "cpu.json"
+    data = baseline(project)
+    data["entries"][SPIN]["metrics"]["throughput"]["unit"] = "samples/s"  # saved in another unit
+    path.write_text(json.dumps(data))
+    before = path.read_bytes()
+    assert accept(SPIN, "--from", "slow.json", "--reason", "unit fixed") == 1
+    err = capsys.readouterr().err
+    assert f"refused: {SPIN} throughput: samples/s, higher is better -> tokens/s" in err
+    assert "2 earlier session(s)" in err and "--restart-incomparable" in err
+    assert path.read_bytes() == before
+    assert accept(SPIN, "--from", "slow.json", "--reason", "unit fixed", "--restart-incomparable") == 0
+    assert f"dropped {SPIN} throughput: samples/s" in capsys.readouterr().out
+    hist = spin_history(project)
+    assert len(hist) == 1 and hist[0]["restart"]["reason"] == "unit fixed"

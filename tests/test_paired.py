@@ -365,8 +365,38 @@ def test_the_commit_recorded_is_the_checkouts_whatever_holds_the_baseline(tmp_pa
     assert code_commit(code, code / "baselines") == (head, "")
     (code / "f.py").write_text("x = 2\n")  # the code measured is not HEAD's
     commit, why = code_commit(code, other)
-    assert commit is None and "uncommitted changes outside the baseline directory" in why
+    assert commit is None and "uncommitted changes other than the baseline files" in why
     assert code_commit(plain, plain) == (None, "")  # no repository: the compare run says so
+
+
+def test_the_dirty_check_skips_only_the_baseline_files(tmp_path):
+    """Issue 57: the dirty check skipped the whole baseline directory: with
+    `--gpuperf-baseline-dir=tests` an uncommitted test edit was saved as HEAD's, with `.` a
+    dirty module was. Only the baseline JSON files themselves are not code."""
+    from pytest_gpuperf.run.baseline import code_commit
+
+    code = tmp_path / "code"
+    (code / "tests").mkdir(parents=True)
+    (code / "m.py").write_text("x = 1\n")
+    (code / "tests" / "test_m.py").write_text("def test(): pass\n")
+    (code / "tests" / "cpu.json").write_text("{}")
+    (code / "cpu.json").write_text("{}")
+    git(code, "init", "-q")
+    git(code, "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
+    git(code, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=code, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    (code / "tests" / "cpu.json").write_text('{"saved": 1}')
+    assert code_commit(code, code / "tests") == (head, "")
+    git(code, "checkout", "-q", "tests/cpu.json")
+    (code / "cpu.json").write_text('{"saved": 1}')
+    assert code_commit(code, code) == (head, "")
+    git(code, "checkout", "-q", "cpu.json")
+    (code / "tests" / "test_m.py").write_text("def test(): assert 1\n")
+    assert code_commit(code, code / "tests")[0] is None  # the test edited is not HEAD's
+    git(code, "checkout", "-q", "tests/test_m.py")
+    (code / "m.py").write_text("x = 2\n")
+    assert code_commit(code, code)[0] is None  # nor a module, with the baseline at the root
 
 
 FROM_A_LOCAL_FILE = BENCH.replace("import work", """import work
@@ -422,22 +452,26 @@ def test_figures_saved_at_another_commit_are_left_to_the_first_stage(repo, monke
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("layout", ["src", "lib", "src/ns"])
 def test_a_base_that_imports_an_installed_copy_of_the_head_is_refused(
-    pytester, monkeypatch, tmp_path
+    pytester, monkeypatch, tmp_path, layout
 ):
     """`pip install .` (not editable) puts the head's code in site-packages: the base's
-    rounds would import it too, and read 10% slower code as unchanged."""
+    rounds would import it too, and read 10% slower code as unchanged. Issue 57: from
+    lib/ or as a namespace package (src/ns/mypkg, no ns/__init__.py) it went unseen."""
     import shutil
 
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     vclock.add_to(pytester)
     pytester.makeconftest(ROUND_CLOCK)
-    pytester.makepyfile(test_p=BENCH.replace("import work", "from mypkg import work"))
-    (pytester.path / "src" / "mypkg").mkdir(parents=True)
-    (pytester.path / "src" / "mypkg" / "__init__.py").write_text("")
-    (pytester.path / "src" / "mypkg" / "work.py").write_text(WORK.format(factor=1.0))
+    name = "ns.mypkg" if layout.endswith("/ns") else "mypkg"
+    pytester.makepyfile(test_p=BENCH.replace("import work", f"from {name} import work"))
+    pkg = pytester.path / layout / "mypkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "work.py").write_text(WORK.format(factor=1.0))
     site = tmp_path / "site"
-    shutil.copytree(pytester.path / "src", site)
+    shutil.copytree(pytester.path / layout.split("/")[0], site)
     monkeypatch.setenv("PYTHONPATH", str(site))
     git(pytester.path, "init", "-q")
     git(pytester.path, "add", "-A")
@@ -446,10 +480,10 @@ def test_a_base_that_imports_an_installed_copy_of_the_head_is_refused(
         monkeypatch.setenv("MACHINE", machine)
         pytester.runpytest_subprocess(*FAST, "--gpuperf-baseline=save").assert_outcomes(passed=1)
     monkeypatch.delenv("MACHINE")
-    (site / "mypkg" / "work.py").write_text(WORK.format(factor=1.1))  # the head, installed
+    (site / name.replace(".", "/") / "work.py").write_text(WORK.format(factor=1.1))  # the head
     r = pytester.runpytest_subprocess(*FAST)
-    r.stdout.fnmatch_lines(["*not measured: the base process imported mypkg from*not from the "
-                            "baseline commit's worktree*"])  # fmt: skip
+    r.stdout.fnmatch_lines([f"*not measured: the base process imported {name}* from {site}*not "
+                            "from the baseline commit's worktree*"])  # fmt: skip
 
 
 def test_a_compute_bound_head_slower_only_at_a_lower_clock_is_not_a_regression():

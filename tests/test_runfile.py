@@ -50,6 +50,41 @@ def test_selected_is_checked_when_read_and_optional():
         summary_from_payload(data, "f.json")
 
 
+def _git(where, *args):
+    import subprocess
+
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=where,
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+
+
+def test_the_results_file_records_the_runs_commit_and_whether_the_tree_was_dirty(project):
+    """Issue 57: the results file recorded no commit, so `gpuperf baseline accept` stamped
+    the accept's HEAD, and nothing said whether the code measured was a commit's at all."""
+    _git(project.path, "init", "-q")
+    _git(project.path, "add", "-A")
+    _git(project.path, "commit", "-qm", "c")
+    head = _git(project.path, "rev-parse", "HEAD")
+    project.runpytest(*FAST, "--gpuperf-json=out.json", "--gpuperf-baseline=off")
+    data, summary = read_run(project.path / "out.json")
+    assert (data["commit"], data["dirty"]) == (head, False)
+    assert summary.commit == head and summary.date == data["date"] and data["date"][:2] == "20"
+    (project.path / "test_b.py").write_text((project.path / "test_b.py").read_text() + "\n")
+    project.runpytest(*FAST, "--gpuperf-json=out.json", "--gpuperf-baseline=off")
+    assert read_run(project.path / "out.json")[0]["dirty"] is True
+    assert summary_from_payload(data, "f.json").dirty is False
+
+
+def test_commit_dirty_and_date_are_optional_and_checked_when_read():
+    data = rd.payload([rd.recorded("t.py::test_a", "x", 1.0, "s", {})])
+    for name in ("commit", "dirty", "date"):
+        data.pop(name, None)
+    old = summary_from_payload(data, "f.json")  # a file written before 2026-12-07
+    assert (old.commit, old.dirty, old.date) == (None, None, None)
+    for name, bad in (("commit", 3), ("dirty", "no"), ("dirty", 0), ("date", [])):
+        with pytest.raises(ResultsFileError, match=rf"f\.json: '{name}' must be "):
+            summary_from_payload({**data, name: bad}, "f.json")
+
+
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "2", None])
 def test_xdist_workers_is_a_count_when_read_and_optional(bad):
     data = rd.payload([rd.recorded("t.py::test_a", "x", 1.0, "s", {})])

@@ -2,8 +2,9 @@
 run (`gpuperf baseline accept`), two files' sessions merged (`gpuperf baseline merge` and
 git's merge driver), and what a file holds per metric, as rows (`gpuperf baseline show`).
 Pure: the file is read and written by `store` (`store.rewrite`: locked, atomic), the format
-is `schema`'s. Nothing here drops a session: a restart marks where judging starts, and a
-merge keeps every session of both sides."""
+is `schema`'s. Nothing here drops a session unasked: a restart marks where judging starts
+(a figure whose unit or direction changed drops its earlier sessions only when told,
+`kind_changes`), and a merge keeps every session of both sides."""
 
 from __future__ import annotations
 
@@ -35,6 +36,27 @@ def restart_record(
     return rec
 
 
+def _kind(m: dict[str, Any]) -> str:
+    return f"{m.get('unit')}, {m.get('direction') or 'higher'} is better"
+
+
+def kind_changes(existing: BaselineFile | None, accepted: dict[str, dict[str, Any]]) -> list[str]:
+    """The accepted figures whose unit or direction is not their metric's in `existing`
+    (the run called them incomparable), each as "KEY METRIC: UNIT -> UNIT, N earlier
+    session(s)": restarting them drops those sessions, which no other unit can be judged
+    against."""
+    out = []
+    entries = existing.entries if existing is not None else {}
+    for key, new in sorted(accepted.items()):
+        for mname, m in sorted(new["metrics"].items()):
+            prev = (entries.get(key) or {}).get("metrics", {}).get(mname) or {}
+            same = prev.get("unit") == m["unit"] and prev.get("direction") == m["direction"]
+            if prev.get("history") and not same:
+                out.append(f"{key} {mname}: {_kind(prev)} -> {_kind(m)}, "
+                           f"{len(prev['history'])} earlier session(s)")  # fmt: skip
+    return out
+
+
 def restart(
     existing: BaselineFile | None,
     path: Path,
@@ -42,6 +64,7 @@ def restart(
     accepted: dict[str, dict[str, Any]],
     record: dict[str, Any],
     now: str,
+    drop_other_kind: bool = False,
 ) -> BaselineFile:
     """`existing` with each metric of `accepted` (entries_to_save's entries, narrowed to
     the accepted metrics) restarted from the accepted run: its figure becomes the metric's
@@ -49,10 +72,15 @@ def restart(
     stay in the history (never judged again; the file keeps the newest HISTORY of them as
     saves go on). A session the history already holds (the accepted run saved itself) is
     marked where it is, not added twice. Raises BaselineError, changing nothing, for an
-    entry of another device or profile."""
+    entry of another device or profile, and for a figure of another unit or direction
+    (`kind_changes`) unless `drop_other_kind`: its earlier sessions are then dropped."""
     base = existing or BaselineFile(path, profile, {})
     if base.profile != profile:
         raise file_error(path, f"belongs to profile {base.profile!r}, not {profile!r}")
+    changed = kind_changes(existing, accepted)
+    if changed and not drop_other_kind:
+        raise file_error(path, f"not restarting {'; '.join(changed)} (another unit or "
+                         "direction: --restart-incomparable drops those sessions)")  # fmt: skip
     entries = json.loads(json.dumps(base.entries))
     for key, new in accepted.items():
         old = entries.get(key, {})

@@ -33,7 +33,7 @@ from typing import Any
 from ..core.figures import PER_CLOCKS, metrics_of
 from ..core.results import Result
 from ..core.settings import FALSE_ALARM
-from ..fresh.abprobe import OUT, WATCH
+from ..fresh.abprobe import OUT, OWN, WATCH
 from ..fresh.abtree import (  # Stopped: also ab's own interface
     PROBE,
     Stopped,
@@ -41,6 +41,7 @@ from ..fresh.abtree import (  # Stopped: also ab's own interface
     base_worktree,
     foreign_import,
     imported_files,
+    imported_own,
     install_probe,
     missing_submodules,
     prune_stale,
@@ -48,6 +49,7 @@ from ..fresh.abtree import (  # Stopped: also ab's own interface
     run_group,
     stop_on_signals,
 )
+from ..fresh.provenance import own_modules, wrong_build
 from ..judging.judge import failing
 from ..judging.paired import SIDES, ABError, Round, judge_rounds  # ABError: also ab's interface
 from ..judging.verdict import INCOMPARABLE, INCONCLUSIVE
@@ -89,6 +91,7 @@ class _Rounds:
     pytest_args: tuple[str, ...]
     count: int
     base_pythonpath: str
+    own: str  # the base worktree's own modules (provenance.own_modules), comma-separated
 
     def env(self, side: str, imports: Path) -> dict[str, str]:
         env = dict(os.environ, GPUPERF_AB_SIDE=side)
@@ -97,6 +100,7 @@ class _Rounds:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (path, str(self.work / "probe")) if p)
         env[WATCH] = os.pathsep.join(str(p.resolve()) for p in (self.root, self.tree))
         env[OUT] = str(imports)
+        env[OWN] = self.own
         return env
 
 
@@ -134,6 +138,9 @@ def _round(r: _Rounds, side: str, i: int, log: Any) -> tuple[Round, list[Path], 
     foreign = foreign_import(side, files, r.root, r.tree)
     if foreign is not None:
         raise ABError(_foreign(what, side, foreign, r.tree))
+    wrong = wrong_build(side, imported_own(imports), r.tree)  # an installed copy of the head
+    if wrong is not None:
+        raise ABError(f"{what}: {wrong}")
     try:
         return _figures(out), files, out
     except ValueError as exc:
@@ -186,7 +193,8 @@ def run_ab(
                 raise ABError(f"--setup {setup!r} failed in the base worktree: {why}")
         install_probe(work)
         shared = _Rounds(root, tree, rel, work, tuple(pytest_args), rounds,
-                         base_path(root, tree, os.environ.get("PYTHONPATH")))  # fmt: skip
+                         base_path(root, tree, os.environ.get("PYTHONPATH")),
+                         ",".join(own_modules(tree)))  # fmt: skip
         figures: dict[str, list[Round]] = {side: [] for side in SIDES}
         head_ran: set[Path] = set()
         last_head: Path | None = None

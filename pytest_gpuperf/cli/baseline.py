@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..baseline.edit import describe, merge_files, restart, restart_record
+from ..baseline.edit import describe, kind_changes, merge_files, restart, restart_record
 from ..baseline.schema import BaselineError, BaselineFile
 from ..baseline.store import baseline_path, load, rewrite, write_unlocked
 from ..core import gitcmd
@@ -77,6 +77,9 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                    help="only figures of this noise class (compute, bandwidth, model, ...)")
     a.add_argument("--force", action="store_true",
                    help="accept figures that are inconclusive or from a busy host")
+    a.add_argument("--restart-incomparable", action="store_true",
+                   help="restart figures whose unit or direction changed (incomparable): "
+                   "their earlier sessions, in the other unit, are dropped from the file")
     s = cmds.add_parser("show", help="what the gate judges against")
     s.add_argument("files", type=Path, nargs="*",
                    help="baseline files (default: every *.json in --baseline-dir)")
@@ -148,8 +151,51 @@ def _baseline_of(args: argparse.Namespace, data: dict[str, Any], profile: str) -
     if args.baseline is not None:
         return Path(args.baseline)
     if isinstance(data.get("baseline"), str) and data["baseline"]:
-        return Path(data["baseline"])
+        top = gitcmd.out(Path.cwd(), "rev-parse", "--show-toplevel")
+        return in_checkout(Path(data["baseline"]), Path(top) if top else Path.cwd())
     return baseline_path(Path("baselines"), profile)
+
+
+def in_checkout(recorded: Path, root: Path) -> Path:
+    """This checkout's baseline file for the one the run recorded (a hint, never a target:
+    the run may have been on another machine): the recorded path where it lies inside
+    `root`, else `root` joined with the longest tail of it (file name and at least one
+    folder) whose folder exists here (a CI runner's /ci/work/repo/baselines/h100.json is
+    baselines/h100.json here). UsageError where none does."""
+    whole = recorded if recorded.is_absolute() else Path.cwd() / recorded
+    try:
+        whole.resolve().relative_to(root.resolve())
+        return recorded
+    except (ValueError, OSError):
+        pass
+    parts = whole.parts[1:]
+    for i in range(len(parts) - 1):  # the longest tail first
+        here = root.joinpath(*parts[i:])
+        if here.parent.is_dir():
+            return here
+    raise UsageError(f"the run's baseline file {recorded} is not in this checkout ({root}) "
+                     "and no folder here matches its path: pass --baseline PATH")  # fmt: skip
+
+
+def measured_at(data: dict[str, Any], now: str) -> tuple[str | None, str, list[str]]:
+    """The commit and date of the code the run measured, from its results file, and what
+    to say: no commit where its tree was dirty (the code was no commit's) or the file
+    predates the field (never the accept's HEAD: the paired stage would build other code);
+    the accept's date where the file records none."""
+    notes = []
+    commit = data.get("commit")
+    if "commit" not in data:
+        notes.append("the results file records no commit (written before 2026-12-07): the "
+                     "accepted sessions record none, and the paired stage leaves them to "
+                     "stage 1 (measure again and accept that run to record one)")  # fmt: skip
+    elif data.get("dirty") is True:
+        commit = None
+        notes.append(f"the run measured uncommitted changes on {str(data.get('commit'))[:12]}: "
+                     "the accepted sessions record no commit")  # fmt: skip
+    date = data.get("date")
+    if not date:
+        notes.append("the results file records no date: the accepted sessions carry today's")
+    return commit, date or now, notes
 
 
 def select(results: list[Result], args: argparse.Namespace) -> list[tuple[Result, str]]:
@@ -235,18 +281,29 @@ def accept_command(args: argparse.Namespace) -> int:
     emulated = {r.emulated for r in results}
     env = environment(data["device"], emulated.pop() if len(emulated) == 1 else None)
     where = path.parent  # gitcmd asks in its nearest existing folder
-    commit = gitcmd.out(where, "rev-parse", "HEAD")
+    commit, date, notes = measured_at(data, now)  # the run's, not this checkout's HEAD
     names: dict[str, set[str]] = {}
     for r, name in chosen:
         names.setdefault(r.key, set()).add(name)
-    updates = entries_to_save([r for r in results if r.key in names], env, date=now,
+    updates = entries_to_save([r for r in results if r.key in names], env, date=date,
                               commit=commit, session=data.get("session_id"),
                               host=(data.get("device") or {}).get("hostname"))  # fmt: skip
     for key, entry in updates.items():
         entry["metrics"] = {n: m for n, m in entry["metrics"].items() if n in names[key]}
+    changed = kind_changes(load(path), updates)
+    if changed and not args.restart_incomparable:
+        for line in changed:
+            print(f"gpuperf baseline accept: refused: {plain(line)}: another unit or direction "
+                  "(incomparable)", file=sys.stderr)  # fmt: skip
+        print("gpuperf baseline accept: nothing accepted (--restart-incomparable restarts "
+              "them, dropping those sessions)", file=sys.stderr)  # fmt: skip
+        return REFUSED
     record = restart_record(args.reason.strip(), now, commit, _who(where), problems)
     args.target = path  # named if the disk refuses the write
-    rewrite(path, lambda current: restart(current, path, profile, updates, record, now))
+    rewrite(path, lambda current: restart(current, path, profile, updates, record, now,
+                                          drop_other_kind=args.restart_incomparable))
+    for line in notes + [f"dropped {c}" for c in changed]:
+        print(f"gpuperf baseline accept: {plain(line)}")
     count = sum(len(e["metrics"]) for e in updates.values())
     print(f"accepted {count} figure(s) of {len(updates)} test(s) into {path}: history "
           f"restarted on {now[:10]}: {plain(args.reason.strip())}")  # fmt: skip

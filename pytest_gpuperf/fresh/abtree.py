@@ -310,6 +310,20 @@ def imported_files(folder: Path) -> list[Path] | None:
     return sorted(files)
 
 
+def imported_own(folder: Path) -> list[tuple[str, str | None]]:
+    """Each of the base worktree's own modules a round's processes imported, with the file
+    it came from (abprobe's .own lists, merged: a pytest-xdist worker's too), sorted."""
+    out: set[tuple[str, str | None]] = set()
+    for path in sorted(folder.glob("*.own")):
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(found, dict):
+            out |= {(str(n), f if isinstance(f, str) else None) for n, f in found.items()}
+    return sorted(out, key=lambda p: (p[0], p[1] or ""))
+
+
 def _interpreter_dirs() -> list[Path]:
     """Where this interpreter's own modules live (a virtualenv inside the checkout)."""
     import site

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .provenance import imported_files, other_files, pin_bootstrap, write_pins
+
 if TYPE_CHECKING:
     from ..core.results import Result
 
@@ -117,18 +119,19 @@ def passed_through(config: Any) -> tuple[list[str], list[str]]:
     return out, []
 
 
-def entry(config: Any) -> list[str]:
+def entry(config: Any, pins: Path | None = None) -> list[str]:
     """The interpreter, its flags and a bootstrap that sets the run's sys.path (as it was
-    before the run's conftests were loaded: SYS_PATH_KEY) and starts pytest as its
-    console script does: `python -m pytest` would put the working directory first and
-    import a local source tree where the run imported an installed copy."""
+    before the run's conftests were loaded: SYS_PATH_KEY), pins the modules listed in
+    `pins` to the run's files (provenance.write_pins) and starts pytest through
+    pytest.main() (console_main is deprecated): `python -m pytest` would put the working
+    directory first and import a local source tree where the run imported an installed
+    copy."""
     stash = getattr(config, "stash", None)
     path = stash.get(SYS_PATH_KEY, None) if stash is not None else None
     path = list(sys.path) if path is None else path
-    boot = (
-        f"import sys; sys.path[:] = {path!r}; import pytest; "
-        "raise SystemExit(pytest.console_main())"
-    )
+    pinned = pin_bootstrap(pins) if pins is not None else ""
+    boot = (f"import sys; sys.path[:] = {path!r}\n{pinned}\n"
+            "import pytest\nraise SystemExit(pytest.main())")  # fmt: skip
     # -O, -W, -X, -B, ... as multiprocessing's spawn passes them
     flags: list[str] = getattr(subprocess, "_args_from_interpreter_flags", list)()
     return [sys.executable, *flags, "-c", boot]
@@ -141,7 +144,7 @@ def start_dir(config: Any) -> Path:
     return Path(start) if start is not None and Path(start).is_dir() else Path(config.rootpath)
 
 
-def command(config: Any, json_path: Path) -> list[str]:
+def command(config: Any, json_path: Path, pins: Path | None = None) -> list[str]:
     """The fresh process's command line: this run's arguments (its own, addopts' and
     PYTEST_ADDOPTS', a user's options and the test paths, less those `passed_through`
     leaves out), settings and plugins, the same ini file and rootdir, no addopts of its
@@ -150,7 +153,7 @@ def command(config: Any, json_path: Path) -> list[str]:
     from ..core.settings import SETTINGS
 
     kept, tail = passed_through(config)
-    args = [*entry(config), *kept, "-q", "-p", "no:cacheprovider"]
+    args = [*entry(config, pins), *kept, "-q", "-p", "no:cacheprovider"]
     for s in SETTINGS:
         if s.cli and config.getoption(f"gpuperf_{s.name}") is not None:
             args.append(
@@ -189,7 +192,8 @@ def run(
     select = tmp / "select.json"
     select.write_text(json.dumps(sorted(nodeids)), encoding="utf-8")
     env = {SELECT_ENV: str(select), IMPORTS_ENV: str(tmp / "imports.json"), **env}
-    return fresh_process(command(config, tmp / "results.json"), config, env, timeout)
+    pins = write_pins(tmp / "pins.json")  # the run's build: the files the run imported
+    return fresh_process(command(config, tmp / "results.json", pins), config, env, timeout)
 
 
 def fresh_environment() -> dict[str, str]:
@@ -285,58 +289,6 @@ def confirmation_run(
 
 
 # ------------------------------------------------------------ in the fresh process
-
-
-def imported_files() -> dict[str, str]:
-    """Module name: the file it was imported from, for this process's modules that have
-    one, less `__main__`, conftest modules (one name for many files) and modules generated
-    at run time into a compile cache (torch.compile's inductor modules have one name and a
-    file in each process's own cache)."""
-    generated = [
-        os.path.realpath(v)
-        for k, v in os.environ.items()
-        if k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR") and v
-    ]
-    out = {}
-    for name, module in list(sys.modules.items()):
-        try:
-            file = vars(module).get("__file__")
-        except TypeError:  # not a module
-            continue
-        if not isinstance(file, str) or name == "__main__" or Path(file).name == "conftest.py":
-            continue
-        real = os.path.realpath(file)
-        cached = "torchinductor" in real or f"{os.sep}.triton{os.sep}" in real
-        if cached or any(real.startswith(g + os.sep) for g in generated):
-            continue
-        out[name] = file
-    return out
-
-
-def differences(theirs: dict[str, str], ours: dict[str, str], shown: int = 3) -> str:
-    """The modules both processes imported from different files, one per top-level
-    package, as one line ("" when none)."""
-    seen: set[str] = set()
-    out = []
-    for name in sorted(theirs):
-        top = name.partition(".")[0]
-        if name not in ours or top in seen:
-            continue
-        if os.path.realpath(theirs[name]) != os.path.realpath(ours[name]):
-            seen.add(top)
-            out.append(f"{name} from {theirs[name]} (this run: {ours[name]})")
-    more = f", and {len(out) - shown} more" if len(out) > shown else ""
-    return "; ".join(out[:shown]) + more
-
-
-def other_files(path: Path) -> str:
-    """What the fresh process imported from other files than this process ("" when it
-    wrote no list, or all agree)."""
-    try:
-        theirs = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ""
-    return differences(theirs, imported_files()) if isinstance(theirs, dict) else ""
 
 
 class FreshSide:

@@ -180,6 +180,7 @@ def run(config: Any, nodeids: list[str]) -> tuple[list[Outcome] | None, str]:
     from ..outputs.runfile import ResultsFileError, read_run
     from .confirm import run as run_fresh
     from .confirm import said
+    from .provenance import other_files
 
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gpuperf-deferred-") as tmp:
@@ -196,6 +197,10 @@ def run(config: Any, nodeids: list[str]) -> tuple[list[Outcome] | None, str]:
             reports = json.loads(log_path.read_text())
         except (OSError, ValueError) as exc:  # a process killed while it wrote them
             return _all_failed(nodeids, f"its outcomes could not be read: {exc}"), ""
+        other = other_files(Path(tmp) / "imports.json")
+        if other:  # it ran other code than the run did: its outcomes are not this build's
+            why = f"the fresh process imported other files than this run: {other}"
+            return _all_failed(nodeids, why), ""
         results: list[Result] = []
         if json_path.exists():
             try:

@@ -35,6 +35,7 @@ from .abprobe import OUT as PROBE_OUT
 from .abprobe import WATCH
 from .abtree import PROBE, foreign_import, imported_files, install_probe
 from .afford import MIN_PER_PAIR, STOP_S, round_cap
+from .provenance import own_modules, wrong_build
 
 SIDES = ("base", "head")
 
@@ -174,7 +175,7 @@ def _start(build: Build, work: Path, name: str, env: dict[str, str], probe: Path
     p_r, c_w = os.pipe()
     boot = (
         f"import sys; sys.path[:] = {[*build.sys_path, str(probe)]!r}; import pytest; "
-        "raise SystemExit(pytest.console_main())"
+        "raise SystemExit(pytest.main())"
     )
     flags: list[str] = getattr(subprocess, "_args_from_interpreter_flags", list)()
     cmd = [sys.executable, *flags, "-c", boot, "-p", PROBE, "-p", roundworker.NAME, *build.args,
@@ -286,39 +287,12 @@ def _check_imports(proc: _Proc, root: Path, tree: Path) -> None:
                           "measured the other build's code")  # fmt: skip
 
 
-def own_modules(tree: Path) -> list[str]:
-    """The top-level modules the base's worktree provides (its own .py files and packages,
-    at its root and under src/): a base process must import each from the worktree, and a
-    head process none from it (an installed copy of the head, outside both, is caught so)."""
-    names = set()
-    for d in (tree, tree / "src"):
-        if not d.is_dir():
-            continue
-        for entry in d.iterdir():
-            if entry.suffix == ".py" and entry.stem not in ("conftest", "setup", "noxfile"):
-                names.add(entry.stem)
-            elif entry.is_dir() and (entry / "__init__.py").is_file():
-                names.add(entry.name)
-    return sorted(names)
-
-
 def _check_modules(proc: _Proc, modules: dict[str, Any], tree: Path) -> None:
-    """RoundsError when a process imported one of the worktree's modules from the wrong
-    build: the base from anywhere but the worktree (an installed copy of the head, a path
-    the bootstrap did not map), the head from the worktree."""
-    t = os.path.realpath(tree)
-    for name, file in sorted(modules.items()):
-        if not isinstance(file, str):
-            continue  # a namespace package or a built-in: no file to place
-        inside = os.path.realpath(file).startswith(t + os.sep)
-        if proc.side == "base" and not inside:
-            raise RoundsError(
-                f"the base process imported {name} from {file}, not from the baseline "
-                f"commit's worktree: an installed copy of the code under test (install it "
-                "editable, or put its directory on PYTHONPATH) would measure the head twice"
-            )
-        if proc.side == "head" and inside:
-            raise RoundsError(f"the head process imported {name} from the base worktree ({file})")
+    """RoundsError when a process imported one of the worktree's own modules from the
+    wrong build (provenance.wrong_build)."""
+    why = wrong_build(proc.side, sorted(modules.items()), tree)
+    if why is not None:
+        raise RoundsError(why)
 
 
 def plan(per: list[int], p: int, done: int, timing: Timing, left: float,

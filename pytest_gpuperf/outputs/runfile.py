@@ -72,10 +72,7 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
     shifts = data.get("class_shifts", [])
     if not isinstance(shifts, list) or not all(isinstance(x, str) for x in shifts):
         raise ResultsFileError(f"{where}: 'class_shifts' must be a list of lines")
-    _check(data.get("session_id"), (str, None), f"{where}: 'session_id'", "a string")
-    if not isinstance(data.get("saved", False), bool):
-        got = _show(data["saved"])
-        raise ResultsFileError(f"{where}: 'saved' must be true or false, got {got}")
+    _check_run(data, where)
     workers = data.get("xdist_workers", 0)  # absent in files written before 2026-12-06
     if not (isinstance(workers, int) and not isinstance(workers, bool) and workers >= 0):
         raise ResultsFileError(f"{where}: 'xdist_workers' must be a count, got {_show(workers)}")
@@ -118,7 +115,23 @@ def summary_from_payload(data: Any, where: str, source: str | None = None) -> Ru
         selected=selected,
         xdist_workers=workers,
         blind=Blindness.from_json(data.get("blind")),
+        commit=data.get("commit"),
+        dirty=data.get("dirty"),
+        date=data.get("date"),
     )
+
+
+def _check_run(data: dict[str, Any], where: str) -> None:
+    """The run's own fields: its session id, whether it saved itself, its commit, whether
+    its tree was dirty and its date (the last three absent in files before 2026-12-07)."""
+    for name in ("session_id", "commit", "date"):
+        _check(data.get(name), (str, None), f"{where}: {name!r}", "a string")
+    if not isinstance(data.get("saved", False), bool):
+        got = _show(data["saved"])
+        raise ResultsFileError(f"{where}: 'saved' must be true or false, got {got}")
+    if not isinstance(data.get("dirty", False), bool | None):  # 0 is no answer either
+        raise ResultsFileError(f"{where}: 'dirty' must be true, false or null, got "
+                               f"{_show(data['dirty'])}")  # fmt: skip
 
 
 def run_count(summaries: list[RunSummary]) -> int:

@@ -43,6 +43,9 @@ class RunSummary:
         rerun: Rerun | None = None,
         xdist_workers: int = 0,
         blind: Blindness | None = None,
+        commit: str | None = None,
+        dirty: bool | None = None,
+        date: str | None = None,
     ) -> None:
         self.device = device
         self.describe = describe
@@ -68,6 +71,9 @@ class RunSummary:
         self.xdist_workers = xdist_workers  # pytest-xdist workers started (0: none)
         # the gated figures the judgement left undecided, and why (None: not judged)
         self.blind = blind
+        self.commit = commit  # git HEAD of the run's checkout (None: none, or not recorded)
+        self.dirty = dirty  # its code differed from that commit (None: unknown)
+        self.date = date  # when the run started, ISO 8601 UTC (None: not recorded)
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -87,4 +93,7 @@ class RunSummary:
             "selected": list(self.selected) if self.selected is not None else None,
             "xdist_workers": self.xdist_workers,
             "blind": self.blind.to_json() if self.blind is not None else None,
+            "commit": self.commit,
+            "dirty": self.dirty,
+            "date": self.date,
         }

@@ -34,6 +34,7 @@ class RunBaseline:
         self.ready = False
         self.judgement: Judgement | None = None
         self._paired: bool | None = None  # paired_possible's answer, once asked
+        self._code: tuple[str | None, bool | None] | None = None  # code_state's, once asked
         self.deselected: set[str] = set()  # the test ids -k, -m, --deselect left out
 
     @property
@@ -195,6 +196,15 @@ class RunBaseline:
         from ..judging.explain import Rerun
 
         return Rerun.of(self.profile, self.path.parent, self.options.rootdir)
+
+    def code_state(self) -> tuple[str | None, bool | None]:
+        """HEAD of the run's checkout (its rootdir's repository) and whether its code
+        differs from it (`code_changed`), asked once; (None, None) outside a repository.
+        The results file records both (baseline accept restarts at that commit)."""
+        if self._code is None:
+            root = Path(self.options.rootdir) if self.options.rootdir else Path.cwd()
+            self._code = checkout_state(root, self.path.parent if self.path else root)
+        return self._code
 
     def missing(self, keys: Iterable[str], collected: set[str]) -> list[str]:
         """Baseline entries of collected tests that produced no result in this run."""
@@ -406,30 +416,40 @@ def not_passed(report: Any) -> str | None:
 
 def code_commit(root: Path, baseline_dir: Path) -> tuple[str | None, str]:
     """The commit of the checkout at `root` that a saved session measured, and the save
-    line's clause saying why none is recorded where tracked files of it outside
-    `baseline_dir` differ from HEAD (HEAD is not the code measured; the paired stage would
-    build the wrong one); none, unsaid, where `root` is in no git repository or has no
+    line's clause saying why none is recorded where tracked files of it other than
+    `baseline_dir`'s JSON files differ from HEAD (HEAD is not the code measured; the paired
+    stage would build the wrong one); none, unsaid, where `root` is in no git repository or has no
     commit yet (a compare run's paired stage says it is off, and why). A baseline
     directory outside the checkout (a nightly job's cache) takes the checkout's commit all
     the same: it used to take its own directory's, none outside a repository."""
-    out = (gitcmd.out(root, "rev-parse", "--show-toplevel", "HEAD") or "").splitlines()
-    if len(out) != 2:  # no repository, or no commit yet: rev-parse fails as a whole
+    commit, dirty = checkout_state(root, baseline_dir)
+    if commit is None:  # no repository, or no commit yet
         return None, ""
-    top, commit = out
-    if code_changed(Path(top), baseline_dir):
-        return None, ("; no commit recorded: the checkout has uncommitted changes outside the "
-                      "baseline directory (commit them, then save, for the paired stage to "
+    if dirty:
+        return None, ("; no commit recorded: the checkout has uncommitted changes other than "
+                      "the baseline files (commit them, then save, for the paired stage to "
                       "build this code)")  # fmt: skip
     return commit, ""
 
 
+def checkout_state(root: Path, baseline_dir: Path) -> tuple[str | None, bool | None]:
+    """HEAD of the checkout at `root` and whether its code differs from HEAD
+    (`code_changed`); (None, None) where `root` is in no git repository or has no commit."""
+    out = (gitcmd.out(root, "rev-parse", "--show-toplevel", "HEAD") or "").splitlines()
+    if len(out) != 2:  # no repository, or no commit yet: rev-parse fails as a whole
+        return None, None
+    top, commit = out
+    return commit, code_changed(Path(top), baseline_dir)
+
+
 def code_changed(top: Path, baseline_dir: Path) -> bool:
-    """Whether tracked files of the checkout at `top` outside `baseline_dir` differ from
-    HEAD: a session saved so measured code that no commit holds."""
+    """Whether tracked files of the checkout at `top` differ from HEAD, less the baseline
+    files themselves (the JSON files directly in `baseline_dir`): a session saved so
+    measured code that no commit holds. The rest of the baseline directory counts (with
+    `--gpuperf-baseline-dir=tests` an edited test is code the run measured)."""
     spec = ["."]
     with contextlib.suppress(ValueError, OSError):  # the baseline's own files: not the code
         rel = baseline_dir.resolve().relative_to(Path(top).resolve())
-        spec = [".", f":(exclude){rel.as_posix()}"] if rel.parts else []
-    if not spec:
-        return False  # the baseline directory is the whole checkout: nothing else to hold
+        files = f"{rel.as_posix()}/*.json" if rel.parts else "*.json"
+        spec = [".", f":(exclude,glob){files}"]
     return gitcmd.status(top, "diff", "--quiet", "HEAD", "--", *spec) == 1

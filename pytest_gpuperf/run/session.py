@@ -10,6 +10,7 @@ import dataclasses
 import os
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -340,6 +341,8 @@ class GpuPerfSession:
 
         prof = self.profile()
         emu = self.emulated_profile()
+        commit, dirty = self.base.code_state()  # the code measured (baseline accept reads it)
+        started = datetime.fromtimestamp(self.started, UTC)
         return RunSummary(
             device=self.snapshot().to_dict(),
             describe=self.snapshot().describe(),
@@ -360,6 +363,7 @@ class GpuPerfSession:
             selected=sorted(self.collected),
             rerun=self.base.rerun(), xdist_workers=self.options.xdist_workers,
             blind=self.base.blindness(self.results),
+            commit=commit, dirty=dirty, date=started.isoformat(timespec="seconds"),
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
