@@ -741,7 +741,7 @@ def test_a_first_look_whose_rounds_do_not_fit_measures_the_rest_without_its_dear
     assert calls == [(["test_p.py::test_dear", "test_p.py::test_step"], 0),
                      (["test_p.py::test_step"], 2)], calls  # fmt: skip
     assert more == [(["test_p.py::test_step"], 4)], more  # new pairs again, numbered on
-    assert "the 1 test(s) it left undecided not re-measured: none here" in out, out
+    assert "no more rounds of the 1 test(s) still undecided after them: none here" in out, out
     assert ("its first 1 round(s) showed that its tests' rounds no longer fit the budget, so 1 "
             "test(s) were left out of the rounds (a round of both builds: test_dear 150 s) "
             "and the other 1 re-measured in new process pairs") in out, out

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..judging.offsets import recap_derived
 from ..judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER, stage1_record
 from .envshift import environment_shifts, software_changed
-from .pairedlooks import MORE, PAIRS
+from .pairedlooks import MORE, PAIRS, more_said, rounds_said
 
 if TYPE_CHECKING:
     from ..core.results import Result
@@ -225,8 +225,8 @@ def run_stage(
     counts = ", ".join(f"{n} {s}" for s, n in sorted(decided.items()))
     return Stage(
         f"paired stage against the baseline's commit {commit[:12]}{mixed}: {what} "
-        f"re-measured in {_rounds_said(looks.got, budget_s)} ({PAIRS} processes a side)"
-        f"{looks.dropped_said}{_more_said(looks.again, looks.note)} in {took:.0f} s: {counts}"
+        f"re-measured in {rounds_said(looks.got, budget_s)} ({PAIRS} processes a side)"
+        f"{looks.dropped_said}{more_said(looks.again, looks.note)} in {took:.0f} s: {counts}"
         f"{'; ' + dear if dear else ''}"
     )
 
@@ -268,40 +268,6 @@ def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
                        "ab measures it in any case"),
         }}  # fmt: skip
     return [t for t in todo if t[0].nodeid in keep]
-
-
-def _more_said(again: Any, note: str) -> str:
-    """The second look in words: "; 1 test(s) it left undecided re-measured in 12 more
-    rounds (2 more processes a side, a round of both builds 3.1 s)", or why it measured none."""
-    if again is None:
-        return f"; {note}" if note else ""
-    tests = len({d.get("nodeid") for side in again.rounds.values() for r in side for d in r})
-    n, asked = len(again.pair), again.asked
-    cut = f" of the {asked} asked ({again.cut or 'what the budget held'})" if n < asked else ""
-    return (f"; {tests} test(s) it left undecided re-measured in {n} more rounds{cut} "
-            f"({len(set(again.pair))} more processes a side, a round of both builds "
-            f"{again.timing.round_cost:.1f} s)")  # fmt: skip
-
-
-def _rounds_said(measured: Any, budget_s: float) -> str:
-    """ "6 rounds (a round of both builds 9.1 s, a pair's first 20.2 s, a process pair 7.9 s
-    to start ...)", with "of the 8 asked (what the budget of 180 s held)" when fewer were
-    measured than asked."""
-    n, t = len(measured.pair), measured.timing
-    text = f"{n} rounds"
-    if n < measured.asked:
-        text += (f" of the {measured.asked} asked ({measured.cut or 'what the budget held'}; "
-                 f"budget {budget_s:.0f} s, --gpuperf-paired-budget)")  # fmt: skip
-    text += (f" (a round of both builds {t.round_cost:.1f} s, a pair's first "
-             f"{t.first_s:.1f} s, a process pair {t.start_s:.1f} s to start")  # fmt: skip
-    per = sorted(measured.seconds.items(), key=lambda kv: -kv[1])[:3]
-    if per and n:
-        text += "; a test's measurement in a round, slowest: " + ", ".join(
-            f"{nodeid.split('::')[-1]} {took / (2 * n):.1f} s" for nodeid, took in per
-        )
-    if getattr(measured, "warmed", 0.0) > 0:  # fresh/roundworker.warm
-        text += f"; the GPU warmed {measured.warmed:.0f} s before calls after idling"
-    return text + ")"
 
 
 def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: float,

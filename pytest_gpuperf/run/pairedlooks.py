@@ -125,7 +125,8 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
                                               root, tree, looks.got, again, rounds=MORE * rounds,
                                               pairs=PAIRS, budget_s=left, pair0=pair0)  # fmt: skip
             if why:
-                looks.note = f"the {len(again)} test(s) it left undecided not re-measured: {why}"
+                looks.note = (f"no more rounds of the {len(again)} test(s) still undecided "
+                              f"after them: {why}")  # fmt: skip
             return looks
     except ABError as exc:  # git could not add the worktree
         raise r.RoundsError(str(exc)) from None
@@ -188,3 +189,39 @@ def one_look(got: Any, tests: list[str], left: float) -> str:
         return ""
     return (f"one look at the stage's whole share: the budget left ({max(left, 0):.0f} s) "
             f"holds no second look of even its cheapest test (about {least:.0f} s)")  # fmt: skip
+
+
+def more_said(again: Any, note: str) -> str:
+    """The second look in words: "; the 1 test(s) still undecided after them re-measured in
+    12 more rounds (2 more processes a side, a round of both builds 3.1 s)", or why it
+    measured none ("; no more rounds of the 2 test(s) still undecided after them: ...")."""
+    if again is None:
+        return f"; {note}" if note else ""
+    tests = len({d.get("nodeid") for side in again.rounds.values() for r in side for d in r})
+    n, asked = len(again.pair), again.asked
+    cut = f" of the {asked} asked ({again.cut or 'what the budget held'})" if n < asked else ""
+    return (f"; the {tests} test(s) still undecided after them re-measured in {n} more "
+            f"rounds{cut} "
+            f"({len(set(again.pair))} more processes a side, a round of both builds "
+            f"{again.timing.round_cost:.1f} s)")  # fmt: skip
+
+
+def rounds_said(measured: Any, budget_s: float) -> str:
+    """ "6 rounds (a round of both builds 9.1 s, a pair's first 20.2 s, a process pair 7.9 s
+    to start ...)", with "of the 8 asked (what the budget of 180 s held)" when fewer were
+    measured than asked."""
+    n, t = len(measured.pair), measured.timing
+    text = f"{n} rounds"
+    if n < measured.asked:
+        text += (f" of the {measured.asked} asked ({measured.cut or 'what the budget held'}; "
+                 f"budget {budget_s:.0f} s, --gpuperf-paired-budget)")  # fmt: skip
+    text += (f" (a round of both builds {t.round_cost:.1f} s, a pair's first "
+             f"{t.first_s:.1f} s, a process pair {t.start_s:.1f} s to start")  # fmt: skip
+    per = sorted(measured.seconds.items(), key=lambda kv: -kv[1])[:3]
+    if per and n:
+        text += "; a test's measurement in a round, slowest: " + ", ".join(
+            f"{nodeid.split('::')[-1]} {took / (2 * n):.1f} s" for nodeid, took in per
+        )
+    if getattr(measured, "warmed", 0.0) > 0:  # fresh/roundworker.warm
+        text += f"; the GPU warmed {measured.warmed:.0f} s before calls after idling"
+    return text + ")"
