@@ -115,7 +115,8 @@ def test_the_stage_checks_against_the_runs_own_environment(monkeypatch):
     r = _run("regressed", change=-0.08)
     r.verdicts["throughput"] = {"status": "unchanged", "reason": "launch-bound wall"}
     base = types.SimpleNamespace(entries=_entries({**ENV, "driver": "570.1"}), judgement=None)
-    opts = types.SimpleNamespace(paired_budget=100.0, paired_rounds=6, false_alarm=0.01)
+    opts = types.SimpleNamespace(paired_budget=100.0, paired_rounds=6, false_alarm=0.01,
+                                 paired_setup=None)
     monkeypatch.setattr(paired, "_repo", lambda config: pytest.fail("a stage with nothing to do"))
     assert paired.after_judgement(None, base, [r], opts, {}, ENV) == ([], False)
     base.entries = _entries(ENV)

@@ -46,6 +46,7 @@ from ..fresh.abtree import (  # Stopped: also ab's own interface
     prune_stale,
     resolve_base,
     run_group,
+    run_setup,
     stop_on_signals,
 )
 from ..judging.judge import failing
@@ -179,10 +180,7 @@ def run_ab(
     started = time.monotonic()
     with base_worktree(root, checkout.sha) as (work, tree):
         if setup:
-            done = run_group(setup, shell=True, cwd=tree)
-            if done.returncode != 0:
-                why = done.stderr[-500:]
-                raise ABError(f"--setup {setup!r} failed in the base worktree: {why}")
+            run_setup(setup, tree, "--setup")
         install_probe(work)
         shared = _Rounds(root, tree, rel, work, tuple(pytest_args), rounds,
                          base_path(root, tree, os.environ.get("PYTHONPATH")))  # fmt: skip

@@ -66,13 +66,15 @@ def _env(gpu: str | None, select: Path, cuda: bool = False) -> dict[str, str]:
 def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
                   tests: list[str], rounds: int, budget_s: float,
                   more: Callable[[Any, list[str]], list[str]] | None = None,
-                  keep_first: Collection[str] = ()) -> Looks:  # fmt: skip
+                  keep_first: Collection[str] = (),
+                  setup: str | None = None) -> Looks:  # fmt: skip
     """The stage's rounds of `tests` within `budget_s`, in two looks where `more` names the
     first look's undecided tests (of the tests it measured). The first look takes the
     stage's whole share where the budget left cannot hold a second look of even the
     cheapest test (`one_look`), decided by what the rounds cost, not their figures, so each
     way spends about the share (docs/baselines.md). `keep_first`: tests with a figure the
-    first stage decided (a checked figure), dropped last (`salvage`)."""
+    first stage decided (a checked figure), dropped last (`salvage`). `setup`: the shell
+    command run in the base worktree first (--gpuperf-paired-setup, `base_ready`)."""
     import json
 
     from ..fresh import rounds as r
@@ -89,6 +91,7 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
     prune_stale(root)
     try:
         with base_worktree(root, commit) as (work, tree):
+            base_ready(root, tree, setup)
             r.install_worker(work)
             head = r.head_build(config)
             extra = [p for p in base_path(root, tree, None).split(os.pathsep) if p]
@@ -130,6 +133,24 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
             return looks
     except ABError as exc:  # git could not add the worktree
         raise r.RoundsError(str(exc)) from None
+
+
+def base_ready(root: Path, tree: Path, setup: str | None) -> None:
+    """Run the stage's setup command in the base worktree `tree` (fresh/abtree.run_setup,
+    gpuperf ab's --setup), then refuse a worktree whose submodules are not checked out
+    where the run's checkout has them (git worktree add leaves them empty: the base would
+    import nothing, or another copy). ABError in one line, naming the command or the
+    submodules."""
+    from ..fresh.abtree import missing_submodules, run_setup
+    from ..judging.paired import ABError
+
+    if setup:
+        run_setup(setup, tree, "--gpuperf-paired-setup")
+    gone = sorted(set(missing_submodules(tree)) - set(missing_submodules(root)))
+    if gone:
+        raise ABError(f"the base worktree's submodule(s) {', '.join(gone)} are not checked out "
+                      "(git worktree add leaves them empty): set --gpuperf-paired-setup="
+                      "'git submodule update --init' (ini gpuperf_paired_setup)")  # fmt: skip
 
 
 def _salvaged(looks: Looks, exc: Any, tests: list[str], left: float,
