@@ -3,6 +3,7 @@ Real git repositories and real pytest processes; the virtual clock makes times e
 
 import json
 import math
+import platform
 import subprocess
 import sys
 
@@ -55,7 +56,10 @@ def test_identical_base_and_head_pass(repo, monkeypatch):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "UNCHANGED  test_b.py::test_spin  throughput" in r.stdout
     assert "head: HEAD " in r.stdout  # a clean tree: the commit is compared
+    # what each side ran with, from its own results file (issue 57: ab has no baseline)
+    assert f"environment: the same on both sides (python {platform.python_version()}" in r.stdout
     report = json.loads((repo.path / "ab.json").read_text())
+    assert report["environment"]["base"]["python"] == platform.python_version()
     assert report["rounds"] == 3 and report["verdicts"]["test_b.py::test_spin"]["throughput"]["status"] == "unchanged"
     assert len(report["values"]["test_b.py::test_spin"]["throughput"]["base"]) == 3
     assert "## gpuperf A/B:" in (repo.path / "ab.md").read_text()
@@ -604,3 +608,16 @@ def test_the_cli_refuses_a_false_alarm_rate_below_the_floor(tmp_path):
         capture_output=True, text=True, cwd=tmp_path,
     )  # fmt: skip
     assert out.returncode == 2 and "must be at least 1e-09" in out.stderr
+
+
+def test_the_sides_environments_are_shown_and_what_differs_is_named():
+    """Issue 57: gpuperf ab has no saved baseline to check its base against; it shows what
+    each side's process ran with, naming what differs."""
+    from pytest_gpuperf.cli.ab import environment_line
+
+    base = {"python": "3.12.3", "torch": "2.10.0", "pytest": "9.1.1"}
+    same = environment_line({"environment": {"base": base, "head": dict(base)}})
+    assert same.startswith("environment: the same on both sides (python 3.12.3, torch 2.10.0)")
+    differ = environment_line({"environment": {"base": base, "head": {**base, "torch": "2.11.0"}}})
+    assert differ == "environment differs between the sides (base -> head): torch 2.10.0 -> 2.11.0"
+    assert environment_line({}) == "environment: not recorded by both sides"

@@ -187,12 +187,14 @@ def run_ab(
         figures: dict[str, list[Round]] = {side: [] for side in SIDES}
         head_ran: set[Path] = set()
         last_head: Path | None = None
+        last: dict[str, Path] = {}  # each side's last results file
         for i in range(rounds):
             # alternate the order (A B, B A, ...) so a slow drift of the card (warming up)
             # does not always favour one side
             for side in SIDES if i % 2 == 0 else SIDES[::-1]:
                 measured, files, out = _round(shared, side, i, log)
                 figures[side].append(measured)
+                last[side] = out
                 if side == "head":
                     last_head = out
                     head_ran.update(files)
@@ -202,7 +204,38 @@ def run_ab(
             "rounds": rounds,
             "pytest_args": list(pytest_args),
             "wall_s": round(time.monotonic() - started, 1),
+            "environment": {side: side_environment(p) for side, p in last.items()},
         }, checkout.sha)  # fmt: skip
+
+
+def side_environment(path: Path) -> dict[str, Any]:
+    """What one side's pytest recorded of its environment in its results file: python,
+    the driver, CUDA and the packages' versions (hardware/device.py), {} where unreadable.
+    Both sides run under this process's environment variables; what they import may still
+    differ (a --setup that installs into the base's path, a PYTHONPATH)."""
+    try:
+        device = json.loads(path.read_text(encoding="utf-8")).get("device") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {"python": device.get("python"), "driver": device.get("driver_version"),
+            "cuda": device.get("cuda_driver_version"), **(device.get("packages") or {})}
+
+
+def environment_line(report: dict[str, Any]) -> str:
+    """The sides' environments in one line: what differs (base -> head), or what both ran
+    with (python and torch, where recorded). A slowdown from outside the code is the same
+    on both sides: gpuperf ab compares code, never the environment."""
+    from ..judging.basecheck import differences
+
+    env = report.get("environment") or {}
+    base, head = env.get("base") or {}, env.get("head") or {}
+    if not base or not head:
+        return "environment: not recorded by both sides"
+    if differ := differences(base, head):
+        return f"environment differs between the sides (base -> head): {differ}"
+    same = ", ".join(f"{k} {head[k]}" for k in ("python", "torch") if head.get(k))
+    return (f"environment: the same on both sides ({same or 'as recorded'}); a change outside "
+            "the code (an environment variable, a dependency) slows both alike, unseen here")
 
 
 def _judge(
@@ -342,6 +375,7 @@ def _main(args: Any) -> int:
         return 2
     print(f"base: {report['base']}; head: {report['head']}")
     print(f"{report['rounds']} rounds, {report['wall_s']} s")
+    print(plain(environment_line(report)))
     for line in table(VERDICT_HEADER, report["rows"]):
         print(line)
     for line in row_notes(report):
