@@ -3,6 +3,7 @@ Real git repositories and real pytest processes; the virtual clock makes times e
 
 import json
 import math
+import platform
 import subprocess
 import sys
 
@@ -55,7 +56,10 @@ def test_identical_base_and_head_pass(repo, monkeypatch):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "UNCHANGED  test_b.py::test_spin  throughput" in r.stdout
     assert "head: HEAD " in r.stdout  # a clean tree: the commit is compared
+    # what each side ran with, from its own results file (issue 57: ab has no baseline)
+    assert f"environment: the same on both sides (python {platform.python_version()}" in r.stdout
     report = json.loads((repo.path / "ab.json").read_text())
+    assert report["environment"]["base"]["python"] == platform.python_version()
     assert report["rounds"] == 3 and report["verdicts"]["test_b.py::test_spin"]["throughput"]["status"] == "unchanged"
     assert len(report["values"]["test_b.py::test_spin"]["throughput"]["base"]) == 3
     assert "## gpuperf A/B:" in (repo.path / "ab.md").read_text()
@@ -259,12 +263,12 @@ def test_two_rounds_far_apart_are_inconclusive_not_a_crash():
     out = judge_rounds({"base": base, "head": head}, 0.03, 0.001)  # at 99.9%, as with 10 metrics
     assert out["confidence"] >= 0.999
     v = out["verdicts"]["t.py::test_r"]["throughput"]
-    assert v["status"] == "inconclusive" and v["advice"].startswith("run more rounds")
+    assert v["status"] == "inconclusive"
+    assert "not even 1000 paired rounds would narrow it" in v["advice"], v["advice"]
     # and the output says so under the table (its rows have no room for it)
     from pytest_gpuperf.cli.ab import row_notes
 
-    assert row_notes(out) == ["inconclusive: t.py::test_r throughput: to settle: run more "
-                              "rounds (--rounds) or measure longer"]  # fmt: skip
+    assert row_notes(out) == [f"inconclusive: t.py::test_r throughput: to settle: {v['advice']}"]
 
 
 def mostly(good, bad, one_in=5):
@@ -695,3 +699,16 @@ def test_a_flat_layout_installed_non_editable_measures_the_base_s_own_code(tmp_p
                         "--", "tests/test_w.py", *FAST], cwd=repo, capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 1, r.stdout + r.stderr
     assert "REGRESSED  tests/test_w.py::test_work  throughput" in r.stdout
+
+
+def test_the_sides_environments_are_shown_and_what_differs_is_named():
+    """Issue 57: gpuperf ab has no saved baseline to check its base against; it shows what
+    each side's process ran with, naming what differs."""
+    from pytest_gpuperf.cli.ab import environment_line
+
+    base = {"python": "3.12.3", "torch": "2.10.0", "pytest": "9.1.1"}
+    same = environment_line({"environment": {"base": base, "head": dict(base)}})
+    assert same.startswith("environment: the same on both sides (python 3.12.3, torch 2.10.0)")
+    differ = environment_line({"environment": {"base": base, "head": {**base, "torch": "2.11.0"}}})
+    assert differ == "environment differs between the sides (base -> head): torch 2.10.0 -> 2.11.0"
+    assert environment_line({}) == "environment: not recorded by both sides"

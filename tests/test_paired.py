@@ -634,7 +634,7 @@ def test_a_test_whose_rounds_would_not_fit_the_budget_is_left_to_the_first_stage
     monkeypatch.setenv("DEAR", "test_dear")
     r = two_tests.runpytest(*FAST, "--gpuperf-json=run.json")
     out = r.stdout.str()
-    assert "1 figure(s) of 1 test(s) left to the first stage: their rounds would not fit " in out
+    assert "1 figure(s) of 1 test(s) not re-measured (left to the first stage): their rounds would not fit " in out
     assert "(a round priced at a test's time in the first stage, its sampling and kernel pass " \
            "capped as a round's, a side, the base's at the baseline's saved time: test_dear 20" \
            in out, out  # the mean of the head's 400 s and the base's saved time
@@ -661,7 +661,7 @@ def test_a_base_that_was_dear_when_saved_is_priced_at_its_own_time(pytester, mon
     monkeypatch.delenv("DEAR")  # the head's own run is cheap
     r = repo.runpytest(*FAST, "--gpuperf-json=run.json")
     out = r.stdout.str()
-    assert "1 figure(s) of 1 test(s) left to the first stage: their rounds would not fit " in out
+    assert "1 figure(s) of 1 test(s) not re-measured (left to the first stage): their rounds would not fit " in out
     assert "the base's at the baseline's saved time: test_dear 20" in out, out
     got = {d["nodeid"]: d["verdicts"]["throughput"]
            for d in json.loads((repo.path / "run.json").read_text())["results"]}  # fmt: skip
@@ -705,7 +705,7 @@ def test_a_stage_that_measured_nothing_still_names_the_tests_it_left(two_tests, 
     r.stdout.fnmatch_lines([
         f"gpuperf: paired stage against *: 1 figure(s) of 1 test(s) the first stage left "
         f"inconclusive, not measured: {said}; the first stage's verdicts stand; 1 figure(s) "
-        "of 1 test(s) left to the first stage: their rounds would not fit the budget *",
+        "of 1 test(s) not re-measured (left to the first stage): their rounds would not fit the budget *",
     ])  # fmt: skip
 
 
@@ -725,7 +725,7 @@ def test_a_stage_cut_by_ctrl_c_says_what_its_rounds_were_re_measuring(two_tests,
     r.stdout.fnmatch_lines([
         "gpuperf: paired stage interrupted (Ctrl-C) after * s, re-measuring 1 "
         "figure(s) of 1 test(s) the first stage left inconclusive against * within 4?? s; 1 "
-        "figure(s) of 1 test(s) left to the first stage: their rounds would not fit the "
+        "figure(s) of 1 test(s) not re-measured (left to the first stage): their rounds would not fit the "
         "budget of 4?? s (a round priced at a test's time in the first stage, its sampling and "
         "kernel pass capped as a round's, a side, the base's at the baseline's saved time: "
         "test_dear 20? s; *",
@@ -775,7 +775,7 @@ def test_a_first_look_whose_rounds_do_not_fit_measures_the_rest_without_its_dear
     assert calls == [(["test_p.py::test_dear", "test_p.py::test_step"], 0),
                      (["test_p.py::test_step"], 2)], calls  # fmt: skip
     assert more == [(["test_p.py::test_step"], 4)], more  # new pairs again, numbered on
-    assert "the 1 test(s) it left undecided not re-measured: none here" in out, out
+    assert "no more rounds of the 1 test(s) still undecided after them: none here" in out, out
     assert ("its first 1 round(s) showed that its tests' rounds no longer fit the budget, so 1 "
             "test(s) were left out of the rounds (a round of both builds: test_dear 150 s) "
             "and the other 1 re-measured in new process pairs") in out, out

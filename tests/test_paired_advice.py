@@ -147,5 +147,32 @@ def test_gpuperf_ab_names_the_rounds_that_would_settle_an_inconclusive_figure():
     d = [math.log(h / b) for b, h in zip((1.0, 1.03, 0.97, 1.0), (0.97, 1.0, 1.03, 1.03), strict=True)]
     r = rounds_to_settle(statistics.variance(d), out["confidence"], 0.03)
     assert v["status"] == "inconclusive" and r is not None and r > 4
-    assert v["advice"] == (f"run more rounds: about {r} would narrow its interval to half the "
-                           f"tolerance at its rounds' spread (--rounds {r}), or measure longer")
+    assert f"about {r} paired rounds would narrow its interval to half the tolerance (--rounds {r})" in (
+        v["advice"]), v["advice"]
+
+
+@given(st.lists(st.floats(0.5, 2.0), min_size=2, max_size=8), st.floats(0.5, 2.0))
+def test_one_figure_gets_one_advice_from_gpuperf_ab_and_the_paired_stage(ratios, level):
+    """Issue 64: for the same test `gpuperf ab` advised "run more rounds" and the paired
+    stage "not even 1000 paired rounds would narrow it". Given the same rounds, both now
+    say the same, each naming its own options."""
+    from pytest_gpuperf.cli.ab import judge_rounds
+    from pytest_gpuperf.judging.stage2 import AB_ROUNDS
+
+    key = ("t.py::test_r", "throughput")
+    base = [level * (1 + 0.01 * (i % 3)) for i in range(len(ratios))]
+    head = [b * x for b, x in zip(base, ratios, strict=True)]
+    out = judge_rounds({"base": [{key: (b, "GB/s", True)} for b in base],
+                        "head": [{key: (h, "GB/s", True)} for h in head]}, 0.03, 0.01)  # fmt: skip
+    v = out["verdicts"][key[0]][key[1]]
+    if v["status"] != "inconclusive":
+        return
+    fig = PairedFigure(key[0], key[1], "compute", True, tuple(base), tuple(head),
+                       (0,) * len(base))  # fmt: skip
+    stage = settle_advice(fig, 0.03, out["confidence"])
+    ab = settle_advice(fig, 0.03, out["confidence"], asked=AB_ROUNDS)
+    assert v["advice"] == ab
+    for a, b in (("--gpuperf-paired-rounds=", "--rounds "), (", --gpuperf-paired-budget", ""),
+                 ("@pytest.mark.gpuperf(tolerance=...)", "--tolerance")):  # fmt: skip
+        stage = stage.replace(a, b)
+    assert stage == ab

@@ -115,7 +115,8 @@ def test_the_stage_checks_against_the_runs_own_environment(monkeypatch):
     r = _run("regressed", change=-0.08)
     r.verdicts["throughput"] = {"status": "unchanged", "reason": "launch-bound wall"}
     base = types.SimpleNamespace(entries=_entries({**ENV, "driver": "570.1"}), judgement=None)
-    opts = types.SimpleNamespace(paired_budget=100.0, paired_rounds=6, false_alarm=0.01)
+    opts = types.SimpleNamespace(paired_budget=100.0, paired_rounds=6, false_alarm=0.01,
+                                 paired_setup=None)
     monkeypatch.setattr(paired, "_repo", lambda config: pytest.fail("a stage with nothing to do"))
     assert paired.after_judgement(None, base, [r], opts, {}, ENV) == ([], False)
     base.entries = _entries(ENV)
@@ -429,7 +430,7 @@ def test_the_line_says_which_checked_figures_a_priced_out_test_leaves_inconclusi
     said = left_said(["t.py::a", "t.py::b"], {"t.py::a": 90.0, "t.py::b": 80.0}, worth, 180.0,
                      2, some_kept=False, kernels={"t.py::a": 1})  # fmt: skip
     assert said.startswith(
-        "4 figure(s) of 2 test(s) left to the first stage, 1 of them checked kernel-time "
+        "4 figure(s) of 2 test(s) not re-measured (left to the first stage), 1 of them checked kernel-time "
         "figures, inconclusive unchecked (a first-stage kernel-time change is not trusted "
         "alone), 2 of them checked figures whose first-stage verdict stands unchecked: their "
         "rounds would not fit the budget of 180 s"), said
@@ -475,7 +476,7 @@ def test_a_stage_that_affords_no_test_keeps_a_checked_wall_times_verdict(monkeyp
     assert {m for _, m, _ in candidates([r], _entries(ENV), ENV)} == {"throughput", KERNELS}
     stage = _stage_of(monkeypatch, r, cost_s=400.0)
     assert stage is not None
-    assert ("2 figure(s) of 1 test(s) left to the first stage, 1 of them checked kernel-time "
+    assert ("2 figure(s) of 1 test(s) not re-measured (left to the first stage), 1 of them checked kernel-time "
             "figures, inconclusive unchecked (a first-stage kernel-time change is not trusted "
             "alone), 1 of them checked figures whose first-stage verdict stands unchecked: "
             "their rounds would not fit") in stage.line, stage.line

@@ -134,7 +134,8 @@ def test_a_figure_whose_level_is_set_per_run_gets_more_rounds_and_is_caught(pyte
     (pytester.path / "work.py").write_text("FACTOR = 1.1\n")  # the head: 10% slower
     r = pytester.runpytest(*FAST, "--gpuperf-json=run.json", "--gpuperf-paired-budget=600")
     out = r.stdout.str()
-    assert "1 test(s) it left undecided re-measured in 12 more rounds (2 more processes a side" in out
+    assert ("the 1 test(s) still undecided after them re-measured in 12 more rounds (2 more "
+            "processes a side") in out, out
     v = json.loads((pytester.path / "run.json").read_text())["results"][0]["verdicts"]["throughput"]
     assert v["paired"]["rounds"] == 18 and v["paired"]["processes"] == 4, v
     # each round ran the test anew, a lone test too (its level differs from round to round)
@@ -238,16 +239,16 @@ def test_where_no_second_look_can_fit_the_first_look_takes_the_whole_share():
 
 def test_the_second_looks_line_says_what_it_took_and_where_the_budget_cut_it():
     from pytest_gpuperf.fresh.rounds import Measured
-    from pytest_gpuperf.run.paired import _more_said
+    from pytest_gpuperf.run.pairedlooks import more_said
 
     again = Measured(pair=[2] * 4 + [3] * 4, asked=12)
     again.rounds = {"base": [[{"nodeid": "t.py::b"}]] * 8, "head": [[{"nodeid": "t.py::b"}]] * 8}
     again.timing.round_s = 2.5
-    assert _more_said(again, "") == (
-        "; 1 test(s) it left undecided re-measured in 8 more rounds of the 12 asked (what the "
-        "budget held) (2 more processes a side, a round of both builds 2.5 s)"
+    assert more_said(again, "") == (
+        "; the 1 test(s) still undecided after them re-measured in 8 more rounds of the 12 "
+        "asked (what the budget held) (2 more processes a side, a round of both builds 2.5 s)"
     )
-    assert _more_said(None, "the 1 test(s) it left undecided not re-measured: x") == (
-        "; the 1 test(s) it left undecided not re-measured: x"
+    assert more_said(None, "no more rounds of the 1 test(s) still undecided after them: x") == (
+        "; no more rounds of the 1 test(s) still undecided after them: x"
     )
-    assert _more_said(None, "") == ""
+    assert more_said(None, "") == ""

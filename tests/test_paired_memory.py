@@ -189,7 +189,8 @@ def test_the_run_hands_its_gpus_memory_through_to_the_stage(monkeypatch):
     seen = []
     monkeypatch.setattr(paired, "run_stage", lambda *a, **kw: seen.append(kw["gpu_bytes"]))
     base = types.SimpleNamespace(entries={}, judgement=None)
-    opts = types.SimpleNamespace(paired_budget=100.0, paired_rounds=6, false_alarm=0.01)
+    opts = types.SimpleNamespace(paired_budget=100.0, paired_rounds=6, false_alarm=0.01,
+                                 paired_setup=None)
     assert paired.after_judgement(None, base, [], opts, {}, {}, None, H100) == ([], False)
     assert seen == [H100]
 

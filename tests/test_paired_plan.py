@@ -224,13 +224,13 @@ def test_a_checked_figure_is_re_measured_before_cheaper_ones_and_said_when_left(
     kept_todo, kept, said = affordable(todo, tests, [r for r, _, _ in todo], durations, 0.5,
                                        budget, 2)  # fmt: skip
     assert kept == ["t.py::checked"] and kept_todo == [todo[1]]
-    assert said.startswith("1 figure(s) of 1 test(s) left to the first stage: their rounds")
+    assert said.startswith("1 figure(s) of 1 test(s) not re-measured (left to the first stage): their rounds")
     # a budget that holds only the cheap one: the checked figure is left out, and said to
     # be inconclusive unchecked (run/paired._leave makes it so: tests/test_paired_kernels.py)
     kept_todo, kept, said = affordable(todo, tests, [r for r, _, _ in todo], durations, 0.5,
                                        first_need(1.0, 2), 2)  # fmt: skip
     assert kept == ["t.py::cheap"]
-    assert said.startswith("1 figure(s) of 1 test(s) left to the first stage, 1 of them "
+    assert said.startswith("1 figure(s) of 1 test(s) not re-measured (left to the first stage), 1 of them "
                            "checked kernel-time figures, inconclusive unchecked (a first-stage "
                            "kernel-time change is not trusted alone): ")  # fmt: skip
     assert f"all the stage's tests would need about {first_need(21.0, 2):.0f} s" in said

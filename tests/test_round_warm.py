@@ -122,10 +122,10 @@ def test_only_a_cuda_runs_round_processes_are_asked_to_warm(tmp_path):
 
 def test_the_stage_line_says_how_long_the_gpu_was_warmed():
     from pytest_gpuperf.fresh.rounds import Measured
-    from pytest_gpuperf.run.paired import _rounds_said
+    from pytest_gpuperf.run.pairedlooks import rounds_said
 
     got = Measured(pair=[0, 0, 1, 1], asked=4)
     got.timing = SimpleNamespace(round_cost=10.0, first_s=20.0, start_s=1.5)
-    assert "warmed" not in _rounds_said(got, 180.0)
+    assert "warmed" not in rounds_said(got, 180.0)
     got.warmed = 8.0
-    assert "; the GPU warmed 8 s before calls after idling)" in _rounds_said(got, 180.0)
+    assert "; the GPU warmed 8 s before calls after idling)" in rounds_said(got, 180.0)

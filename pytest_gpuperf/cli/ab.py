@@ -47,6 +47,7 @@ from ..fresh.abtree import (  # Stopped: also ab's own interface
     prune_stale,
     resolve_base,
     run_group,
+    run_setup,
     stop_on_signals,
 )
 from ..fresh.provenance import own_modules, wrong_build
@@ -187,10 +188,7 @@ def run_ab(
     started = time.monotonic()
     with base_worktree(root, checkout.sha) as (work, tree):
         if setup:
-            done = run_group(setup, shell=True, cwd=tree)
-            if done.returncode != 0:
-                why = done.stderr[-500:]
-                raise ABError(f"--setup {setup!r} failed in the base worktree: {why}")
+            run_setup(setup, tree, "--setup")
         install_probe(work)
         shared = _Rounds(root, tree, rel, work, tuple(pytest_args), rounds,
                          base_path(root, tree, os.environ.get("PYTHONPATH")),
@@ -199,6 +197,7 @@ def run_ab(
         head_ran: set[Path] = set()
         last_head: Path | None = None
         busy: dict[str, dict[str, Any]] = {}  # test -> its busiest round's host, where busy
+        last: dict[str, Path] = {}  # each side's last results file
         for i in range(rounds):
             # alternate the order (A B, B A, ...) so a slow drift of the card (warming up)
             # does not always favour one side
@@ -206,6 +205,7 @@ def run_ab(
                 measured, files, out = _round(shared, side, i, log)
                 figures[side].append(measured)
                 busy = busy_hosts(out, busy)
+                last[side] = out
                 if side == "head":
                     last_head = out
                     head_ran.update(files)
@@ -215,6 +215,7 @@ def run_ab(
             "rounds": rounds,
             "pytest_args": list(pytest_args),
             "wall_s": round(time.monotonic() - started, 1),
+            "environment": {side: side_environment(p) for side, p in last.items()},
         }, checkout.sha, busy)  # fmt: skip
 
 
@@ -240,6 +241,36 @@ def _busy_said(busy: dict[str, dict[str, Any]]) -> str | None:
             f"one round ({describe_load(worst)}), flagged busy-host: a pytest run's gate "
             "decides nothing on such a figure; here both builds shared the load round by "
             "round")  # fmt: skip
+
+
+def side_environment(path: Path) -> dict[str, Any]:
+    """What one side's pytest recorded of its environment in its results file: python,
+    the driver, CUDA and the packages' versions (hardware/device.py), {} where unreadable.
+    Both sides run under this process's environment variables; what they import may still
+    differ (a --setup that installs into the base's path, a PYTHONPATH)."""
+    try:
+        device = json.loads(path.read_text(encoding="utf-8")).get("device") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {"python": device.get("python"), "driver": device.get("driver_version"),
+            "cuda": device.get("cuda_driver_version"), **(device.get("packages") or {})}
+
+
+def environment_line(report: dict[str, Any]) -> str:
+    """The sides' environments in one line: what differs (base -> head), or what both ran
+    with (python and torch, where recorded). A slowdown from outside the code is the same
+    on both sides: gpuperf ab compares code, never the environment."""
+    from ..judging.basecheck import differences
+
+    env = report.get("environment") or {}
+    base, head = env.get("base") or {}, env.get("head") or {}
+    if not base or not head:
+        return "environment: not recorded by both sides"
+    if differ := differences(base, head):
+        return f"environment differs between the sides (base -> head): {differ}"
+    same = ", ".join(f"{k} {head[k]}" for k in ("python", "torch") if head.get(k))
+    return (f"environment: the same on both sides ({same or 'as recorded'}); a change outside "
+            "the code (an environment variable, a dependency) slows both alike, unseen here")
 
 
 def _judge(
@@ -386,6 +417,7 @@ def _main(args: Any) -> int:
         return 2
     print(f"base: {report['base']}; head: {report['head']}")
     print(f"{report['rounds']} rounds, {report['wall_s']} s")
+    print(plain(environment_line(report)))
     for line in table(VERDICT_HEADER, report["rows"]):
         print(line)
     for line in row_notes(report):

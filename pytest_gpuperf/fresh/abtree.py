@@ -353,6 +353,18 @@ def foreign_import(side: str, files: list[Path], root: Path, tree: Path) -> Path
     return None
 
 
+def run_setup(command: str, tree: Path, named: str) -> None:
+    """Run the setup `command` (a shell line) in the base worktree `tree` before its rounds:
+    gpuperf ab's --setup, the paired stage's --gpuperf-paired-setup (`named`). ABError in one
+    line when it fails: the command, its exit status and its last line of stderr."""
+    done = run_group(command, shell=True, cwd=tree)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or
+                ["(no output)"])[-1]  # fmt: skip
+        raise ABError(f"{named} {command!r} failed in the base worktree (exit "
+                      f"{done.returncode}): {last[:300]}")  # fmt: skip
+
+
 def missing_submodules(tree: Path) -> list[str]:
     """The submodules of the base worktree that are not checked out (git worktree add
     leaves them empty)."""

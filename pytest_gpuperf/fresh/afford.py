@@ -141,8 +141,8 @@ def left_said(left: list[str], costs: dict[str, float], worth: dict[str, tuple[i
                       "stands unchecked")  # fmt: skip
     if some_kept or checked:
         figures = sum(worth[t][1] for t in left)
-        return (f"{figures} figure(s) of {len(left)} test(s) left to the first stage"
-                f"{unchecked}: {said}")  # fmt: skip
+        return (f"{figures} figure(s) of {len(left)} test(s) not re-measured (left to the "
+                f"first stage){unchecked}: {said}")  # fmt: skip
     return said
 
 

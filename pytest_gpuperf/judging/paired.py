@@ -6,7 +6,6 @@ writes the report."""
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -134,7 +133,7 @@ def judge_rounds(figures: Any, tolerance: Any, false_alarm: Any) -> dict[str, An
         v = paired(a, b, higher_is_better=higher, tolerance=tolerance, confidence=confidence)
         vd = verdict_dict(v, len(a))
         if v.status == INCONCLUSIVE:
-            vd["advice"] = _more_rounds(a, b, confidence, tolerance)
+            vd["advice"] = _more_rounds(a, b, confidence, tolerance, higher)
         verdicts.setdefault(key, {})[metric] = vd
         values.setdefault(key, {})[metric] = {"unit": unit, "base": a, "head": b}
     for key, metric in sorted(seen["head"] - seen["base"]):
@@ -150,16 +149,12 @@ def judge_rounds(figures: Any, tolerance: Any, false_alarm: Any) -> dict[str, An
     }
 
 
-def _more_rounds(base: list[float], head: list[float], confidence: float, tolerance: float) -> str:
-    """The advice for an inconclusive A/B figure: the rounds that would narrow its interval
-    to half the tolerance at its rounds' spread (stage2.rounds_to_settle), where known."""
-    from .stage2 import rounds_to_settle
+def _more_rounds(base: list[float], head: list[float], confidence: float, tolerance: float,
+                 higher: bool = True) -> str:  # fmt: skip
+    """The advice for an inconclusive A/B figure: the paired stage's for the same rounds
+    (stage2.settle_advice, asked for with --rounds), so one figure gets one advice."""
+    from .stage2 import AB_ROUNDS, PairedFigure, settle_advice
 
-    r = None
-    if len(base) >= 2 and all(math.isfinite(x) and x > 0 for x in (*base, *head)):
-        d = [math.log(h / b) for b, h in zip(base, head, strict=True)]
-        r = rounds_to_settle(statistics.variance(d), confidence, tolerance)
-    if r is None:
-        return "run more rounds (--rounds) or measure longer"
-    return (f"run more rounds: about {r} would narrow its interval to half the tolerance at "
-            f"its rounds' spread (--rounds {r}), or measure longer")  # fmt: skip
+    fig = PairedFigure("", "", "", higher, tuple(base), tuple(head), (0,) * len(base))
+    return (settle_advice(fig, tolerance, confidence, asked=AB_ROUNDS)
+            or "run more rounds (--rounds): fewer than 2 rounds gave a figure")  # fmt: skip

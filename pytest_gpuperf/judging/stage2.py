@@ -303,16 +303,25 @@ def rounds_to_settle(var: float, confidence: float, tolerance: float) -> int | N
     return hi
 
 
+# how the paired stage asks for rounds (the option with its value, its name) and widens a
+# tolerance; gpuperf ab's (AB_ROUNDS): one advice, each tool's own options
+STAGE_ROUNDS = ("--gpuperf-paired-rounds={n}{cost}, --gpuperf-paired-budget",
+                "--gpuperf-paired-rounds", "@pytest.mark.gpuperf(tolerance=...)")
+AB_ROUNDS = ("--rounds {n}{cost}", "--rounds", "--tolerance")
+
+
 def settle_advice(fig: PairedFigure, tolerance: float, confidence: float,
                   round_s: float | None = None, more: int = 0,
-                  most: int | None = None) -> str:  # fmt: skip
-    """What would settle a figure the paired stage left inconclusive, in words: its
-    rounds' spread, whether its level is set each time the test runs (the base build's
-    rounds, the same code each time, spread far more than a round's own interval), the
-    rounds that would narrow it to half the tolerance and the --gpuperf-paired-rounds that
-    buy them (a second look adds `more` times the asked; `most`, the most that option
-    takes), and its test's time a round of both builds (`round_s`, where known). "" for a
-    figure without two usable rounds."""
+                  most: int | None = None, asked: tuple[str, str, str] = STAGE_ROUNDS,
+                  ) -> str:  # fmt: skip
+    """What would settle a figure left inconclusive on paired rounds, in words, the one
+    advice of the paired stage and gpuperf ab (`asked`: how each asks for rounds,
+    STAGE_ROUNDS or AB_ROUNDS): its rounds' spread, whether its level is set each time the
+    test runs (the base build's rounds, the same code each time, spread far more than a
+    round's own interval), the rounds that would narrow it to half the tolerance and the
+    option that buys them (a second look adds `more` times the asked; `most`, the most that
+    option takes), and its test's time a round of both builds (`round_s`, where known). ""
+    for a figure without two usable rounds."""
     if not fig.usable():
         return ""
     n, sd = len(fig.base), statistics.stdev(fig.diffs())
@@ -333,11 +342,11 @@ def settle_advice(fig: PairedFigure, tolerance: float, confidence: float,
         tips.append(f"not even {SETTLE_CAP} paired rounds would narrow it to half the tolerance")
     else:
         cost = f"; its test takes {round_s:.1f} s a round of both builds" if round_s else ""
-        asked = max(2, math.ceil(r / (1 + more)))  # the second look adds `more` times these
-        how = f"--gpuperf-paired-rounds={asked}{cost}, --gpuperf-paired-budget"
-        if most is not None and asked > most:
-            how = f"more than the stage measures: --gpuperf-paired-rounds is at most {most}"
+        n = max(2, math.ceil(r / (1 + more)))  # the second look adds `more` times these
+        how = asked[0].format(n=n, cost=cost)
+        if most is not None and n > most:
+            how = f"more than the stage measures: {asked[1]} is at most {most}"
         tips.append(f"about {r} paired rounds would narrow its interval to half the tolerance "
                     f"({how})")  # fmt: skip
-    tips.append("or widen this benchmark's tolerance (@pytest.mark.gpuperf(tolerance=...))")
+    tips.append(f"or widen this benchmark's tolerance ({asked[2]})")
     return "; ".join(tips)

@@ -39,20 +39,8 @@ class Option:
     this table; `ini` its ini key, when it has one, whose default is `default`; `cli` its
     spelling in the `gpuperf` command, when it has one; `deprecated` old spellings."""
 
-    __slots__ = (
-        "choices",
-        "cli",
-        "default",
-        "default_text",
-        "deprecated",
-        "dest",
-        "flag",
-        "help",
-        "ini",
-        "ini_type",
-        "metavar",
-        "switch",
-    )
+    __slots__ = ("choices", "cli", "default", "default_text", "deprecated", "dest", "flag",
+                 "help", "ini", "ini_type", "metavar", "switch")  # fmt: skip
 
     def __init__(
         self,
@@ -211,6 +199,15 @@ OPTIONS: tuple[Option, ...] = (
         default=None,
         ini="gpuperf_paired_budget",
         metavar="SECONDS",
+    ),
+    Option(
+        "--gpuperf-paired-setup",
+        "a shell command run in the second stage's worktree of the baseline's commit before "
+        "its rounds (e.g. 'git submodule update --init', an in-place build); if it fails, the "
+        "first stage's verdicts stand",
+        default=None,
+        ini="gpuperf_paired_setup",
+        metavar="CMD",
     ),
     Option(
         "--gpuperf-no-confirm",
@@ -457,7 +454,8 @@ def _option_problem(config: pytest.Config, opts: Options) -> str | None:
         return f"{paired_src}={paired!r}: use one of {', '.join(PAIRED_MODES)}"
     opts.paired = str(paired)
     if problem := opts.set_paired(option_value(config, "gpuperf_paired_rounds"),
-                                  option_value(config, "gpuperf_paired_budget")):  # fmt: skip
+                                  option_value(config, "gpuperf_paired_budget"),
+                                  option_value(config, "gpuperf_paired_setup")):  # fmt: skip
         return problem
     rate, rate_src = option_value(config, "gpuperf_false_alarm")
     try:

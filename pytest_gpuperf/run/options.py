@@ -61,6 +61,7 @@ class Options:
         self.paired = "auto"  # the paired stage against the baseline's commit (run/paired.py)
         self.paired_rounds = 6
         self.paired_budget: float | None = None  # seconds; None: the run's test time (paired.py)
+        self.paired_setup: str | None = None  # a shell command run in the base worktree first
         self.explicit_dir = False  # the baseline directory was named, not the default
         self.rootdir: Path | None = None  # the run's rootdir (a re-run command names paths by it)
         self.save_shared = False  # save results measured on a GPU another process used
@@ -68,10 +69,13 @@ class Options:
         # why a baseline entry is not comparable (the users' hook); None: the built-in rule
         self.incomparable: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None
 
-    def set_paired(self, rounds: tuple[Any, str], budget: tuple[Any, str]) -> str | None:
-        """The paired stage's rounds and budget from their (value, where it was given); the
-        problem with either, naming where it was given, or None."""
+    def set_paired(self, rounds: tuple[Any, str], budget: tuple[Any, str],
+                   setup: tuple[Any, str] = (None, "")) -> str | None:  # fmt: skip
+        """The paired stage's rounds, budget and setup command from their (value, where it
+        was given); the problem with one, naming where it was given, or None."""
         (n, n_src), (b, b_src) = rounds, budget
+        cmd = setup[0]
+        self.paired_setup = (str(cmd).strip() or None) if cmd is not None else None
         self.paired_rounds = int(str(n).strip()) if str(n).strip().isdigit() else -1
         if not 2 <= self.paired_rounds <= MAX_PAIRED_ROUNDS:
             return f"{n_src}={n!r}: must be a whole number from 2 to {MAX_PAIRED_ROUNDS}"

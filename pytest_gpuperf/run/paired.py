@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..judging.offsets import recap_derived
 from ..judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER, stage1_record
 from .envshift import environment_shifts, software_changed
-from .pairedlooks import MORE, PAIRS
+from .pairedlooks import MORE, PAIRS, more_said, rounds_said
 
 if TYPE_CHECKING:
     from ..core.results import Result
@@ -153,7 +153,7 @@ def run_stage(
     config: Any, results: list[Result], entries: dict[str, dict[str, Any]], *,
     rounds: int, false_alarm: float, budget_s: float, env: dict[str, Any] | None = None,
     costs: dict[str, float] | None = None, doing: dict[str, Any] | None = None,
-    run_max_s: float | None = None, gpu_bytes: int | None = None,
+    run_max_s: float | None = None, gpu_bytes: int | None = None, setup: str | None = None,
 ) -> Stage | None:  # fmt: skip
     """Re-measure and judge what the first stage left inconclusive or found changed
     (`candidates`), None if nothing; replace the verdicts it decides (recap_derived caps
@@ -212,23 +212,38 @@ def run_stage(
     first = {r.nodeid for r, m, _ in todo if r.verdicts[m].get("status") in CHANGED}
     try:
         looks = measure_looks(config, results, root, commit, tests, rounds, budget_s,
-                              undecided, first)  # fmt: skip
+                              undecided, first, setup)  # fmt: skip
     except Exception as exc:  # a bug here must not cost the run its stage-1 verdicts either
         why = exc if isinstance(exc, RoundsError) else f"{type(exc).__name__}: {exc}"
         _leave(todo, set(), f"its rounds did not end: {why}")  # a checked one: inconclusive
         return Stage(f"paired stage against {commit[:12]}{mixed}: {what}, not measured: "
                      f"{why}; {_stand(asked)}{'; ' + dear if dear else ''}")  # fmt: skip
     todo = _leave(todo, set(tests) - set(looks.dropped), "its first rounds did not fit")
-    decided = _apply(todo, looks.got, false_alarm, commit, looks.again, looks.whole)
+    decided = _apply(todo, looks.got, false_alarm, commit, looks.again, looks.whole, entries)
     recap_derived(results)
-    took = time.monotonic() - t0
     counts = ", ".join(f"{n} {s}" for s, n in sorted(decided.items()))
     return Stage(
         f"paired stage against the baseline's commit {commit[:12]}{mixed}: {what} "
-        f"re-measured in {_rounds_said(looks.got, budget_s)} ({PAIRS} processes a side)"
-        f"{looks.dropped_said}{_more_said(looks.again, looks.note)} in {took:.0f} s: {counts}"
-        f"{'; ' + dear if dear else ''}"
+        f"re-measured in {rounds_said(looks.got, budget_s)} ({PAIRS} processes a side)"
+        f"{looks.dropped_said}{more_said(looks.again, looks.note)} in "
+        f"{time.monotonic() - t0:.0f} s: {counts}{'; ' + dear if dear else ''}"
+        f"{_base_said(todo, entries, env or {})}"
     )
+
+
+def _base_said(todo: list[tuple[Result, str, str]], entries: dict[str, dict[str, Any]],
+               env: dict[str, Any]) -> str:  # fmt: skip
+    """The line's words on the figures the base check refused ("" where none), naming the
+    recorded environment of their baseline entries that differs from this run's."""
+    from ..baseline.history import env_for
+    from ..judging.basecheck import Refusal, differences, line
+
+    refused = [Refusal(r.key, m, **rec) for r, m, _ in todo
+               if (rec := (r.verdicts[m].get("paired") or {}).get("base_check"))]  # fmt: skip
+    diffs = {differences((entries.get(no.key) or {}).get("environment") or {},
+                         env_for(env, 1)) for no in refused}  # fmt: skip
+    said = line(refused, "; ".join(sorted(d for d in diffs if d)))
+    return f"; {said}" if said else ""
 
 
 def _stand(figures: list[tuple[Result, str, str]]) -> str:
@@ -270,42 +285,9 @@ def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
     return [t for t in todo if t[0].nodeid in keep]
 
 
-def _more_said(again: Any, note: str) -> str:
-    """The second look in words: "; 1 test(s) it left undecided re-measured in 12 more
-    rounds (2 more processes a side, a round of both builds 3.1 s)", or why it measured none."""
-    if again is None:
-        return f"; {note}" if note else ""
-    tests = len({d.get("nodeid") for side in again.rounds.values() for r in side for d in r})
-    n, asked = len(again.pair), again.asked
-    cut = f" of the {asked} asked ({again.cut or 'what the budget held'})" if n < asked else ""
-    return (f"; {tests} test(s) it left undecided re-measured in {n} more rounds{cut} "
-            f"({len(set(again.pair))} more processes a side, a round of both builds "
-            f"{again.timing.round_cost:.1f} s)")  # fmt: skip
-
-
-def _rounds_said(measured: Any, budget_s: float) -> str:
-    """ "6 rounds (a round of both builds 9.1 s, a pair's first 20.2 s, a process pair 7.9 s
-    to start ...)", with "of the 8 asked (what the budget of 180 s held)" when fewer were
-    measured than asked."""
-    n, t = len(measured.pair), measured.timing
-    text = f"{n} rounds"
-    if n < measured.asked:
-        text += (f" of the {measured.asked} asked ({measured.cut or 'what the budget held'}; "
-                 f"budget {budget_s:.0f} s, --gpuperf-paired-budget)")  # fmt: skip
-    text += (f" (a round of both builds {t.round_cost:.1f} s, a pair's first "
-             f"{t.first_s:.1f} s, a process pair {t.start_s:.1f} s to start")  # fmt: skip
-    per = sorted(measured.seconds.items(), key=lambda kv: -kv[1])[:3]
-    if per and n:
-        text += "; a test's measurement in a round, slowest: " + ", ".join(
-            f"{nodeid.split('::')[-1]} {took / (2 * n):.1f} s" for nodeid, took in per
-        )
-    if getattr(measured, "warmed", 0.0) > 0:  # fresh/roundworker.warm
-        text += f"; the GPU warmed {measured.warmed:.0f} s before calls after idling"
-    return text + ")"
-
-
 def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: float,
-           commit: str, again: Any = None, whole: bool = False) -> dict[str, int]:  # fmt: skip
+           commit: str, again: Any = None, whole: bool = False,
+           entries: dict[str, dict[str, Any]] | None = None) -> dict[str, int]:  # fmt: skip
     """Judge the rounds and write the stage-2 verdicts of the figures it decides (the
     first stage's kept in `stage1`); the count of each status. Two looks, each at half of
     the stage's share over all the figures it re-measured (Bonferroni: together they spend
@@ -313,7 +295,10 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     inconclusive with the rounds of `again` after theirs; `whole`: one look, at the whole
     share (no second look could fit, pairedlooks.one_look). A compute-bound throughput is
     decided by its time, its per-clock twin vetoing a change that the cycles decidedly do
-    not share (power-state: stage2.clocked)."""
+    not share (power-state: stage2.clocked). A figure whose base build did not reproduce
+    the baseline's sessions at `commit` (in `entries`: judging/basecheck.py) is not judged:
+    the first stage's verdict stands (its `paired` record says why: `base_check`)."""
+    from ..judging.basecheck import check, held
     from ..judging.explain import EACH_PAIR
     from ..judging.judge import verdict_dict
     from ..judging.stage2 import judge_paired, settle_advice
@@ -355,9 +340,13 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
                                     MAX_ROUNDS)  # no second look: the asked are all it got
             tip = f"paired stage: {said_so}" if said_so else ""
         said = _stage1_said(first)
+        no = (check(r.key, metric, statistics.median(f.base), (entries or {}).get(r.key) or {},
+                    commit, f.cls, tol[r.key]) if f is not None and f.base else None)  # fmt: skip
+        if no is not None:  # the base is not the baseline: it judges nothing
+            new = held(first, new["paired"], no)
         # the first stage's verdict stands where this stage is undecided on a figure it
         # left inconclusive, or re-measured nothing of a checked one (missing from a round)
-        if v.status == "inconclusive" and (not said or (r.key, metric) in unmeasured):
+        elif v.status == "inconclusive" and (not said or (r.key, metric) in unmeasured):
             new = {**first, "paired": new["paired"],
                    "reason": f"{first.get('reason')}; paired stage: {v.reason}"}  # fmt: skip
             if tip:  # the first stage's advice first (more sessions), then the rounds'
@@ -466,6 +455,7 @@ def after_judgement(
             config, results, base.entries, rounds=options.paired_rounds,
             false_alarm=options.false_alarm * STAGE_SHARE, budget_s=budget, env=env,
             costs=durations, doing=doing, run_max_s=run_max_s, gpu_bytes=gpu_bytes,
+            setup=options.paired_setup,
         )  # fmt: skip
     except KeyboardInterrupt:  # a job's time limit: say what the rounds were doing
         said = (f" after {time.monotonic() - doing['t0']:.0f} s, {doing['what']}"

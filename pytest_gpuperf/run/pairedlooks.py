@@ -66,13 +66,15 @@ def _env(gpu: str | None, select: Path, cuda: bool = False) -> dict[str, str]:
 def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
                   tests: list[str], rounds: int, budget_s: float,
                   more: Callable[[Any, list[str]], list[str]] | None = None,
-                  keep_first: Collection[str] = ()) -> Looks:  # fmt: skip
+                  keep_first: Collection[str] = (),
+                  setup: str | None = None) -> Looks:  # fmt: skip
     """The stage's rounds of `tests` within `budget_s`, in two looks where `more` names the
     first look's undecided tests (of the tests it measured). The first look takes the
     stage's whole share where the budget left cannot hold a second look of even the
     cheapest test (`one_look`), decided by what the rounds cost, not their figures, so each
     way spends about the share (docs/baselines.md). `keep_first`: tests with a figure the
-    first stage decided (a checked figure), dropped last (`salvage`)."""
+    first stage decided (a checked figure), dropped last (`salvage`). `setup`: the shell
+    command run in the base worktree first (--gpuperf-paired-setup, `base_ready`)."""
     import json
 
     from ..fresh import rounds as r
@@ -89,6 +91,7 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
     prune_stale(root)
     try:
         with base_worktree(root, commit) as (work, tree):
+            base_ready(root, tree, setup)
             r.install_worker(work)
             head = r.head_build(config)
             extra = [p for p in base_path(root, tree, None).split(os.pathsep) if p]
@@ -125,10 +128,29 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
                                               root, tree, looks.got, again, rounds=MORE * rounds,
                                               pairs=PAIRS, budget_s=left, pair0=pair0)  # fmt: skip
             if why:
-                looks.note = f"the {len(again)} test(s) it left undecided not re-measured: {why}"
+                looks.note = (f"no more rounds of the {len(again)} test(s) still undecided "
+                              f"after them: {why}")  # fmt: skip
             return looks
     except ABError as exc:  # git could not add the worktree
         raise r.RoundsError(str(exc)) from None
+
+
+def base_ready(root: Path, tree: Path, setup: str | None) -> None:
+    """Run the stage's setup command in the base worktree `tree` (fresh/abtree.run_setup,
+    gpuperf ab's --setup), then refuse a worktree whose submodules are not checked out
+    where the run's checkout has them (git worktree add leaves them empty: the base would
+    import nothing, or another copy). ABError in one line, naming the command or the
+    submodules."""
+    from ..fresh.abtree import missing_submodules, run_setup
+    from ..judging.paired import ABError
+
+    if setup:
+        run_setup(setup, tree, "--gpuperf-paired-setup")
+    gone = sorted(set(missing_submodules(tree)) - set(missing_submodules(root)))
+    if gone:
+        raise ABError(f"the base worktree's submodule(s) {', '.join(gone)} are not checked out "
+                      "(git worktree add leaves them empty): set --gpuperf-paired-setup="
+                      "'git submodule update --init' (ini gpuperf_paired_setup)")  # fmt: skip
 
 
 def _salvaged(looks: Looks, exc: Any, tests: list[str], left: float,
@@ -188,3 +210,39 @@ def one_look(got: Any, tests: list[str], left: float) -> str:
         return ""
     return (f"one look at the stage's whole share: the budget left ({max(left, 0):.0f} s) "
             f"holds no second look of even its cheapest test (about {least:.0f} s)")  # fmt: skip
+
+
+def more_said(again: Any, note: str) -> str:
+    """The second look in words: "; the 1 test(s) still undecided after them re-measured in
+    12 more rounds (2 more processes a side, a round of both builds 3.1 s)", or why it
+    measured none ("; no more rounds of the 2 test(s) still undecided after them: ...")."""
+    if again is None:
+        return f"; {note}" if note else ""
+    tests = len({d.get("nodeid") for side in again.rounds.values() for r in side for d in r})
+    n, asked = len(again.pair), again.asked
+    cut = f" of the {asked} asked ({again.cut or 'what the budget held'})" if n < asked else ""
+    return (f"; the {tests} test(s) still undecided after them re-measured in {n} more "
+            f"rounds{cut} "
+            f"({len(set(again.pair))} more processes a side, a round of both builds "
+            f"{again.timing.round_cost:.1f} s)")  # fmt: skip
+
+
+def rounds_said(measured: Any, budget_s: float) -> str:
+    """ "6 rounds (a round of both builds 9.1 s, a pair's first 20.2 s, a process pair 7.9 s
+    to start ...)", with "of the 8 asked (what the budget of 180 s held)" when fewer were
+    measured than asked."""
+    n, t = len(measured.pair), measured.timing
+    text = f"{n} rounds"
+    if n < measured.asked:
+        text += (f" of the {measured.asked} asked ({measured.cut or 'what the budget held'}; "
+                 f"budget {budget_s:.0f} s, --gpuperf-paired-budget)")  # fmt: skip
+    text += (f" (a round of both builds {t.round_cost:.1f} s, a pair's first "
+             f"{t.first_s:.1f} s, a process pair {t.start_s:.1f} s to start")  # fmt: skip
+    per = sorted(measured.seconds.items(), key=lambda kv: -kv[1])[:3]
+    if per and n:
+        text += "; a test's measurement in a round, slowest: " + ", ".join(
+            f"{nodeid.split('::')[-1]} {took / (2 * n):.1f} s" for nodeid, took in per
+        )
+    if getattr(measured, "warmed", 0.0) > 0:  # fresh/roundworker.warm
+        text += f"; the GPU warmed {measured.warmed:.0f} s before calls after idling"
+    return text + ")"

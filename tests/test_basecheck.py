@@ -1,0 +1,112 @@
+"""The base check (judging/basecheck.py): a build of the baseline's commit judges code only
+where it reproduces the level the baseline saved at that commit. Replayed on the real judged
+runs' base rounds it refuses nothing; the issue's cases (a slowdown from outside the code, a
+build the base worktree lacks) are refused, and the first stage's verdict stands."""
+
+import glob
+import json
+import math
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from pytest_gpuperf.judging.basecheck import Refusal, check, held, line
+
+ROOT = Path(__file__).resolve().parents[1]
+EVIDENCE = ROOT / "docs" / "evidence"
+# the real judged runs 5-9 (H200 runs 5-7, H100 runs 8-9) and the baselines they were judged
+# against (each README names it): the suite's, the own file's (in its repository's archive)
+RUNS = ("h200-2026-12-03-f", "h200-2026-12-03-g", "h200-2026-12-06", "h100-2026-12-06-c",
+        "h100-2026-12-06-d")  # fmt: skip
+
+
+def _baselines():
+    with tarfile.open(EVIDENCE / "h200-2026-12-03" / "own" / "paired-repo.tgz") as tar:
+        own = json.load(tar.extractfile("paired-repo/baselines/h200.json"))
+    return {
+        "/tmp/paired-repo/baselines/h200.json": own,
+        "/tmp/suite/gate-baselines/h200.json": json.loads(
+            (EVIDENCE / "h200-2026-12-03" / "suite-baseline-h200-sessions1-3.json").read_text()),
+        "/tmp/suite/gate-baselines/h100.json": json.loads(
+            (EVIDENCE / "h100-2026-12-06-c" / "call1" / "sb100" / "h100.json").read_text()),
+    }  # fmt: skip
+
+
+def _replayed():
+    """(figure, Refusal or None) of every figure the paired stage judged in runs 5-9."""
+    from pytest_gpuperf.baseline.history import metric_class
+
+    bases, out = _baselines(), []
+    for run in RUNS:
+        for path in sorted(glob.glob(str(EVIDENCE / run / "**" / "*.json"), recursive=True)):
+            data = json.loads(Path(path).read_text())
+            if data.get("baseline_mode") != "compare":
+                continue
+            entries = bases[data["baseline"]]["entries"]
+            for r in data["results"]:
+                for metric, v in (r.get("verdicts") or {}).items():
+                    rec = v.get("paired") or {}
+                    if rec.get("base_median") is None:
+                        continue
+                    key = r["nodeid"] + (f"::{r['metric']}" if r.get("metric") else "")
+                    entry = entries[key]
+                    cls = metric_class(metric, entry["metrics"][metric], entry)
+                    no = check(key, metric, rec["base_median"], entry, rec["commit"],
+                               cls, v["tolerance"])  # fmt: skip
+                    out.append((f"{path}: {key} {metric}", no))
+    return out
+
+
+def test_the_real_judged_runs_base_rounds_are_all_the_baseline():
+    replayed = _replayed()
+    refused = [(what, no.said()) for what, no in replayed if no is not None]
+    assert len(replayed) == 65, len(replayed)  # runs 5-9's re-measured figures, every one
+    assert refused == []
+
+
+ENTRY = {"commit": "c" * 40, "metrics": {"throughput": {
+    "direction": "higher",
+    "history": [{"median": m, "commit": "c" * 40, "session": s} for m, s in
+                ((0.998, "a"), (1.0, "b"), (1.002, "c"))],
+}}}  # fmt: skip
+
+
+@pytest.mark.parametrize("base, cls, refused", [
+    (1.0 / 1.5, "model", True),  # an environment variable: 1.5x slower
+    (1.0 / 0.65, "compute", True),  # a fallback the base worktree fell back to
+    (0.96, "compute", False),  # a card 4% slower: machines do that
+    (0.94, "kernel-time", False),  # the GPU's kernel time moves with the card's state
+    (0.90, "model", True),  # a dependency 10% slower
+])  # fmt: skip
+def test_a_base_far_off_its_own_sessions_is_refused_and_a_machines_difference_is_not(
+        base, cls, refused):  # fmt: skip
+    no = check("t.py::a", "throughput", base, ENTRY, "c" * 40, cls, 0.03)
+    assert (no is not None) == refused, no
+    if no is not None:
+        assert no.off == pytest.approx(base / math.exp(sum(
+            math.log(x) for x in (0.998, 1.0, 1.002)) / 3) - 1)
+        assert "a change outside the code (environment, dependency, build or install)" in (
+            no.said())
+
+
+def test_a_latency_is_checked_in_its_own_direction_and_nothing_saved_there_checks_nothing():
+    lat = {"metrics": {"latency": {**ENTRY["metrics"]["throughput"], "direction": "lower"}}}
+    no = check("t.py::a", "latency", 1.5, lat, "c" * 40, "compute", 0.03)
+    assert no is not None and no.off == pytest.approx(-1 / 3, rel=1e-3)  # 1.5x the time: worse
+    assert check("t.py::a", "latency", 1.5, lat, "d" * 40, "compute", 0.03) is None
+
+
+def test_a_refused_figure_keeps_the_first_stages_verdict_a_regression_outside_the_code():
+    no = Refusal("t.py::a", "throughput", 0.5, 0.07, 3, "c" * 40)
+    reg = held({"status": "regressed", "change": -0.33, "reason": "slower"}, {"rounds": 6}, no)
+    assert reg["status"] == "regressed" and reg["change"] == -0.33
+    assert reg["paired"]["base_check"]["off"] == 0.5
+    assert reg["reason"].endswith("the first stage's verdict stands (a regression outside the "
+                                  "code)")  # fmt: skip
+    inc = held({"status": "inconclusive", "reason": "wide"}, {}, no)
+    assert inc["status"] == "inconclusive" and "outside the code)" not in inc["reason"]
+    said = line([no], "torch 2.10.0 -> 2.11.0")
+    assert "+50.00% off its own 3 session(s) at cccccccccccc" in said
+    assert "recorded environment that differs: torch 2.10.0 -> 2.11.0" in said
+    assert "a regression as one outside the code" in said
