@@ -137,8 +137,11 @@ def test_the_rule_that_picks_thread_time_reads_the_samples_only():
     walls, cpus = [1.0, 4.0, 1.0, 5.0], [1.0, 1.0, 1.0, 1.0]
     # on the calling thread, the rest of each sample waiting for a CPU: thread time
     assert on_thread(walls, cpus, cpus, [0.0, 3.0, 0.0, 4.0])
-    kept, found = choose(walls, cpus, cpus, [0.0, 3.0, 0.0, 4.0], 2)
-    assert kept == cpus and found == {"samples": 4, "preempted": 2, "enough": True, "timer": THREAD_TIMER}
+    threads = [1.0, 1.1, 1.0, 1.1]  # a preempted sample refills its caches
+    kept, found = choose(walls, cpus, threads, [0.0, 3.0, 0.0, 4.0], 2)
+    assert kept == [1.0, 1.0] and found == {"samples": 4, "preempted": 2, "enough": True, "timer": THREAD_TIMER}
+    kept, found = choose(walls, cpus, threads, [0.0, 3.0, 0.0, 4.0], 3)  # too few calm: all
+    assert kept == threads and found["enough"] and found["timer"] == THREAD_TIMER
     # half of it on other threads: not the thread's time
     assert not on_thread(walls, cpus, [0.5] * 4, [0.0, 3.0, 0.0, 4.0])
     # waiting for something else than a CPU (a sleep): wall time, the samples that waited
