@@ -144,8 +144,7 @@ OPTIONS: tuple[Option, ...] = (
         "--gpuperf-save-gpu-shared",
         "save results flagged gpu-shared (another process ran on the GPU while they were "
         "measured) into the baseline; without it they are left out and the save fails",
-        switch=True,
-        default=False,
+        switch=True, default=False,
     ),
     Option(
         "--gpuperf-warn-only",
@@ -163,8 +162,7 @@ OPTIONS: tuple[Option, ...] = (
         "--gpuperf-plan",
         "list the selected benchmarks with their expected time (the test durations the "
         "baseline recorded; 'unknown' where none) and the total, then end without running",
-        switch=True,
-        default=False,
+        switch=True, default=False,
     ),
     Option(
         "--gpuperf-false-alarm",
