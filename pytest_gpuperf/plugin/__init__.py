@@ -230,12 +230,14 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     sess = get_session(session.config)
     from ..fresh.workers import is_worker
-    from ..outputs.paths import onto_collected
 
-    files = {str(item.path) for item in session.items}  # not only .py: a plugin's test files
     outputs = [] if is_worker(session.config) else run_outputs(session.config, sess)
-    if clash := onto_collected(outputs, files):  # a worker's: the controller checks its ids
-        raise pytest.UsageError(f"gpuperf: {clash}")
+    if any(path for _, path in outputs[:4]):  # a worker's: the controller checks its ids
+        from ..outputs.paths import onto_collected  # not imported where no output is asked
+
+        files = {str(item.path) for item in session.items}  # not only .py: a plugin's tests
+        if clash := onto_collected(outputs, files):
+            raise pytest.UsageError(f"gpuperf: {clash}")
     ids = [node_id(item) for item in session.items]
     sess.collected = set(ids)
     sess.locations = {node_id(i): (str(i.location[0]), i.location[1]) for i in session.items}

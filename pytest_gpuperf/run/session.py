@@ -437,7 +437,6 @@ class GpuPerfSession:
         """Save (save mode) and write the outputs asked for: last of the run's sessionfinish
         hooks (Outputs below)."""
         from ..fresh.workers import is_worker
-        from ..outputs.github import warning_annotation
 
         if is_worker(session.config):
             return  # the controller saves and reports, from the workers' reports
@@ -451,6 +450,7 @@ class GpuPerfSession:
         summary = self.summary()
         loud = self.base.missing_in_ci(session.config.rootpath, dict(os.environ))
         if loud:  # a GitHub Actions warning annotation, and the step summary says it too
+            from ..outputs.github import warning_annotation
             self.finish_notes.append(warning_annotation("gpuperf: no baseline", loud))
             summary.baseline_note = loud
         from ..outputs import write_files
