@@ -110,3 +110,23 @@ def test_a_refused_figure_keeps_the_first_stages_verdict_a_regression_outside_th
     assert "+50.00% off its own 3 session(s) at cccccccccccc" in said
     assert "recorded environment that differs: torch 2.10.0 -> 2.11.0" in said
     assert "a regression as one outside the code" in said
+
+
+@pytest.mark.parametrize("first", ["inconclusive", "unchanged", "regressed"])
+def test_a_refused_base_never_clears_a_regression_the_rounds_found(first):
+    """Found in review: a refused base kept the first stage's INCONCLUSIVE where the rounds
+    found the head worse than that base (REGRESSED), a verdict a base off its level cannot
+    explain away: that verdict stands, saying how far the base was off. Any other verdict
+    of the rounds (UNCHANGED, IMPROVED, undecided) is the first stage's."""
+    from pytest_gpuperf.judging.basecheck import judged
+
+    no = Refusal("t.py::a", "throughput", -0.2, 0.07, 3, "c" * 40)
+    stage1 = {"status": first, "change": -0.12, "reason": "stage 1"}
+    worse = {"status": "regressed", "change": -0.10, "reason": "rounds", "paired": {"rounds": 6}}
+    got = judged(stage1, worse, no)
+    assert got["status"] == "regressed" and got["change"] == -0.10
+    assert got["paired"]["base_off"]["off"] == -0.2 and "base_check" not in got["paired"]
+    assert "-20.00% off its own 3 session(s)" in got["reason"]
+    for other in ("unchanged", "improved", "inconclusive"):
+        kept = judged(stage1, {**worse, "status": other}, no)
+        assert kept["status"] == first and kept["paired"]["base_check"]["off"] == -0.2

@@ -135,6 +135,18 @@ def held(first: dict[str, Any], paired: dict[str, Any], refusal: Refusal) -> dic
                        f"stands{outside}")}  # fmt: skip
 
 
+def judged(first: dict[str, Any], new: dict[str, Any], refusal: Refusal) -> dict[str, Any]:
+    """The verdict of a figure whose base build did not reproduce its sessions: `held`
+    (the first stage's), unless the rounds found the head worse than that base (REGRESSED,
+    `new`): a base off its level cannot make the head measure worse beside it, so that
+    verdict stands as before, its record saying how far the base was off (`base_off`)."""
+    if new.get("status") != REGRESSED:
+        return held(first, new["paired"], refusal)
+    return {**new, "paired": {**new["paired"], "base_off": refusal.record()},
+            "reason": f"{new.get('reason')}; {refusal.said()}, and the head measured "
+                      "worse than that base"}  # fmt: skip
+
+
 def line(refused: list[Refusal], env_said: str) -> str:
     """The stage line's words on the figures it refused ("" where none): how far the base
     was off, and the recorded environment that differs, or that none does."""

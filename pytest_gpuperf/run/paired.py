@@ -298,7 +298,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     not share (power-state: stage2.clocked). A figure whose base build did not reproduce
     the baseline's sessions at `commit` (in `entries`: judging/basecheck.py) is not judged:
     the first stage's verdict stands (its `paired` record says why: `base_check`)."""
-    from ..judging.basecheck import check, held
+    from ..judging.basecheck import check, judged
     from ..judging.explain import EACH_PAIR
     from ..judging.judge import verdict_dict
     from ..judging.stage2 import judge_paired, settle_advice
@@ -342,8 +342,8 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         said = _stage1_said(first)
         no = (check(r.key, metric, statistics.median(f.base), (entries or {}).get(r.key) or {},
                     commit, f.cls, tol[r.key]) if f is not None and f.base else None)  # fmt: skip
-        if no is not None:  # the base is not the baseline: it judges nothing
-            new = held(first, new["paired"], no)
+        if no is not None:  # the base is not the baseline: it clears nothing
+            new = judged(first, new, no)
         # the first stage's verdict stands where this stage is undecided on a figure it
         # left inconclusive, or re-measured nothing of a checked one (missing from a round)
         elif v.status == "inconclusive" and (not said or (r.key, metric) in unmeasured):
