@@ -63,8 +63,9 @@ def test_a_run_blind_to_a_figure_ends_with_one_line_in_every_output(levels):
     r.assert_outcomes(passed=2)  # blind is not a failure without --gpuperf-strict
     assert r.ret == pytest.ExitCode.OK
     line = ("gpuperf: BLIND to 1 of 2 gated figure(s): the smallest change it could have seen "
-            "*% (tolerance 3.0%); why: 1 a level drawn per process; to do: more sessions will "
-            "not help; larger work per call or another measure might*")  # fmt: skip
+            "*% (tolerance 3.0%); why: 1 a level that moves between sessions; to do: more "
+            "sessions will not narrow it; larger work per call, gpuperf ab (both builds "
+            "alternated) or another measure might*")  # fmt: skip
     r.stdout.fnmatch_lines([line])
     gpuperf_section = r.stdout.str().split("gpuperf results", 1)[1].splitlines()
     assert gpuperf_section[-2].startswith("gpuperf: BLIND")  # the last line before pytest's
@@ -77,7 +78,7 @@ def test_a_run_blind_to_a_figure_ends_with_one_line_in_every_output(levels):
     assert "**Blind:** gpuperf: BLIND to 1 of 2" in (pytester.path / "m.md").read_text()
     verbose = pytester.runpytest(*RUN, "-v")
     verbose.stdout.fnmatch_lines([f"  undecided: test_l.py::test_level throughput: detects *% "
-                                  f"(tol. 3.0%); a level drawn per process: its 3 sessions "
+                                  f"(tol. 3.0%); a level that moves between sessions: its 3 sessions "
                                   f"{_apart()} apart*"])  # fmt: skip
 
 
@@ -88,7 +89,7 @@ def test_strict_fails_a_blind_run_as_an_item_of_its_own_from_the_flag_or_the_ini
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
     strict.stdout.fnmatch_lines([
         "GATED FIGURES LEFT UNDECIDED (--gpuperf-strict)",
-        "  undecided: test_l.py::test_level throughput: *a level drawn per process*",
+        "  undecided: test_l.py::test_level throughput: *a level that moves between sessions*",
         "FAILED gpuperf::undecided-gate - GATED FIGURES LEFT UNDECIDED (--gpuperf-strict)",
     ])  # fmt: skip
     pytester.makeini("[pytest]\ngpuperf_strict = true\n")
@@ -113,7 +114,7 @@ def test_a_save_names_each_figure_its_baseline_cannot_yet_see(levels):
             "sessions: 1 session(s) saved)") in first  # fmt: skip
     assert "baseline: 1 figure(s) it cannot yet see at their tolerance: " in third
     assert ("test_l.py::test_level throughput detects " in third
-            and f"a level drawn per process: its 3 sessions {_apart()} apart" in third)  # fmt: skip
+            and f"a level that moves between sessions: its 3 sessions {_apart()} apart" in third)  # fmt: skip
     assert "test_steady" not in third.split("cannot yet see", 1)[1]  # it sees that one
 
 

@@ -40,8 +40,9 @@ WHYS = {w.code: w for w in (  # the order ties are broken in (the first wins)
     Why("busy-host", "busy host", "run it on an idle machine (a CPU figure measured beside "
         "other work decides nothing)"),
     Why("gpu-shared", "shared GPU", "run it on a GPU no other process uses"),
-    Why("per-process", "a level drawn per process", "more sessions will not help; larger "
-        "work per call or another measure might (docs/writing-benchmarks.md)"),
+    Why("per-process", "a level that moves between sessions", "more sessions will not narrow "
+        "it; larger work per call, gpuperf ab (both builds alternated) or another measure "
+        "might (docs/writing-benchmarks.md)"),
     Why("not-paired", "priced out of the paired stage", "give the paired stage more time "
         "(--gpuperf-paired-budget), or run gpuperf ab on it"),
     Why("few-sessions", "too few sessions", "save more baseline sessions "
