@@ -105,13 +105,7 @@ BUSY_CONFTEST = vclock.CONFTEST + textwrap.dedent(
 )
 
 
-def _busy_run(project, monkeypatch, preempt, *args, on_thread="0.5", run_wait="0"):
-    # by default half the work on other threads (torch's own count) and a kernel that does
-    # not say how long a thread waited for a CPU: timed by the wall clock, its samples
-    # judged by their process CPU time. on_thread="1", run_wait="1": all the work on the
-    # calling thread, the run-queue wait known: timed by the thread's CPU time
-    monkeypatch.setenv("VCLOCK_ON_THREAD", on_thread)
-    monkeypatch.setenv("VCLOCK_RUN_WAIT", run_wait)
+def _busy_run(project, monkeypatch, preempt, *args):
     saved(project)  # an idle host
     project.makeconftest(BUSY_CONFTEST)
     monkeypatch.setenv("BUSY", "1")

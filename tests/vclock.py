@@ -5,10 +5,8 @@ timings can fail on a busy runner. Here the engine's clock (`pytest_gpuperf.meas
 is replaced by a clock that only moves when the benchmark "works": `spin(s)` advances it
 by `s` plus a small seeded jitter. Every sample, stop decision, session median and verdict
 is then the same on every run and every machine, and no test spends real time spinning.
-The process's and the thread's CPU time (`process_time`, `thread_time`) move with `spin`
-too (the work is CPU-bound, on the calling thread unless `Clock.on_thread` is set below 1);
-`preempt(s)` moves the wall clock and the thread's run-queue wait (`hostload.run_wait`):
-other work held the CPU for `s` seconds; `sleep(s)` moves the wall clock alone.
+The process's CPU time (`process_time`) moves with `spin` too (the work is CPU-bound);
+`preempt(s)` moves the wall clock alone: other work held the CPU for `s` seconds.
 
 The jitter seed changes from one pytest session to the next in a fixed sequence (a counter
 file in the current directory), so saved baseline sessions differ a little, as real ones do.
@@ -17,7 +15,6 @@ This file is also copied into pytester projects, which import it as `vclock`.
 
 from __future__ import annotations
 
-import os
 import random
 import types
 from pathlib import Path
@@ -30,9 +27,6 @@ class Clock:
     def __init__(self, seed: int) -> None:
         self.now = 1000.0
         self.cpu = 10.0
-        self.thread = 5.0
-        self.waited = 1.0
-        self.on_thread = 1.0  # the share of the work the calling thread does (the rest: others)
         self.rng = random.Random(seed)
 
     def perf_counter(self) -> float:
@@ -41,25 +35,13 @@ class Clock:
     def process_time(self) -> float:
         return self.cpu
 
-    def thread_time(self) -> float:
-        return self.thread
-
-    def run_wait(self) -> float:
-        return self.waited
-
     def spin(self, seconds: float) -> None:
         step = seconds * (1 + self.rng.gauss(0.0, JITTER))
         self.now += step
         self.cpu += step
-        self.thread += step * self.on_thread
 
     def preempt(self, seconds: float) -> None:
         self.now += seconds
-        self.waited += seconds
-
-    def sleep(self, seconds: float) -> None:
-        """Wait (a sleep, I/O, a GPU): the wall clock alone moves, no CPU was asked for."""
-        self.now += seconds * (1 + self.rng.gauss(0.0, JITTER))
 
 
 CLOCK = Clock(0)
@@ -81,15 +63,10 @@ def install(monkeypatch, seed: int) -> Clock:
 
     global CLOCK
     CLOCK = Clock(seed)
-    CLOCK.on_thread = float(os.environ.get("VCLOCK_ON_THREAD", "1"))  # work spread over threads
-    clock = types.SimpleNamespace(perf_counter=CLOCK.perf_counter, process_time=CLOCK.process_time,
-                                  thread_time=CLOCK.thread_time)  # fmt: skip
+    clock = types.SimpleNamespace(perf_counter=CLOCK.perf_counter, process_time=CLOCK.process_time)
     monkeypatch.setattr(timing, "time", clock)
     idle = hostload.HostSample(load1=0.0, steal=0, total=0, cores=64)
     monkeypatch.setattr(hostload, "read_host", lambda: idle)
-    if hasattr(hostload, "run_wait"):  # (not before the run-queue wait was read)
-        told = os.environ.get("VCLOCK_RUN_WAIT") != "0"  # "0": a kernel that does not say
-        monkeypatch.setattr(hostload, "run_wait", CLOCK.run_wait if told else lambda: None)
     return CLOCK
 
 
@@ -99,10 +76,6 @@ def spin(seconds: float) -> None:
 
 def preempt(seconds: float) -> None:
     CLOCK.preempt(seconds)
-
-
-def sleep(seconds: float) -> None:
-    CLOCK.sleep(seconds)
 
 
 CONFTEST = """

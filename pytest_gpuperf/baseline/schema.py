@@ -50,7 +50,6 @@ from ..core.figures import (  # the checker of one figure, shared with gpu_bench
     result_classes,
     session_problem,
     text_or_none,
-    timer_words,
 )
 from ..core.results import latency_name
 from .history import HISTORY  # session medians kept per metric (and judged)
@@ -323,21 +322,6 @@ def session_item(new: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:
     return session
 
 
-def retimed(
-    prev: dict[str, Any], m: dict[str, Any], new: dict[str, Any], now: str
-) -> dict[str, Any]:
-    """The restart record of a metric's first session timed otherwise than the sessions
-    before it (wall time before, the thread's CPU time now): those are kept in the file and
-    never judged against (history.since_restart), as after `gpuperf baseline accept`."""
-    return {
-        "date": now,
-        "reason": f"timed by {timer_words(m)} from here on; the sessions before were timed "
-        f"by {timer_words(prev)}",
-        "commit": new.get("commit"),
-        "who": "gpuperf",
-    }
-
-
 def metric_summary(m: dict[str, Any]) -> dict[str, Any]:
     """A new metric as its file entry keeps it, less its history: the session's ids go
     into the history item only."""
@@ -378,8 +362,6 @@ def merge(
             same_kind = prev.get("unit") == m["unit"] and prev.get("direction") == m["direction"]
             history = list(prev.get("history", [])) if same_kind else []
             history.append(session_item(new, m))
-            if history[:-1] and prev.get("timer") != m.get("timer"):  # judged from here on
-                history[-1]["restart"] = retimed(prev, m, new, now)
             merged_metrics[mname] = {**metric_summary(m), "history": history[-HISTORY:]}
         entries[key] = {
             **old,

@@ -35,17 +35,6 @@ def kernels_of(name: str) -> str | None:
     return timed if timed != name and timed in TIMED else None
 
 
-# a CPU figure timed by the calling thread's CPU time (Result.timer; a baseline metric's
-# `timer`): judged only against sessions timed so. A metric without `timer` is wall time.
-THREAD_TIMER = "thread_time"
-TIMER_WORDS = {THREAD_TIMER: "the calling thread's CPU time", None: "wall time"}
-
-
-def timer_words(m: dict[str, Any]) -> str:
-    """What a metric's figures were timed by, in words (`timer`: absent is wall time)."""
-    return TIMER_WORDS.get(m.get("timer"), f"timer {m.get('timer')!r}")
-
-
 PER_CLOCK = per_clock_name(THROUGHPUT)  # judged with the throughput of compute-bound work
 PER_CLOCKS = frozenset(per_clock_name(n) for n in TIMED)  # a throughput's and a latency's
 KERNEL_FIGURES = frozenset(kernels_name(n) for n in TIMED)  # the GPU's own time: one a figure
@@ -165,7 +154,6 @@ def metrics_of(result: Result, noise_class: str | None = None) -> dict[str, dict
             "noise_class": cls,
             **gate,
             **session,
-            **({"timer": THREAD_TIMER} if result.timer == THREAD_TIMER else {}),
         }
     }
     if result.bound == "compute" and clock is not None:
@@ -308,8 +296,6 @@ def metric_problem(m: Any) -> str | None:
         return why
     if "noise_class" in m and m["noise_class"] not in CLASSES:
         return f"noise_class must be one of {', '.join(CLASSES)}, got {m['noise_class']!r}"
-    if m.get("timer", THREAD_TIMER) != THREAD_TIMER:
-        return f"timer must be {THREAD_TIMER!r} or absent (wall time), got {m.get('timer')!r}"
     if "gate" in m and not isinstance(m["gate"], bool):
         return f"gate must be true or false, got {m['gate']!r}"
     if not text_or_none(m.get("derived_from")):

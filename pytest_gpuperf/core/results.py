@@ -147,7 +147,7 @@ class Result:
     work_per_call: float
     outcome: str = "ok"  # ok | oom
     backend: str = "cpu"  # cuda | cpu
-    timer: str = "perf_counter"  # cuda-event | cuda-graph | perf_counter | thread_time
+    timer: str = "perf_counter"  # cuda-event | cuda-graph | perf_counter
     time: Summary | None = None  # seconds per call
     throughput: Throughput | None = None
     samples: list[float] = field(default_factory=list)  # seconds per call, one per sample
@@ -198,9 +198,6 @@ class Result:
     # sets traced in a chunk of calls, their intervals' union over the chunk's calls), from
     # a second pass of kernel_time.n chunks shaped like the samples (measure/kernels.py)
     kernel_time: Summary | None = None
-    # timer thread_time (CPU-bound work on the CPU, judged on its thread's CPU time): the
-    # same samples' wall seconds per call, as information (measure/hostload.py)
-    wall_time: Summary | None = None
     kernel_s: float = 0.0  # seconds the kernel-time pass took (its chunks and their reading)
     # the test's parameters (pytest.mark.parametrize, indirect ones included) as plain JSON:
     # str, int, float and bool values as they are, others as their id; the report's charts
@@ -333,7 +330,7 @@ class Result:
             if d.get("throughput") is not None:
                 _check_fields(Throughput, d["throughput"], f"{where} throughput")
                 d["throughput"] = Throughput(**d["throughput"])
-            for name in ("cycles", "kernel_time", "wall_time"):
+            for name in ("cycles", "kernel_time"):
                 if d.get(name) is not None:
                     _check_fields(Summary, d[name], f"{where} {name}")
                     d[name] = Summary(**d[name])

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..baseline.history import launch_bound_throughout, values_of
-from ..core.figures import CLASS_NAMES, LAUNCH, timer_words
+from ..core.figures import CLASS_NAMES, LAUNCH
 from ..core.results import fmt_number, format_figure
 from .noise import LAUNCH_FLOOR, NoiseModel, Spread, better
 from .offsets import Item, MetricOffsets, after_text, never_by_the_offset, value_d
@@ -75,13 +75,6 @@ def _precheck(
         return Verdict(NEW, None, None, None, tol, "no baseline for this metric")
     if base_m.get("unit") != m["unit"]:
         why = f"unit changed: baseline {base_m.get('unit')}, now {m['unit']}"
-        return Verdict(INCOMPARABLE, None, None, None, tol, why)
-    if base_m.get("timer") != m.get("timer"):
-        why = (
-            f"timed differently: the baseline by {timer_words(base_m)}, now by "
-            f"{timer_words(m)}; save this run's figures (--gpuperf-baseline=save) to start "
-            "its history anew (the sessions before are kept in the file, never judged against)"
-        )
         return Verdict(INCOMPARABLE, None, None, None, tol, why)
     if base_m.get("direction") != m["direction"]:
         why = (

@@ -8,21 +8,12 @@ while more than STEAL_LIMIT of the CPU time was stolen by the hypervisor, carrie
 `busy-host` (shown beside it; `host` in the results JSON).
 
 Load alone does not say whether a sample was disturbed, so on the CPU each sample is timed
-by the wall clock, the process's CPU time, the calling thread's CPU time and (Linux) the
-time the thread waited for a CPU on a run queue. Work that runs on the calling thread and
-waits for nothing but the CPU (`on_thread`) is judged on the thread's CPU time per call
-(`THREAD_TIMER`): other work on the host does not enter it, so such a result is never busy
-for the load (on an idle host the two read the same; beside three busy loops on 2 cores a
-layernorm's wall time per call was 4.5x its thread time, whose median stayed within 10%).
-Work that waits (a sleep, I/O, a GPU sync) keeps wall time; where the run-queue wait is
-known, its samples that waited for a CPU are the disturbed ones (`waited`).
-Otherwise (work spread over several threads) each sample's process CPU time decides: a
-CPU-bound sample whose CPU time falls well short of its wall time waited while other work
-ran (`undisturbed`). The undisturbed samples are the ones summarised when at least
-min_samples of them remain, and such a result is not busy, however high the load (its
-figure is what the work costs when it has the CPU). Only a result with too few undisturbed
-samples, or none that could be told (work that waits, where the kernel does not say how
-long it waited for a CPU), is flagged when the host is loaded.
+twice: wall time and the process's CPU time. A CPU-bound sample whose CPU time falls well
+short of its wall time waited while other work ran (`undisturbed`); the undisturbed samples
+are the ones summarised when at least min_samples of them remain, and such a result is not
+busy, however high the load (its figure is what the work costs when it has the CPU). Only a
+result with too few undisturbed samples, or of work that is not CPU-bound (it waits on
+something else: nothing to tell a preemption by), is flagged when the host is loaded.
 
 On the CPU a busy-host result's verdict against the baseline is inconclusive rather than
 regressed or improved (`busy_verdicts`): the load, not the code, may explain the change. On
@@ -42,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.figures import THREAD_TIMER
 from ..core.stats import median
 
 
@@ -65,75 +55,6 @@ STEAL_LIMIT = 0.05  # a fraction of the CPU time over the measurement
 # rest at 0.1-0.3)
 CPU_BOUND = 0.5
 UNDISTURBED = 0.9
-
-
-ON_THREAD = 0.9  # the calling thread's share of the process's CPU time: the work runs on it
-
-
-def run_wait(path: str = "/proc/thread-self/schedstat") -> float | None:
-    """Seconds the calling thread has waited on a run queue for a CPU (Linux schedstat's
-    second field), or None where the kernel does not say."""
-    try:
-        with open(path) as fh:
-            return int(fh.read().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def on_thread(
-    walls: list[float], cpus: list[float], threads: list[float], waits: list[float | None]
-) -> bool:
-    """Whether the work runs on the calling thread (its CPU time is the process's, median
-    sample) and waits for nothing but a CPU: its thread CPU time and run-queue wait fill its
-    wall time (median sample); where the wait is unknown, its best sample kept the CPU busy
-    (CPU_BOUND). Its thread CPU time per call is then its cost, whatever else ran."""
-    n = len(walls)
-    if not n or len(cpus) != n or len(threads) != n or len(waits) != n:
-        return False
-    if median([t / c if c > 0 else 1.0 for t, c in zip(threads, cpus, strict=True)]) < ON_THREAD:
-        return False
-    if all(q is not None for q in waits):
-        both = zip(walls, threads, waits, strict=True)
-        return median([(t + (q or 0.0)) / w if w > 0 else 1.0 for w, t, q in both]) >= UNDISTURBED
-    return max(t / w if w > 0 else 1.0 for w, t in zip(walls, threads, strict=True)) >= CPU_BOUND
-
-
-def waited(
-    walls: list[float], waits: list[float | None], need: int
-) -> tuple[list[float], dict[str, Any]]:
-    """Work that waits (not CPU-bound): the samples (wall seconds) that spent at most
-    1 - UNDISTURBED of their time waiting for a CPU, when at least `need` of them did; else
-    all of them; with what was found. Its precise samples are its cost, however loaded."""
-    kept = [w for w, q in zip(walls, waits, strict=True)
-            if q is not None and q <= (1 - UNDISTURBED) * w]  # fmt: skip
-    enough = len(kept) >= max(1, need)
-    found = {"samples": len(walls), "preempted": len(walls) - len(kept), "enough": enough}
-    return (kept if enough else walls), found
-
-
-def choose(
-    walls: list[float], cpus: list[float], threads: list[float], waits: list[float | None],
-    need: int,
-) -> tuple[list[float], dict[str, Any] | None]:  # fmt: skip
-    """The samples (seconds per call) a CPU result is summarised from, and what was found
-    ({"samples", "preempted", "enough"}, with "timer": THREAD_TIMER where the figure is the
-    thread's CPU time; None: nothing could be told): the thread's CPU time of work that runs
-    on the calling thread (`on_thread`; its samples that waited for no CPU where at least
-    `need` did, else all), else the wall time of the undisturbed samples."""
-    if on_thread(walls, cpus, threads, waits):
-        # of the samples that waited for no CPU where enough did: a preempted sample's
-        # thread time still pays for refilling the caches the other work evicted (a
-        # layernorm beside 3 busy loops: +5-10% over all samples, +0-5% over these)
-        calm = [t for w, t, q in zip(walls, threads, waits, strict=True)
-                if q is not None and q <= (1 - UNDISTURBED) * w]  # fmt: skip
-        kept = calm if len(calm) >= max(1, need) else list(threads)
-        return kept, {"samples": len(walls), "preempted": len(walls) - len(calm),
-                      "enough": True, "timer": THREAD_TIMER}  # fmt: skip
-    if walls and len(waits) == len(walls) and all(q is not None for q in waits):
-        shares = [c / w for w, c in zip(walls, cpus, strict=True) if w > 0]
-        if not shares or max(shares) < CPU_BOUND:  # work that waits: its run-queue waits tell
-            return waited(walls, waits, need)
-    return undisturbed(walls, cpus, need)
 
 
 def undisturbed(
@@ -212,8 +133,6 @@ def stamp(result: Any, before: HostSample | None, after: HostSample | None) -> N
     if found is not None:
         host["preempted"], host["samples"] = found["preempted"], found["samples"]
         host["busy"] = host["busy"] and not found["enough"]
-        if found.get("timer"):  # the thread's CPU time: the load is not in it, steal may be
-            host["timer"], host["busy"] = found["timer"], host["steal"] > STEAL_LIMIT
     result.host = host
 
 
@@ -223,20 +142,12 @@ def busy_line(results: Iterable[Any]) -> str | None:
     its samples ran undisturbed; the others kept their undisturbed samples."""
     loaded = [r for r in results if r.backend == "cpu" and r.host and "load1" in r.host]
     busy = [r for r in loaded if r.host.get("busy")]
-    timed = [r for r in loaded if r.host.get("timer") and not r.host.get("busy")
-             and (r.host.get("preempted") or r.host["load1"] > r.host["cores"])]  # fmt: skip
-    dropped = [r for r in loaded if r.host.get("preempted") and not r.host.get("busy")
-               and r not in timed]  # fmt: skip
-    if not busy and not dropped and not timed:
+    dropped = [r for r in loaded if r.host.get("preempted") and not r.host.get("busy")]
+    if not busy and not dropped:
         return None
-    worst = max(busy or dropped or timed, key=lambda r: r.host["load1"]).host
+    worst = max(busy or dropped, key=lambda r: r.host["load1"]).host
     where = f"load average up to {worst['load1']:g} on {worst['cores']} cores"
     parts = []
-    if timed:
-        parts.append(
-            f"{len(timed)} CPU benchmark(s) judged on their own thread's CPU time, which the "
-            "other work does not enter (their verdicts stand; wall time kept in the results)"
-        )
     if dropped:
         left = sum(r.host["preempted"] for r in dropped)
         total = sum(r.host["samples"] for r in dropped)
@@ -247,7 +158,7 @@ def busy_line(results: Iterable[Any]) -> str | None:
     if busy:
         parts.append(
             f"{len(busy)} CPU benchmark(s) measured on a busy host (flagged busy-host: too "
-            "few undisturbed samples, or none that could be told; their verdicts are "
+            "few undisturbed samples, or work that is not CPU-bound; their verdicts are "
             "inconclusive)"
         )
     return f"gpuperf: {where}: " + "; ".join(parts)

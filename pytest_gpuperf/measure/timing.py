@@ -4,10 +4,9 @@ GPU busy fraction and, for launch-bound work, the GPU's own kernel time per call
 On CUDA each timed sample is a pair of CUDA events around `k` calls (k chosen so a sample
 lasts at least `min_sample_time`); samples are recorded in chunks and the host synchronises
 once per chunk, never once per call. On the CPU each sample is `time.perf_counter` around
-`k` calls, with the process's and the calling thread's CPU time and the thread's run-queue
-wait beside it: work on the calling thread that waits for nothing but the CPU is judged on
-its thread CPU time, which other work does not enter; other work on its undisturbed
-samples' wall time (hostload.choose). The busy check and the
+`k` calls, with the process's CPU time (`time.process_time`) beside it: a CPU-bound sample
+whose CPU time falls well short of its wall time was preempted by other work, and is left out
+when enough undisturbed ones remain (hostload.undisturbed). The busy check and the
 kernel-time pass (kernels.py) run the profiler after
 the samples, never during them. Torch is imported only when a CUDA measurement runs.
 """
@@ -78,8 +77,6 @@ class CpuClock:
     def __init__(self) -> None:
         self.windows: list[tuple[float, float]] = []  # host time span of each sample
         self.cpu: list[float] = []  # the process's CPU seconds per call, each sample
-        self.thread: list[float] = []  # the calling thread's CPU seconds per call
-        self.wait: list[float | None] = []  # its seconds per call waiting for a CPU
 
     def chunk(
         self, fn: Callable[[], Any], k: int, n: int, between: Callable[[], Any] | None
@@ -88,23 +85,18 @@ class CpuClock:
         for _ in range(n):
             if between is not None:
                 between()
-            q0 = hostload.run_wait()
-            t0, c0, h0 = time.perf_counter(), time.process_time(), time.thread_time()
+            t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(k):
                 fn()
-            h1, c1, t1 = time.thread_time(), time.process_time(), time.perf_counter()
-            q1 = hostload.run_wait()
+            c1, t1 = time.process_time(), time.perf_counter()
             self.windows.append((t0, t1))
             self.cpu.append((c1 - c0) / k)
-            self.thread.append((h1 - h0) / k)
-            self.wait.append((q1 - q0) / k if q0 is not None and q1 is not None else None)
             out.append((t1 - t0) / k)
         return out
 
     def kept(self, samples: list[float], need: int) -> tuple[list[float], dict[str, Any] | None]:
-        """The thread's CPU time of work on it, else the samples no other work preempted,
-        when at least `need` remain (hostload.choose)."""
-        return hostload.choose(samples, self.cpu, self.thread, self.wait, need)
+        """The samples no other work preempted, when at least `need` remain (hostload)."""
+        return hostload.undisturbed(samples, self.cpu, need)
 
 
 class CudaClock:
@@ -316,9 +308,6 @@ def _measure_into(
     sampler = telemetry(cfg.telemetry_interval) if telemetry is not None else None
     samples, decision = _sample(result, run, fn, cfg, per_call, k, sampler)
     kept, result.preemption = run.clock.kept(samples, cfg.min_samples)
-    if result.preemption and result.preemption.get("timer"):  # wall time: information
-        result.timer = result.preemption["timer"]
-        result.wall_time = summarize(samples, cfg.confidence)
     _summarize_time(result, kept, decision, cfg)
     if run.window is not None:
         step = memory.close_window(torch, run.window, exclude=run.flush_bytes)

@@ -101,7 +101,7 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
     """Rows of the session's verdict table, worst first."""
     from ..core.figures import metrics_of
     from ..judging.explain import borne_out
-    from ..judging.verdict import FAILED, INCOMPARABLE, INCONCLUSIVE_POWER, SEVERITY
+    from ..judging.verdict import FAILED, INCONCLUSIVE_POWER, SEVERITY
 
     rows: list[tuple[int, list[str]]] = []
 
@@ -117,7 +117,7 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
             detects = f"{mde * 100:.1f}% ({tol})" if known else f"- ({tol})"
             notes = flags
             said = v.get("confirmed") is not None or borne_out(v)  # a check's reason: shown
-            if v["status"] in (INCONCLUSIVE_POWER, FAILED, INCOMPARABLE) or said:  # why
+            if v["status"] in (INCONCLUSIVE_POWER, FAILED) or said:
                 notes = ", ".join(x for x in (flags, v.get("reason") or "") if x)
             if v.get("restarted"):  # the history was restarted from an accepted run
                 notes = ", ".join(x for x in (notes, str(v["restarted"])) if x)
