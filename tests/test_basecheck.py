@@ -52,8 +52,10 @@ def _replayed():
                     key = r["nodeid"] + (f"::{r['metric']}" if r.get("metric") else "")
                     entry = entries[key]
                     cls = metric_class(metric, entry["metrics"][metric], entry)
+                    checked = (v.get("stage1") or {}).get("status") in ("regressed",
+                                                                        "improved")
                     no = check(key, metric, rec["base_median"], entry, rec["commit"],
-                               cls, v["tolerance"])  # fmt: skip
+                               cls, v["tolerance"], checked=checked)  # fmt: skip
                     out.append((f"{path}: {key} {metric}", no))
     return out
 
@@ -130,3 +132,32 @@ def test_a_refused_base_never_clears_a_regression_the_rounds_found(first):
     for other in ("unchanged", "improved", "inconclusive"):
         kept = judged(stage1, {**worse, "status": other}, no)
         assert kept["status"] == first and kept["paired"]["base_check"]["off"] == -0.2
+
+
+def test_a_confirmed_regression_is_taken_back_only_by_a_base_within_tolerance_or_band():
+    """Found in review: a dependency 5% slower (a model step, 3 tight sessions) was refused
+    by no base check whose bound added the tolerance to the machines' band (5.3%), so the
+    rounds took a confirmed stage-1 regression back as UNCHANGED. For a figure the first
+    stage found changed, the bound is the larger of the two: a base 5% off is refused, one
+    within the machines' band of a noisier class is not."""
+    assert check("t.py::a", "throughput", 0.95, ENTRY, "c" * 40, "model", 0.03) is None
+    no = check("t.py::a", "throughput", 0.95, ENTRY, "c" * 40, "model", 0.03, checked=True)
+    assert no is not None and no.off == pytest.approx(-0.05, abs=1e-3)
+    assert check("t.py::a", "throughput", 0.975, ENTRY, "c" * 40, "model", 0.03,
+                 checked=True) is None  # fmt: skip
+    assert check("t.py::a", "throughput_kernels", 0.94, {"metrics": {
+        "throughput_kernels": ENTRY["metrics"]["throughput"]}}, "c" * 40, "kernel-time", 0.03,
+        checked=True) is None  # fmt: skip
+
+
+def test_the_spread_is_the_sessions_at_the_commit_not_another_commits_level():
+    """Found in review: 3 sessions at commit A 1.3x slower and 3 at B, then a dependency
+    1.5x slower: the spread over the whole window (both commits) made the bound about 58%
+    and the base, 33% off its tight sessions at B, passed."""
+    a, b = "a" * 40, "b" * 40
+    hist = [{"median": m, "commit": c, "session": f"{c[0]}{i}"} for i, (m, c) in enumerate(
+        [(1 / 1.3, a), (1 / 1.3 * 1.002, a), (1 / 1.3 * 0.998, a), (1.0, b), (1.002, b),
+         (0.998, b)])]  # fmt: skip
+    entry = {"commit": b, "metrics": {"throughput": {"direction": "higher", "history": hist}}}
+    no = check("t.py::a", "throughput", 1 / 1.5, entry, b, "model", 0.03)
+    assert no is not None and no.off == pytest.approx(-1 / 3, abs=2e-3) and no.sessions == 3

@@ -13,13 +13,17 @@ dict out.
 The rule, in "better" space (log of a throughput, -log of a latency): the base reproduces
 when |log(base median) - mean(log(session values at the commit))| is at most
 
-    log(1 + tolerance) + Z * s * sqrt(1 + 1/k)
+    log(1 + tolerance) + Z * s * sqrt(1 + 1/k)          (a figure the first stage left undecided)
+    max(log(1 + tolerance), Z * s * sqrt(1 + 1/k))      (one it found changed, checked)
 
 with k the sessions at the commit, Z the two-sided normal quantile at the per-figure
 confidence (verdict.CONFIDENCE, 99%: 2.58) and s the larger of the figure's own spread
-between its saved sessions and its class's spread between machines (MACHINE_SD): the base
-is one more session, on another machine than some of them. The tolerance is added because
-an offset the gate would call unchanged between machines changes no verdict of the rounds.
+between its sessions at the commit and its class's spread between machines (MACHINE_SD):
+the base is one more session, on another machine than some of them. For an undecided
+figure the tolerance is added: an offset the gate would call unchanged between machines
+changes no verdict the rounds may reach. A regression the first stage found and confirmed
+is taken back only by a base within the larger of the two: a base off by more than the
+tolerance and the machines' band measured what the head measured, outside the code.
 On the recorded rounds of the real judged runs (docs/evidence runs 5-9: 65 figures, offsets
 -6.3% to +5.1%) it refuses none (tests/test_basecheck.py); the issue's cases measured
 23-50% off.
@@ -91,10 +95,13 @@ def at_commit(base_m: dict[str, Any], entry: dict[str, Any], commit: str) -> lis
 
 
 def check(key: str, metric: str, base_median: float, entry: dict[str, Any], commit: str,
-          cls: str, tolerance: float) -> Refusal | None:  # fmt: skip
+          cls: str, tolerance: float, checked: bool = False) -> Refusal | None:  # fmt: skip
     """The Refusal of figure `key`/`metric` whose base rounds' median is `base_median`,
     against the entry's sessions at `commit`; None where it reproduces (the module's rule)
-    or where nothing was saved at that commit to check it with."""
+    or where nothing was saved at that commit to check it with. `checked`: the first stage
+    found the figure changed (confirmed), and the rounds may take that back only where the
+    base is within the larger of the tolerance and the machines' band, not their sum: a
+    base off by more explains the head's change."""
     base_m = ((entry or {}).get("metrics") or {}).get(metric)
     if not isinstance(base_m, dict) or not (base_median > 0 and math.isfinite(base_median)):
         return None
@@ -104,12 +111,12 @@ def check(key: str, metric: str, base_median: float, entry: dict[str, Any], comm
     higher = base_m.get("direction") != "lower"
     level = statistics.fmean(better(v, higher) for v in values)
     off = better(base_median, higher) - level
-    own = [better(float(h["median"]), higher) for h in window(base_m)
-           if isinstance(h, dict) and isinstance(h.get("median"), int | float)
-           and h["median"] > 0]  # fmt: skip
+    own = [better(v, higher) for v in values]  # the sessions at the commit alone: another
+    # commit's level says nothing of this build's (a code change between them is no noise)
     s = max(MACHINE_SD.get(cls, MACHINE_SD[COMPUTE]),
             statistics.stdev(own) if len(own) > 1 else 0.0)  # fmt: skip
-    bound = math.log1p(tolerance) + Z * s * math.sqrt(1 + 1 / len(values))
+    band = Z * s * math.sqrt(1 + 1 / len(values))
+    bound = max(math.log1p(tolerance), band) if checked else math.log1p(tolerance) + band
     if abs(off) <= bound:
         return None
     return Refusal(key, metric, math.expm1(off), math.expm1(bound), len(values), commit)

@@ -341,7 +341,8 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
             tip = f"paired stage: {said_so}" if said_so else ""
         said = _stage1_said(first)
         no = (check(r.key, metric, statistics.median(f.base), (entries or {}).get(r.key) or {},
-                    commit, f.cls, tol[r.key]) if f is not None and f.base else None)  # fmt: skip
+                    commit, f.cls, tol[r.key], checked=bool(said))
+              if f is not None and f.base else None)  # fmt: skip
         if no is not None:  # the base is not the baseline: it clears nothing
             new = judged(first, new, no)
         # the first stage's verdict stands where this stage is undecided on a figure it
