@@ -203,3 +203,38 @@ def test_the_strict_count_of_runs_5_to_9_in_gating_md_is_what_the_tool_computes(
     gating = " ".join((root / "docs" / "gating.md").read_text().split())
     assert f"strict would have failed **{failed} of {runs}**" in gating
     assert f"(runs 5-9: {', '.join(per_run[:-1])} and {per_run[-1]})" in gating
+
+
+def test_strict_counts_a_gated_benchmark_with_no_result_this_run(levels, monkeypatch):
+    """Found in review: a gated benchmark skipped at run time was MISSING and not counted,
+    so --gpuperf-strict passed a run that saw nothing of it."""
+    pytester, _ = levels
+    pytester.makeconftest(
+        "import pytest\n"
+        "def pytest_runtest_setup(item):\n"
+        "    if 'steady' in item.name:\n"
+        "        pytest.skip('not today')\n"
+    )
+    r = pytester.runpytest(*RUN, "--gpuperf-strict", "-k", "steady")
+    r.assert_outcomes(skipped=1, failed=1)
+    r.stdout.fnmatch_lines(["*BLIND to 1 of 1 gated figure(s)*why: 1 no result this run*",
+                            "FAILED gpuperf::undecided-gate*"])
+
+
+def test_an_incomparable_figure_and_a_refused_base_are_undecided_and_counted():
+    """Found in review: an INCOMPARABLE figure (a unit changed) was not counted by strict,
+    and a figure the paired stage did not judge because its base build was off its own
+    sessions read 'the paired rounds' spread' (advice: more rounds)."""
+    from pytest_gpuperf.judging.blind import blindness
+
+    unit = _result("t::u", {"throughput": _v("incomparable", "unit changed: calls -> items")})
+    held = _result("t::b", {"throughput": _v("inconclusive", "wide; not judged by the paired "
+                                              "stage: the base build measured -23.00% off",
+                                              paired={"rounds": 6,
+                                                      "base_check": {"off": -0.23}})})  # fmt: skip
+    b = blindness([unit, held], {})
+    assert [(f.key, f.why) for f in b.counted] == [("t::u", "incomparable"), ("t::b", "base-off")]
+    assert b.gated == 2
+    line = b.line()
+    assert line is not None and "1 incomparable with its baseline" in line
+    assert "1 the base build off its own sessions" in line

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..baseline.history import HISTORY, since_restart
-from .verdict import CONFIDENCE, INCONCLUSIVE, INCONCLUSIVE_POWER, z_quantile
+from .verdict import CONFIDENCE, INCOMPARABLE, INCONCLUSIVE, INCONCLUSIVE_POWER, z_quantile
 
 UNDECIDED = (INCONCLUSIVE, INCONCLUSIVE_POWER)  # a gated figure the run could not decide
 PER_PROCESS_RATIO = 4.0  # between-session spread this many times the sessions' own: per process
@@ -53,6 +53,13 @@ WHYS = {w.code: w for w in (  # the order ties are broken in (the first wins)
         "(--gpuperf-paired-rounds, --gpuperf-paired-budget), or run gpuperf ab on it"),
     Why("spread", "baseline spread", "measure it more steadily (more work per call, "
         "--gpuperf-max-time) or widen its tolerance"),
+    Why("base-off", "the base build off its own sessions", "find what differs outside the "
+        "code (the paired stage's line names recorded versions; --gpuperf-paired-setup for "
+        "a build the base worktree lacks)"),
+    Why("incomparable", "incomparable with its baseline", "re-save its sessions "
+        "(gpuperf baseline accept --restart-incomparable, or --gpuperf-baseline=save)"),
+    Why("missing", "no result this run", "run the benchmark (it was collected and skipped "
+        "or produced no figure), or remove its baseline entry"),
     Why("launch-bound", "launch-bound wall time", "its GPU kernel time is the figure gated",
         by_design=True),
     Why("derived", "derived figure", "the figure it is derived from is judged",
@@ -164,19 +171,30 @@ def _seen(figures: list[Blind]) -> str:
     return f"the smallest change it could have seen {rng} (tolerance {tol})"
 
 
-def blindness(results: Iterable[Any], entries: Mapping[str, Any]) -> Blindness:
+def blindness(results: Iterable[Any], entries: Mapping[str, Any],
+              missing: Iterable[str] = ()) -> Blindness:  # fmt: skip
     """The undecided gated figures of judged `results` (their verdict dicts) against the
-    baseline `entries` they were judged with."""
+    baseline `entries` they were judged with; an incomparable figure, and each entry of
+    `missing` (collected, with a baseline, and no result this run), are undecided too: a
+    gate that did not see them did not pass them. New, informational and failed figures
+    are not judged here."""
     gated, out = 0, []
     for r in results:
         for name, v in (r.verdicts or {}).items():
-            if v.get("status") not in (*UNDECIDED, "unchanged", "regressed", "improved"):
-                continue  # new, missing, incomparable, informational, failed: not judged here
+            status = v.get("status")
+            if status not in (*UNDECIDED, "unchanged", "regressed", "improved", INCOMPARABLE):
+                continue
             gated += 1
-            if v.get("status") in UNDECIDED:
+            if status == INCOMPARABLE:
+                out.append(Blind(r.key, name, "incomparable", None, v.get("tolerance"),
+                                 str(v.get("reason") or "")))  # fmt: skip
+            elif status in UNDECIDED:
                 base_m = ((entries.get(r.key) or {}).get("metrics") or {}).get(name) or {}
                 why, detail = why_undecided(r, name, v, base_m)
                 out.append(Blind(r.key, name, why, v.get("mde"), v.get("tolerance"), detail))
+    for key in missing:
+        gated += 1
+        out.append(Blind(key, "all", "missing", None, None, "collected, no result this run"))
     return Blindness(gated, tuple(out))
 
 
@@ -198,6 +216,8 @@ def why_undecided(r: Any, name: str, v: Mapping[str, Any],
     reason = str(v.get("reason") or "")
     if any(s in reason for s in PAIRED_LEFT):
         return "not-paired", ""
+    if (v.get("paired") or {}).get("base_check"):
+        return "base-off", ""
     if v.get("paired"):
         return "rounds-spread", ""
     tol = float(v.get("tolerance") or 0.0)

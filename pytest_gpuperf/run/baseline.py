@@ -172,14 +172,17 @@ class RunBaseline:
         )
         confirm(results, self.judgement, again, again_j, failure)
 
-    def blindness(self, results: list[Result]) -> Blindness | None:
+    def blindness(self, results: list[Result], collected: set[str]) -> Blindness | None:
         """The gated figures this run's judgement left undecided, and why (None: not
-        judged), against the entries it was judged with."""
-        if self.judgement is None:
+        judged), against the entries it was judged with; an entry of a collected test
+        with no result this run among them (a run that measured none of its baseline's
+        tests, all skipped, is blind to them too)."""
+        missing = self.missing((r.key for r in results), collected)
+        if self.judgement is None and not missing:
             return None
         from ..judging.blind import blindness
 
-        return blindness(results, self.entries)
+        return blindness(results if self.judgement is not None else [], self.entries, missing)
 
     def failure_lines(self, results: list[Result]) -> list[str]:
         from ..judging.explain import failure_lines

@@ -39,3 +39,15 @@ def strict_failure(blind: Any) -> str | None:
     if blind is None or not blind.counted:
         return None
     return "\n".join(["GATED FIGURES LEFT UNDECIDED (--gpuperf-strict)", *blind.lines(1)])
+
+
+def strict_gate(session: Any, sess: Any) -> None:
+    """--gpuperf-strict: the gated figures the run left undecided fail it as STRICT_NODEID;
+    a run that measured none of its baseline's collected tests (all skipped) too."""
+    if not sess.options.strict:
+        return
+    if not sess.base.ready:
+        sess.prepare_baseline()
+    undecided = strict_failure(sess.base.blindness(sess.results, sess.collected))
+    if undecided:  # a hard gate: blind is not a pass
+        fail_item(session, STRICT_NODEID, "strict gate", undecided)

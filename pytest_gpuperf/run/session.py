@@ -19,7 +19,7 @@ import pytest
 from ..core.ids import strip_group
 from ..fresh.workers import worker_count
 from .baseline import RunBaseline, not_passed
-from .items import GATE_NODEID, SAVE_NODEID, STRICT_NODEID, fail_item, strict_failure
+from .items import GATE_NODEID, SAVE_NODEID, fail_item, strict_gate
 from .options import AUTO, Options
 
 if TYPE_CHECKING:  # imported when first needed: a run without GPU tests never loads them
@@ -362,7 +362,7 @@ class GpuPerfSession:
             saved=self.saved,
             selected=sorted(self.collected),
             rerun=self.base.rerun(), xdist_workers=self.options.xdist_workers,
-            blind=self.base.blindness(self.results),
+            blind=self.base.blindness(self.results, self.collected),
             commit=commit, dirty=dirty, date=started.isoformat(timespec="seconds"),
         )
 
@@ -391,7 +391,7 @@ class GpuPerfSession:
             # otherwise they are the failure text of the failed test GATE_NODEID
             for line in self.base.failure_lines(self.results):
                 tr.write_line(f"{line} (--gpuperf-warn-only: not failing)")
-        blind = self.base.blindness(self.results)  # the run's last line: where it was blind
+        blind = self.base.blindness(self.results, self.collected)  # the last line: where blind
         for line in blind.lines(verbosity) if blind is not None else []:
             tr.write_line(line)
 
@@ -408,8 +408,8 @@ class GpuPerfSession:
             from ..fresh.deferred import run_deferred
 
             run_deferred(self, session)
-        if not self.results:
-            return
+        if not self.results:  # none measured: a strict gate is blind to its baseline's tests
+            return strict_gate(session, self) if self.options.baseline_mode != "save" else None
         if self.options.baseline_mode == "save" or self.interrupted:
             return
         if not self.base.ready:
@@ -420,9 +420,7 @@ class GpuPerfSession:
         if self.interrupted:  # Ctrl-C during the confirmation: the verdicts show, unconfirmed
             session.exitstatus = pytest.ExitCode.INTERRUPTED
             return
-        undecided = strict_failure(self.base.blindness(self.results))
-        if undecided and self.options.strict:  # a hard gate: blind is not a pass
-            fail_item(session, STRICT_NODEID, "strict gate", undecided)
+        strict_gate(session, self)
         judgement = self.base.judgement
         if judgement is None or not judgement.failing(self.results) or self.options.warn_only:
             return
