@@ -316,3 +316,31 @@ def test_a_cpu_benchmark_runs_on_one_torch_thread_and_the_count_is_restored(pyte
     pytester.makepyfile(test_threads=THREADS)
     result = pytester.runpytest_subprocess(*FAST, "--gpuperf-baseline=off")
     result.assert_outcomes(passed=2)
+
+
+def test_a_measurement_too_disturbed_to_ever_be_enough_ends_at_its_max_time(project, monkeypatch):
+    """Found in review: work that waits part of every call (a sleep: 0.7 of a core in each
+    sample here) is precise, yet no sample counts as undisturbed, and "precise, but
+    disturbed" went on past max_time, one sample a chunk, until max_samples (100,000): a
+    benchmark that never ended. It ends at its budget, flagged busy-host, undecided."""
+    saved(project)
+    project.makeconftest(BUSY_CONFTEST + textwrap.dedent(
+        """
+        @pytest.fixture(autouse=True)
+        def waits(virtual_clock, monkeypatch):
+            work = virtual_clock.spin
+
+            def part_asleep(seconds):
+                work(seconds)
+                virtual_clock.preempt(0.4 * seconds)  # off the CPU 0.4 of the work's time
+
+            monkeypatch.setattr(virtual_clock, "spin", part_asleep)
+        """))  # fmt: skip
+    monkeypatch.setenv("BUSY", "1")
+    result = project.runpytest_subprocess(*FAST, "--gpuperf-json=run.json", "-k", "spin",
+                                          timeout=60)  # before: never ended
+    result.assert_outcomes(passed=1)
+    spin = json.loads((project.path / "run.json").read_text())["results"][0]
+    max_time = float(next(a for a in FAST if a.startswith("--gpuperf-max-time=")).split("=")[1])
+    assert spin["measure_s"] <= 1.5 * max_time, spin["measure_s"]
+    assert spin["host"]["busy"] is True

@@ -405,7 +405,7 @@ def _sample(
             kept, found = run.clock.kept(samples, cfg.min_samples)
             decision = decide(kept, elapsed, rule)
             if found and not found["enough"]:
-                if decision.reason in ("converged", "noise-limited"):
+                if decision.reason in ("converged", "noise-limited") and elapsed < cfg.max_time:
                     decision = Decision(False, "", decision.rel_ci)  # precise, but disturbed
                 if 2 * found["preempted"] > found["samples"]:
                     k = max(1, k // 2)  # most were preempted: shorter samples, more run whole
