@@ -322,7 +322,8 @@ def test_a_measurement_too_disturbed_to_ever_be_enough_ends_at_its_max_time(proj
     """Found in review: work that waits part of every call (a sleep: 0.7 of a core in each
     sample here) is precise, yet no sample counts as undisturbed, and "precise, but
     disturbed" went on past max_time, one sample a chunk, until max_samples (100,000): a
-    benchmark that never ended. It ends at its budget, flagged busy-host, undecided."""
+    benchmark that never ended. It ends within DISTURBED_GRACE times its max_time, flagged
+    busy-host, undecided."""
     saved(project)
     project.makeconftest(BUSY_CONFTEST + textwrap.dedent(
         """
@@ -342,5 +343,7 @@ def test_a_measurement_too_disturbed_to_ever_be_enough_ends_at_its_max_time(proj
     result.assert_outcomes(passed=1)
     spin = json.loads((project.path / "run.json").read_text())["results"][0]
     max_time = float(next(a for a in FAST if a.startswith("--gpuperf-max-time=")).split("=")[1])
-    assert spin["measure_s"] <= 1.5 * max_time, spin["measure_s"]
+    from pytest_gpuperf.measure.timing import DISTURBED_GRACE
+
+    assert spin["measure_s"] <= 1.5 * DISTURBED_GRACE * max_time, spin["measure_s"]
     assert spin["host"]["busy"] is True

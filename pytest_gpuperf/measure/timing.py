@@ -154,6 +154,10 @@ class CudaClock:
 
 
 LONG_CALL_S = kernels.LONG_CALL_S  # a multi-second step: two agreeing calls warm it
+# precise samples too few of which had the CPU: sampling goes on for undisturbed ones up to
+# this many times max_time, then ends (flagged busy-host): work that waits part of every
+# call (a sleep) never has enough, and went on one sample at a time to max_samples
+DISTURBED_GRACE = 4
 
 
 def warm_up(
@@ -405,7 +409,8 @@ def _sample(
             kept, found = run.clock.kept(samples, cfg.min_samples)
             decision = decide(kept, elapsed, rule)
             if found and not found["enough"]:
-                if decision.reason in ("converged", "noise-limited") and elapsed < cfg.max_time:
+                if decision.reason in ("converged", "noise-limited") and (
+                        elapsed < DISTURBED_GRACE * cfg.max_time):  # fmt: skip
                     decision = Decision(False, "", decision.rel_ci)  # precise, but disturbed
                 if 2 * found["preempted"] > found["samples"]:
                     k = max(1, k // 2)  # most were preempted: shorter samples, more run whole
