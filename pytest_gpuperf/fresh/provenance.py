@@ -176,6 +176,7 @@ def _provided(root: str) -> dict[str, frozenset[str]]:
 
 @functools.lru_cache(maxsize=8)
 def _walk(root: str, stamp: tuple[int, int]) -> dict[str, frozenset[str]]:
+    # stamp (the folder's inode and time) is the cache's key only: it is not read
     folders: dict[str, tuple[tuple[str, ...], bool]] = {root: ((), False)}
     found: dict[str, set[str]] = {}
     for n, (here, dirs, files) in enumerate(os.walk(root)):
