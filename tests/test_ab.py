@@ -672,11 +672,12 @@ def installed_project(tmp_path, layout):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["src", "lib", "src/ns"])
+@pytest.mark.parametrize("layout", ["src", "lib", "src/ns", "python", "packages/x/src", "_private"])
 def test_a_base_that_imports_an_installed_copy_of_the_head_is_refused(tmp_path, monkeypatch, layout):
     """Issue 57: with any non-editable install (src/ included) the base imported the
     head's installed copy, and ab compared head with head: UNCHANGED, exit 0. It refuses
-    (exit 2) in one line naming the file."""
+    (exit 2) in one line naming the file. python/, a monorepo's packages/x/src/ and a
+    folder starting with `_` went unseen after lib/ and namespace packages were fixed."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     repo, site, name = installed_project(tmp_path, layout)
     monkeypatch.setenv("PYTHONPATH", str(site))

@@ -452,13 +452,14 @@ def test_figures_saved_at_another_commit_are_left_to_the_first_stage(repo, monke
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["src", "lib", "src/ns"])
+@pytest.mark.parametrize("layout", ["src", "lib", "src/ns", "python", "packages/x/src"])
 def test_a_base_that_imports_an_installed_copy_of_the_head_is_refused(
     pytester, monkeypatch, tmp_path, layout
 ):
     """`pip install .` (not editable) puts the head's code in site-packages: the base's
     rounds would import it too, and read 10% slower code as unchanged. Issue 57: from
-    lib/ or as a namespace package (src/ns/mypkg, no ns/__init__.py) it went unseen."""
+    lib/ or as a namespace package (src/ns/mypkg, no ns/__init__.py) it went unseen, then
+    from python/ and a monorepo's packages/x/src/."""
     import shutil
 
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
@@ -471,7 +472,7 @@ def test_a_base_that_imports_an_installed_copy_of_the_head_is_refused(
     (pkg / "__init__.py").write_text("")
     (pkg / "work.py").write_text(WORK.format(factor=1.0))
     site = tmp_path / "site"
-    shutil.copytree(pytester.path / layout.split("/")[0], site)
+    shutil.copytree(pkg.parent.parent if "." in name else pkg.parent, site)
     monkeypatch.setenv("PYTHONPATH", str(site))
     git(pytester.path, "init", "-q")
     git(pytester.path, "add", "-A")

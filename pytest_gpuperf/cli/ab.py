@@ -50,7 +50,7 @@ from ..fresh.abtree import (  # Stopped: also ab's own interface
     run_setup,
     stop_on_signals,
 )
-from ..fresh.provenance import own_modules, wrong_build
+from ..fresh.provenance import write_own, wrong_build
 from ..judging.judge import failing
 from ..judging.paired import SIDES, ABError, Round, judge_rounds  # ABError: also ab's interface
 from ..judging.verdict import INCOMPARABLE, INCONCLUSIVE
@@ -92,7 +92,7 @@ class _Rounds:
     pytest_args: tuple[str, ...]
     count: int
     base_pythonpath: str
-    own: str  # the base worktree's own modules (provenance.own_modules), comma-separated
+    own: str  # the file listing the base worktree's own modules (provenance.write_own)
 
     def env(self, side: str, imports: Path) -> dict[str, str]:
         env = dict(os.environ, GPUPERF_AB_SIDE=side)
@@ -192,7 +192,7 @@ def run_ab(
         install_probe(work)
         shared = _Rounds(root, tree, rel, work, tuple(pytest_args), rounds,
                          base_path(root, tree, os.environ.get("PYTHONPATH")),
-                         ",".join(own_modules(tree)))  # fmt: skip
+                         write_own(tree, work / "own.json"))  # fmt: skip
         figures: dict[str, list[Round]] = {side: [] for side in SIDES}
         head_ran: set[Path] = set()
         last_head: Path | None = None

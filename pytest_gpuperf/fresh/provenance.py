@@ -14,12 +14,14 @@ Two builds, two proofs:
   path) cannot change the code; it then lists what it imported (`imported_files`) and the
   run refuses its figures where a module came from another file (`differences`).
 - The paired stage and `gpuperf ab` measure two commits: a base process must import each of
-  the base worktree's own modules (`own_modules`: flat, src/, lib/, namespace packages) from
-  the worktree, a head process none from it (`wrong_build`). An installed copy of the head
-  (non-editable, in site-packages) imported by the base is the head's code measured twice."""
+  the base worktree's own modules (`own_modules`: every package and module the tree holds,
+  whatever its layout) from the worktree, a head process none from it (`wrong_build`). An
+  installed copy of the head (non-editable, in site-packages) imported by the base is the
+  head's code measured twice."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -44,7 +46,7 @@ class _GpuperfPinned:
 with open(PINS_PATH, encoding="utf-8") as _fh:
     sys.meta_path.insert(0, _GpuperfPinned(_js.load(_fh)))
 """
-NOT_OWN = frozenset({"conftest", "setup", "noxfile", "tasks", "fabfile"})  # top-level scripts
+NOT_OWN = frozenset({"conftest", "setup", "noxfile", "tasks", "fabfile", "__main__"})  # scripts
 
 
 def imported_files() -> dict[str, str]:
@@ -136,40 +138,92 @@ def pin_bootstrap(path: Path) -> str:
 # ----------------------------------------------------- two builds: the base and the head
 
 
-def _packages(d: Path, prefix: str, depth: int) -> set[str]:
-    """The importable names a folder `d` provides: its .py modules, its packages, and
-    inside a folder without __init__.py (a namespace package) the same, `depth` deep."""
-    names: set[str] = set()
+# a walk of a tree for its own modules skips hidden folders, a virtualenv's (pyvenv.cfg),
+# these (installed or generated files, never a build's own source), build/ and dist/ unless
+# they are packages, and goes TREE_DEPTH folders deep and TREE_DIRS folders wide at most
+SKIP_DIRS = frozenset({"node_modules", "site-packages", "dist-packages", "__pycache__"})
+TREE_DEPTH = 12
+TREE_DIRS = 20000
+
+
+def _named(part: str, parent: tuple[str, ...], regular: bool) -> tuple[str, ...]:
+    """The dotted names a module or package `part` in a folder named `parent` (empty: a
+    folder no import names) can be imported as: under each of the folder's names, and on its
+    own where the folder is no regular package (it, or a folder above, may be on sys.path)."""
+    if not part.isidentifier():
+        return ()
+    return tuple(f"{p}.{part}" for p in parent) + (() if regular else (part,))
+
+
+def _skipped(folder: str, name: str) -> bool:
+    if name.startswith(".") or name in SKIP_DIRS or name.endswith(".egg-info"):
+        return True
+    if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+        return True
+    return name in ("build", "dist") and not os.path.isfile(os.path.join(folder, "__init__.py"))
+
+
+def _provided(root: str) -> dict[str, frozenset[str]]:
+    """`own_modules` of the tree at real path `root`, each name with what the tree holds
+    under it: "package" (a folder with __init__.py), "module" (a .py file), or both. Walked
+    once for each folder (its inode and time: a new worktree at a used path walks again)."""
     try:
-        entries = sorted(d.iterdir())
+        st = os.stat(root)
     except OSError:
-        return names
-    for e in entries:
-        if e.suffix == ".py" and e.stem not in NOT_OWN and e.stem.isidentifier():
-            names.add(prefix + e.stem)
-        elif e.is_dir() and e.name.isidentifier() and not e.name.startswith("_"):
-            if (e / "__init__.py").is_file():
-                names.add(prefix + e.name)
-            elif depth > 0:
-                names |= _packages(e, f"{prefix}{e.name}.", depth - 1)
-    return names
+        return {}
+    return _walk(root, (st.st_ino, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=8)
+def _walk(root: str, stamp: tuple[int, int]) -> dict[str, frozenset[str]]:
+    # stamp (the folder's inode and time) is the cache's key only: it is not read
+    folders: dict[str, tuple[tuple[str, ...], bool]] = {root: ((), False)}
+    found: dict[str, set[str]] = {}
+    for n, (here, dirs, files) in enumerate(os.walk(root)):
+        names, regular = folders.pop(here, ((), False))
+        depth = 0 if here == root else here[len(root) :].count(os.sep)
+        kept = []
+        for sub in sorted(dirs) if n < TREE_DIRS and depth < TREE_DEPTH else ():
+            path = os.path.join(here, sub)
+            if not _skipped(path, sub):
+                kept.append(sub)
+                named = _named(sub, names, regular)
+                package = bool(named) and os.path.isfile(os.path.join(path, "__init__.py"))
+                folders[path] = (named, package)
+        dirs[:] = kept
+        for name in names if regular else ():  # the package itself: its __init__.py
+            found.setdefault(name, set()).add("package")
+        for f in files:
+            stem, ext = os.path.splitext(f)
+            if ext == ".py" and stem != "__init__" and stem not in NOT_OWN:
+                for name in _named(stem, names, regular):
+                    found.setdefault(name, set()).add("module")
+    std = sys.stdlib_module_names
+    return {n: frozenset(k) for n, k in found.items() if n.partition(".")[0] not in std}
 
 
 def own_modules(tree: Path) -> list[str]:
-    """The modules a build's tree provides, as a process imports them: its own .py files
-    and packages at its root and under src/ and lib/, and the packages of namespace
-    packages (folders without __init__.py: `ns.pkg`; under src/ and lib/ their modules too). A base
-    process must import each from the worktree, a head process none from it."""
-    names = _packages(tree, "", 0)
-    for e in sorted(tree.iterdir()) if tree.is_dir() else []:  # a namespace's packages
-        if (e.is_dir() and e.name.isidentifier() and e.name not in ("src", "lib")
-                and not (e / "__init__.py").exists()):  # fmt: skip
-            names |= {f"{e.name}.{s.name}" for s in sorted(e.iterdir())
-                      if s.name.isidentifier() and (s / "__init__.py").is_file()}  # fmt: skip
-    for sub in ("src", "lib"):
-        if (tree / sub).is_dir() and not (tree / sub / "__init__.py").is_file():
-            names |= _packages(tree / sub, "", 2)
-    return sorted(names)
+    """The modules a build's tree provides, whatever its layout: each package (a folder
+    with __init__.py) and .py module anywhere in it (flat, src/, lib/, python/, a
+    monorepo's packages/x/src/x, a folder named _private, namespace packages), by every
+    dotted name it can be imported as from some folder of the tree on sys.path (never
+    from inside a regular package: `mylib.core`, not `core`), less the standard library's
+    names and top-level scripts (NOT_OWN). A base process must import each of them it
+    imports from the worktree, a head process none from it. The walk is bounded (TREE_DEPTH,
+    TREE_DIRS) and skips hidden folders, virtualenvs and installed or generated files."""
+    return sorted(_provided(os.path.realpath(tree)))
+
+
+def _kind(file: str) -> str:
+    """What a module's file makes it: "package" (its __init__, .py or compiled), "module"."""
+    return "package" if os.path.basename(file).partition(".")[0] == "__init__" else "module"
+
+
+def write_own(tree: Path, path: Path) -> str:
+    """The tree's `own_modules`, written to `path` as a JSON list for a round's process (it
+    reports where each of them it imported came from): the path, as its variable's value."""
+    path.write_text(json.dumps(own_modules(tree)), encoding="utf-8")
+    return str(path)
 
 
 def origins(names: list[str]) -> dict[str, str | None]:
@@ -182,13 +236,16 @@ def wrong_build(side: str, modules: Iterable[tuple[str, Any]], tree: Path) -> st
     """Why a process of `side` measured the other build, in one line naming the file, or
     None, from the (module, file) pairs of the worktree's own modules it imported: the base
     imported one from anywhere but the worktree (an installed copy of the head, a path the
-    bootstrap did not map), the head one from the worktree."""
+    bootstrap did not map) as the same kind the tree holds it as (a package as a package,
+    a module as a module: a `tools/evaluate.py` script does not claim an installed
+    `evaluate` package), the head one from the worktree."""
     t = os.path.realpath(tree)
+    provided = _provided(t)
     for name, file in modules:
         if not isinstance(file, str):
             continue  # a namespace package: its modules are listed on their own
         inside = os.path.realpath(file).startswith(t + os.sep)
-        if side == "base" and not inside:
+        if side == "base" and not inside and _kind(file) in provided.get(name, ()):
             return (f"the base process imported {name} from {file}, not from the baseline "
                     f"commit's worktree {tree}: an installed copy of the code under test "
                     "would measure the head twice (install it editable, or put its "

@@ -35,7 +35,7 @@ from .abprobe import OUT as PROBE_OUT
 from .abprobe import WATCH
 from .abtree import PROBE, foreign_import, imported_files, install_probe
 from .afford import MIN_PER_PAIR, STOP_S, round_cap
-from .provenance import own_modules, wrong_build
+from .provenance import write_own, wrong_build
 
 SIDES = ("base", "head")
 
@@ -402,7 +402,7 @@ def measure_rounds(
     if not probe.is_dir():
         install_worker(work)
     env = {**env, WATCH: os.pathsep.join(str(p.resolve()) for p in (root, tree)),
-           roundworker.OWN: ",".join(own_modules(tree))}  # fmt: skip
+           roundworker.OWN: write_own(tree, work / "own.json")}  # fmt: skip
     t0 = time.monotonic()
     deadline = t0 + budget_s
     got = Measured(asked=rounds)

@@ -35,7 +35,7 @@ import pytest
 FDS = "GPUPERF_ROUNDS_FDS"
 OUT = "GPUPERF_ROUNDS_OUT"
 SELECT = "GPUPERF_ROUNDS_SELECT"
-OWN = "GPUPERF_ROUNDS_OWN"  # the base worktree's top-level modules: where each came from
+OWN = "GPUPERF_ROUNDS_OWN"  # a JSON list of the base worktree's modules: where each came from
 NAME = "gpuperf_rounds_worker"  # the name it is given with -p
 WARM = "GPUPERF_ROUNDS_WARM"  # seconds of GPU load before a call after idling (CUDA rounds)
 IDLE_S = 1.0  # a gap between two calls of a round this long may have let the card idle
@@ -177,11 +177,15 @@ def warm_asked(raw: str) -> float:
 
 
 def _origins() -> dict[str, str | None]:
-    """The file each of OWN's modules was imported from (None: not imported, or no file)."""
+    """The file each of OWN's modules was imported from (None: no file); those not
+    imported are left out."""
     import sys
 
-    names = [n for n in os.environ.get(OWN, "").split(",") if n]
-    return {n: getattr(sys.modules[n], "__file__", None) for n in names if n in sys.modules}
+    try:
+        names = set(json.loads(Path(os.environ[OWN]).read_text(encoding="utf-8")))
+    except (KeyError, OSError, ValueError, TypeError):
+        return {}
+    return {n: getattr(m, "__file__", None) for n, m in list(sys.modules.items()) if n in names}
 
 
 def pytest_configure(config: Any) -> None:
