@@ -399,6 +399,27 @@ def test_the_dirty_check_skips_only_the_baseline_files(tmp_path):
     assert code_commit(code, code)[0] is None  # nor a module, with the baseline at the root
 
 
+def test_the_dirty_check_counts_an_untracked_python_file(tmp_path):
+    """Found in review: an untracked `extra.py` a test imported changed the measured level,
+    and the session was still stamped with HEAD. An untracked Python file git does not
+    ignore makes the tree dirty; an ignored one, or an untracked non-Python file, not."""
+    from pytest_gpuperf.run.baseline import code_commit
+
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "m.py").write_text("x = 1\n")
+    (code / ".gitignore").write_text("build/\n")
+    git(code, "init", "-q")
+    git(code, "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
+    git(code, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c")
+    (code / "notes.txt").write_text("x")
+    (code / "build").mkdir()
+    (code / "build" / "gen.py").write_text("x = 1\n")
+    assert code_commit(code, code)[0] is not None
+    (code / "extra.py").write_text("SLOW = 2\n")
+    assert code_commit(code, code)[0] is None
+
+
 FROM_A_LOCAL_FILE = BENCH.replace("import work", """import work
 import pathlib""").replace("    machine = float(", """    pathlib.Path(__file__).with_name("local.cfg").read_text()  # git ignores it
     machine = float(""")

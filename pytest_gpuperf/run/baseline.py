@@ -449,10 +449,15 @@ def code_changed(top: Path, baseline_dir: Path) -> bool:
     """Whether tracked files of the checkout at `top` differ from HEAD, less the baseline
     files themselves (the JSON files directly in `baseline_dir`): a session saved so
     measured code that no commit holds. The rest of the baseline directory counts (with
-    `--gpuperf-baseline-dir=tests` an edited test is code the run measured)."""
+    `--gpuperf-baseline-dir=tests` an edited test is code the run measured). An untracked
+    Python file git does not ignore counts too: a test may import it, and no commit holds
+    it."""
     spec = ["."]
     with contextlib.suppress(ValueError, OSError):  # the baseline's own files: not the code
         rel = baseline_dir.resolve().relative_to(Path(top).resolve())
         files = f"{rel.as_posix()}/*.json" if rel.parts else "*.json"
         spec = [".", f":(exclude,glob){files}"]
-    return gitcmd.status(top, "diff", "--quiet", "HEAD", "--", *spec) == 1
+    if gitcmd.status(top, "diff", "--quiet", "HEAD", "--", *spec) == 1:
+        return True
+    new = gitcmd.out(top, "ls-files", "--others", "--exclude-standard", "--", "*.py")
+    return bool(new and new.strip())
