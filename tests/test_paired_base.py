@@ -178,3 +178,17 @@ def test_code_in_a_submodule_needs_a_setup_and_the_line_names_the_submodule(
     v = verdict(repo)
     assert v["status"] == "regressed" and v["stage1"]["status"] == "regressed", (
         v, r.stdout.str())
+
+
+def test_a_setup_that_outlasts_the_stages_budget_is_stopped_in_one_line(tmp_path):
+    """Found in review: --gpuperf-paired-setup had no time limit, so a setup that hangs
+    hung the run. It gets the stage's budget; past it the command's process group is
+    stopped and the stage says so in one line (stage 1 stands)."""
+    from pytest_gpuperf.fresh.abtree import run_setup
+    from pytest_gpuperf.judging.paired import ABError
+
+    with pytest.raises(ABError) as err:
+        run_setup("sleep 60", tmp_path, "--gpuperf-paired-setup", 0.5)
+    assert str(err.value) == ("--gpuperf-paired-setup 'sleep 60' did not end within 0.5 s in "
+                              "the base worktree (stopped)")  # fmt: skip
+    run_setup("true", tmp_path, "--gpuperf-paired-setup", 30)  # in time: nothing said

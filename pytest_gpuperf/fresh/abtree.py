@@ -85,15 +85,17 @@ def signals_deferred() -> Iterator[None]:
         raise Stopped(_Stop.signum)
 
 
-def run_group(cmd: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+def run_group(cmd: Any, timeout: float | None = None,
+              **kwargs: Any) -> subprocess.CompletedProcess[str]:  # fmt: skip
     """subprocess.run in a process group of its own (a pytest round, the --setup command
-    and whatever they start): stopped, the whole group goes, SIGTERM then SIGKILL."""
+    and whatever they start): stopped, or past `timeout` seconds (TimeoutExpired), the
+    whole group goes, SIGTERM then SIGKILL."""
     with subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, **kwargs,
     ) as proc:  # fmt: skip
         try:
-            out, err = proc.communicate()
+            out, err = proc.communicate(timeout=timeout)
         except BaseException:
             with signals_deferred():
                 _kill_group(proc)
@@ -353,11 +355,16 @@ def foreign_import(side: str, files: list[Path], root: Path, tree: Path) -> Path
     return None
 
 
-def run_setup(command: str, tree: Path, named: str) -> None:
+def run_setup(command: str, tree: Path, named: str, timeout: float | None = None) -> None:
     """Run the setup `command` (a shell line) in the base worktree `tree` before its rounds:
-    gpuperf ab's --setup, the paired stage's --gpuperf-paired-setup (`named`). ABError in one
-    line when it fails: the command, its exit status and its last line of stderr."""
-    done = run_group(command, shell=True, cwd=tree)
+    gpuperf ab's --setup, the paired stage's --gpuperf-paired-setup (`named`, within the
+    stage's budget: `timeout` seconds). ABError in one line when it fails or outlasts its
+    time: the command, its exit status and its last line of stderr."""
+    try:
+        done = run_group(command, timeout=timeout, shell=True, cwd=tree)
+    except subprocess.TimeoutExpired:
+        raise ABError(f"{named} {command!r} did not end within {timeout:g} s in the base "
+                      "worktree (stopped)") from None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or
                 ["(no output)"])[-1]  # fmt: skip

@@ -91,7 +91,7 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
     prune_stale(root)
     try:
         with base_worktree(root, commit) as (work, tree):
-            base_ready(root, tree, setup)
+            base_ready(root, tree, setup, budget_s)
             r.install_worker(work)
             head = r.head_build(config)
             extra = [p for p in base_path(root, tree, None).split(os.pathsep) if p]
@@ -135,17 +135,18 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
         raise r.RoundsError(str(exc)) from None
 
 
-def base_ready(root: Path, tree: Path, setup: str | None) -> None:
+def base_ready(root: Path, tree: Path, setup: str | None,
+               budget_s: float | None = None) -> None:  # fmt: skip
     """Run the stage's setup command in the base worktree `tree` (fresh/abtree.run_setup,
-    gpuperf ab's --setup), then refuse a worktree whose submodules are not checked out
-    where the run's checkout has them (git worktree add leaves them empty: the base would
-    import nothing, or another copy). ABError in one line, naming the command or the
-    submodules."""
+    gpuperf ab's --setup) within the stage's `budget_s`, then refuse a worktree whose
+    submodules are not checked out where the run's checkout has them (git worktree add
+    leaves them empty: the base would import nothing, or another copy). ABError in one
+    line, naming the command or the submodules."""
     from ..fresh.abtree import missing_submodules, run_setup
     from ..judging.paired import ABError
 
-    if setup:
-        run_setup(setup, tree, "--gpuperf-paired-setup")
+    if setup:  # within the stage's budget: a setup that hangs must not hang the run
+        run_setup(setup, tree, "--gpuperf-paired-setup", budget_s)
     gone = sorted(set(missing_submodules(tree)) - set(missing_submodules(root)))
     if gone:
         raise ABError(f"the base worktree's submodule(s) {', '.join(gone)} are not checked out "
