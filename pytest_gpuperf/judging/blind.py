@@ -17,9 +17,19 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..baseline.history import HISTORY, since_restart
-from .verdict import CONFIDENCE, INCOMPARABLE, INCONCLUSIVE, INCONCLUSIVE_POWER, z_quantile
+from .verdict import (
+    CONFIDENCE,
+    IMPROVED,
+    INCOMPARABLE,
+    INCONCLUSIVE,
+    INCONCLUSIVE_POWER,
+    REGRESSED,
+    UNCHANGED,
+    z_quantile,
+)
 
 UNDECIDED = (INCONCLUSIVE, INCONCLUSIVE_POWER)  # a gated figure the run could not decide
+JUDGED = (*UNDECIDED, UNCHANGED, REGRESSED, IMPROVED)  # judged against its history
 PER_PROCESS_RATIO = 4.0  # between-session spread this many times the sessions' own: per process
 PAIRED_LEFT = ("not re-measured by the paired stage", "not checked by the paired stage")
 
@@ -182,7 +192,7 @@ def blindness(results: Iterable[Any], entries: Mapping[str, Any],
     for r in results:
         for name, v in (r.verdicts or {}).items():
             status = v.get("status")
-            if status not in (*UNDECIDED, "unchanged", "regressed", "improved", INCOMPARABLE):
+            if status not in (*JUDGED, INCOMPARABLE):
                 continue
             gated += 1
             if status == INCOMPARABLE:
@@ -202,7 +212,7 @@ def why_undecided(r: Any, name: str, v: Mapping[str, Any],
                   base_m: Mapping[str, Any]) -> tuple[str, str]:  # fmt: skip
     """THE reason one undecided figure was not decided (a WHYS code), and what was measured
     for it: by design first, then the environment, the paired stage, the baseline's
-    sessions (a level per process, too few of them, their spread)."""
+    sessions (a level that moves between them, too few of them, their spread)."""
     if name in ("throughput", "latency") and r.launch_bound and f"{name}_kernels" in r.verdicts:
         return "launch-bound", ""
     if r.derived_from is not None:
@@ -254,9 +264,10 @@ def per_process(base_m: Mapping[str, Any]) -> tuple[int, float, float, float] | 
 
 
 def _drawn_per_process(level: tuple[int, float, float, float], tolerance: float) -> bool:
-    """Whether a figure's level is drawn per process: its sessions differ far beyond each
-    one's own interval, by more than any number of sessions could judge at `tolerance` (a
-    new process lands anywhere within that spread)."""
+    """Whether a figure's level moves between sessions (per process, or with the time each
+    ran): its sessions differ far beyond each one's own interval, by more than any number
+    of sessions could judge at `tolerance` (a new process lands anywhere within that
+    spread)."""
     _, between, within, _ = level
     return between > PER_PROCESS_RATIO * within and _z() * between > tolerance
 
@@ -280,7 +291,7 @@ def unseen_after_save(results: list[Any], entries: Mapping[str, Any],
     out = []
     for r in copies:
         for name, v in r.verdicts.items():
-            if v.get("status") not in (*UNDECIDED, "unchanged", "regressed", "improved"):
+            if v.get("status") not in JUDGED:
                 continue
             tol, half = float(v.get("tolerance") or 0.0), v.get("uncertainty")
             if half is not None and half <= math.log1p(tol):
