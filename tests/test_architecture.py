@@ -581,3 +581,75 @@ def test_each_environment_variable_is_named_once():
     defined, bare = environment_names(_package_sources())
     twice = {name: where for name, where in defined.items() if len(where) > 1}
     assert twice == {} and bare == [], f"defined twice: {twice}; spelled bare: {bare}"
+
+
+# ------------------------------------------------------------ the verdict record's owner
+
+VERDICT_MODULE = "core/verdict.py"
+VERDICT_KEYS = {"status", "trail"}  # the record's keys no other module spells
+
+
+def verdict_handling(source: str, where: str = "<source>") -> list[str]:
+    """What a module outside the verdict module must not do to a verdict: build one
+    (`Verdict(...)`, `Step(...)`) or read or write its dict form by key
+    (`d["status"]`, `d.get("status")`, a `{"status": ...}` literal)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name in ("Verdict", "Step"):
+                out.append(f"{where}:{node.lineno}: builds a {name}")
+            if name in ("get", "pop", "setdefault") and node.args and _key(node.args[0]):
+                out.append(f"{where}:{node.lineno}: .{name}({_key(node.args[0])!r})")
+        elif isinstance(node, ast.Subscript) and _key(node.slice):
+            out.append(f"{where}:{node.lineno}: [{_key(node.slice)!r}]")
+        elif isinstance(node, ast.Dict) and any(_key(k) for k in node.keys if k is not None):
+            out.append(f"{where}:{node.lineno}: a dict literal with a verdict's key")
+    return out
+
+
+def _key(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and node.value in VERDICT_KEYS:
+        return str(node.value)
+    return None
+
+
+def test_the_verdict_checker_finds_planted_handling():
+    planted = (
+        "v = Verdict('regressed', None, None, None, 0.03, '')\n"
+        "s = vd.get('status')\nvd['status'] = 'inconclusive'\nd = {'status': 'new'}\n"
+        "ok = git(root, 'status')\nw = amend(v, 'rule', status='inconclusive')\n"
+    )
+    found = sorted(f.split(": ", 1)[1] for f in verdict_handling(planted))
+    assert found == [".get('status')", "['status']", "a dict literal with a verdict's key",
+                     "builds a Verdict"]  # fmt: skip
+
+
+def test_only_the_verdict_module_builds_or_changes_a_verdict():
+    """Every rule after the first decision returns a new record through core/verdict.py's
+    `amend`, which appends its step to the trail; no other module builds a record or
+    edits its dict form, so the trail holds every rule that touched a verdict."""
+    found = [
+        hit
+        for module, source in _package_sources().items()
+        if module != VERDICT_MODULE
+        for hit in verdict_handling(source, module)
+    ]
+    assert found == [], "\n".join(found)
+
+
+def test_a_record_cannot_be_built_or_replaced_outside_the_verdict_module():
+    """The rule above, held at run time too: `dataclasses.replace` or the constructor
+    called from anywhere else raises, so a rule cannot skip the trail."""
+    import dataclasses
+
+    from pytest_gpuperf.core.verdict import Status, Verdict, amend, make
+
+    v = make("regressed", -0.1, 0.1, 0.01, 0.03, "slower", rule="ladder")
+    with pytest.raises(TypeError, match=r"built by pytest_gpuperf\.core\.verdict"):
+        dataclasses.replace(v, status=Status.INCONCLUSIVE)
+    with pytest.raises(TypeError, match=r"built by pytest_gpuperf\.core\.verdict"):
+        Verdict(Status.NEW, None, None, None, 0.03, "no baseline")
+    w = amend(v, "busy host", status="inconclusive", reason="busy")
+    assert [s.rule for s in w.trail] == ["ladder", "busy host"] and v.status == "regressed"

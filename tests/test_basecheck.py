@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gpuperf.core.verdict import from_json
 from pytest_gpuperf.judging.basecheck import Refusal, check, held, line
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,13 +102,14 @@ def test_a_latency_is_checked_in_its_own_direction_and_nothing_saved_there_check
 
 def test_a_refused_figure_keeps_the_first_stages_verdict_a_regression_outside_the_code():
     no = Refusal("t.py::a", "throughput", 0.5, 0.07, 3, "c" * 40)
-    reg = held({"status": "regressed", "change": -0.33, "reason": "slower"}, {"rounds": 6}, no)
-    assert reg["status"] == "regressed" and reg["change"] == -0.33
-    assert reg["paired"]["base_check"]["off"] == 0.5
-    assert reg["reason"].endswith("the first stage's verdict stands (a regression outside the "
-                                  "code)")  # fmt: skip
-    inc = held({"status": "inconclusive", "reason": "wide"}, {}, no)
-    assert inc["status"] == "inconclusive" and "outside the code)" not in inc["reason"]
+    reg = held(from_json({"status": "regressed", "change": -0.33, "reason": "slower"}),
+               {"rounds": 6}, no)  # fmt: skip
+    assert reg.status == "regressed" and reg.change == -0.33
+    assert reg.paired["base_check"]["off"] == 0.5
+    assert reg.reason.endswith("the first stage's verdict stands (a regression outside the "
+                               "code)")  # fmt: skip
+    inc = held(from_json({"status": "inconclusive", "reason": "wide"}), {}, no)
+    assert inc.status == "inconclusive" and "outside the code)" not in inc.reason
     said = line([no], "torch 2.10.0 -> 2.11.0")
     assert "+50.00% off its own 3 session(s) at cccccccccccc" in said
     assert "recorded environment that differs: torch 2.10.0 -> 2.11.0" in said
@@ -125,13 +127,13 @@ def test_a_refused_base_never_clears_a_regression_the_rounds_found(first):
     no = Refusal("t.py::a", "throughput", -0.2, 0.07, 3, "c" * 40)
     stage1 = {"status": first, "change": -0.12, "reason": "stage 1"}
     worse = {"status": "regressed", "change": -0.10, "reason": "rounds", "paired": {"rounds": 6}}
-    got = judged(stage1, worse, no)
-    assert got["status"] == "regressed" and got["change"] == -0.10
-    assert got["paired"]["base_off"]["off"] == -0.2 and "base_check" not in got["paired"]
-    assert "-20.00% off its own 3 session(s)" in got["reason"]
+    got = judged(from_json(stage1), from_json(worse), no)
+    assert got.status == "regressed" and got.change == -0.10
+    assert got.paired["base_off"]["off"] == -0.2 and "base_check" not in got.paired
+    assert "-20.00% off its own 3 session(s)" in got.reason
     for other in ("unchanged", "improved", "inconclusive"):
-        kept = judged(stage1, {**worse, "status": other}, no)
-        assert kept["status"] == first and kept["paired"]["base_check"]["off"] == -0.2
+        kept = judged(from_json(stage1), from_json({**worse, "status": other}), no)
+        assert kept.status == first and kept.paired["base_check"]["off"] == -0.2
 
 
 def test_a_confirmed_regression_is_taken_back_only_by_a_base_within_tolerance_or_band():

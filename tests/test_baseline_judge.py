@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 from pytest_gpuperf.core.results import Result, Throughput
+from pytest_gpuperf.core.verdict import from_json
 from pytest_gpuperf.judging.judge import judge_run
 
 from .reportdata import history
@@ -21,8 +22,8 @@ def test_a_changed_direction_is_incomparable_not_an_improvement():
     r = recorded(10.0, higher=True)
     judge_run([r], history([5.0, 5.0, 5.0]), {})
     v = r.verdicts["value"]
-    assert v["status"] == "incomparable"
-    assert v["reason"] == "direction changed: baseline lower is better, now higher is better"
+    assert v.status == "incomparable"
+    assert v.reason == "direction changed: baseline lower is better, now higher is better"
 
 
 def test_a_value_that_was_always_zero_regresses_by_the_difference():
@@ -31,15 +32,15 @@ def test_a_value_that_was_always_zero_regresses_by_the_difference():
     r = recorded(5.0, unit="casts", metric="casts")
     judge_run([r], history([0.0, 0.0, 0.0], unit="casts", metric="casts"), {})
     v = r.verdicts["value"]
-    assert v["status"] == "regressed"
-    assert v["reason"] == "was exactly 0 in all 3 baseline sessions, now 5 casts"
+    assert v.status == "regressed"
+    assert v.reason == "was exactly 0 in all 3 baseline sessions, now 5 casts"
     same = recorded(0.0, unit="casts", metric="casts")
     judge_run([same], history([0.0, 0.0], unit="casts", metric="casts"), {})
-    assert same.verdicts["value"]["status"] == "unchanged"
+    assert same.verdicts["value"].status == "unchanged"
     once = recorded(5.0, unit="casts", metric="casts")
     judge_run([once], history([0.0], unit="casts", metric="casts"), {})
-    assert once.verdicts["value"]["status"] == "inconclusive"
-    assert "0 in the only baseline session" in once.verdicts["value"]["reason"]
+    assert once.verdicts["value"].status == "inconclusive"
+    assert "0 in the only baseline session" in once.verdicts["value"].reason
 
 
 # ---------------------------------------------------------------- issue: every verdict right
@@ -100,7 +101,7 @@ def run(specs, machine=1.0, slow=None, seed=1, resid=0.001, ci=0.001):
 
 def statuses(results, metric=None):
     """Each result's verdict status: its throughput's (or its latency's), or `metric`'s."""
-    return {r.key.split("::")[-1]: r.verdicts[metric or r.figure_name]["status"] for r in results}
+    return {r.key.split("::")[-1]: r.verdicts[metric or r.figure_name].status for r in results}
 
 
 BW8 = [(f"bw{i}", "bandwidth", 100.0 + 10 * i) for i in range(8)]
@@ -126,7 +127,7 @@ def test_a_class_shift_three_sessions_cannot_place_is_inconclusive_never_unchang
     results = run(BW8, slow={n: 0.2 for n, _, _ in BW8})
     j = judge_run(results, base, {})
     assert set(statuses(results).values()) == {"inconclusive"}
-    assert all("the class line" in r.verdicts["throughput"]["reason"] for r in results)
+    assert all("the class line" in r.verdicts["throughput"].reason for r in results)
     (shift,) = j.shifts
     assert "a slower machine or slower code" in shift.line()
     assert not j.failing(results)
@@ -169,8 +170,8 @@ def test_a_machine_further_than_the_sessions_showed_is_no_false_alarm():
     assert not j.failing(results)
     for r in results:
         v = r.verdicts["throughput"]
-        assert v["status"] == "inconclusive", v
-        assert "the class line" in v["reason"] or "cannot tell" in v["reason"], v
+        assert v.status == "inconclusive", v
+        assert "the class line" in v.reason or "cannot tell" in v.reason, v
 
 
 MIX = [(f"tok{i}", "model", 500.0 + 20 * i) for i in range(7)] + [
@@ -190,8 +191,8 @@ def test_a_latency_never_flips_on_a_slower_or_faster_machine(machine):
     assert set(statuses(results).values()) == {"unchanged"}
     for r in results[7:]:  # the latencies: the machine's 2% taken out, not doubled
         lat = r.verdicts["latency"]
-        assert abs(lat["change"]) < 0.005, lat
-        assert ("faster" if machine > 1 else "slower") in lat["basis"]
+        assert abs(lat.change) < 0.005, lat
+        assert ("faster" if machine > 1 else "slower") in lat.basis
 
 
 def test_a_launch_bound_per_clock_figure_is_launch_bound():
@@ -241,10 +242,10 @@ def test_a_derived_figure_is_never_sharper_than_its_source():
     results, entries = derived_pair(964.0, [1000.0, 1012.0, 990.0], "")
     judge_run(results, entries, {})
     src, der = results[0].verdicts["throughput"], results[1].verdicts["value"]
-    assert der["uncertainty"] >= src["uncertainty"]
-    assert not (der["status"] == "regressed" and src["status"] != "regressed")
-    if src["status"] == "inconclusive":
-        assert der["status"] == "inconclusive"
+    assert der.uncertainty >= src.uncertainty
+    assert not (der.status == "regressed" and src.status != "regressed")
+    if src.status == "inconclusive":
+        assert der.status == "inconclusive"
 
 
 def test_a_figure_derived_from_a_latency_is_never_sharper_than_it():
@@ -262,8 +263,8 @@ def test_a_figure_derived_from_a_latency_is_never_sharper_than_it():
     tight["history"] = [{**h, "median": 1000 / 512 * (1 + i / 1e4)} for i, h in enumerate(tight["history"])]
     judge_run(results, entries, {})
     src_v, der = results[0].verdicts["latency"], results[1].verdicts["value"]
-    assert der["uncertainty"] >= src_v["uncertainty"]
-    assert src_v["status"] == der["status"] == "inconclusive", (src_v, der)
+    assert der.uncertainty >= src_v.uncertainty
+    assert src_v.status == der.status == "inconclusive", (src_v, der)
 
 
 def test_a_figure_derived_from_the_unnamed_measurement_takes_no_share_of_the_budget():
@@ -327,7 +328,7 @@ def test_a_history_is_judged_on_a_bounded_window():
         mp.setattr(noise, "_median", lambda xs: calls.append(1) or real(xs))
         results = run(specs)
         judge_run(results, base, {})
-    assert "from its own 10 sessions" in results[0].verdicts["throughput"]["basis"]
+    assert "from its own 10 sessions" in results[0].verdicts["throughput"].basis
     assert len(calls) < 500  # O(window^2), not O(n^2): 16,000 items would take ~10^8
 
 
@@ -340,11 +341,11 @@ def merged(first_vd, second_vd, error=None):
     from pytest_gpuperf.judging.judge import Judgement
 
     r = Result("t.py::a", None, "tokens", 1.0)
-    r.verdicts = {"throughput": dict(first_vd)}
+    r.verdicts = {"throughput": from_json(first_vd)}
     again = []
     if second_vd is not None:
         twin = Result("t.py::a", None, "tokens", 1.0)
-        twin.verdicts, twin.error = {"throughput": dict(second_vd)}, error
+        twin.verdicts, twin.error = {"throughput": from_json(second_vd)}, error
         again = [twin]
     confirm([r], Judgement(0.999, 1), again, Judgement(0.999, 1), None)
     return r.verdicts["throughput"]
@@ -353,8 +354,8 @@ def merged(first_vd, second_vd, error=None):
 def test_a_regression_that_repeats_at_another_size_fails_with_the_smaller_figure():
     """-28.36% here, -19.76% there: both far past the 3% tolerance, and INCONCLUSIVE."""
     v = merged(regressed_vd(-0.2836), regressed_vd(-0.1976))
-    assert v["status"] == "regressed" and v["confirmed"] is True
-    assert v["change"] == pytest.approx(-0.1976) and "the smaller is reported" in v["reason"]
+    assert v.status == "regressed" and v.confirmed is True
+    assert v.change == pytest.approx(-0.1976) and "the smaller is reported" in v.reason
 
 
 def test_the_smaller_figure_keeps_its_own_interval_and_basis():
@@ -365,10 +366,10 @@ def test_the_smaller_figure_keeps_its_own_interval_and_basis():
     fresh = regressed_vd(-0.3045, uncertainty=0.0492, mde=0.0492,
                          basis="±4.92% from the spread of 3 compute-bound metrics (6 df)")  # fmt: skip
     v = merged(first, fresh)
-    assert (v["change"], v["uncertainty"], v["mde"]) == (-0.3045, 0.0492, 0.0492)
-    assert v["basis"].startswith("±4.92% from the spread") and "fresh process's" in v["basis"]
+    assert (v.change, v.uncertainty, v.mde) == (-0.3045, 0.0492, 0.0492)
+    assert v.basis.startswith("±4.92% from the spread") and "fresh process's" in v.basis
     v = merged(fresh, first)  # the run's own is the smaller: its own basis stays
-    assert (v["uncertainty"], v["basis"]) == (0.0492, fresh["basis"])
+    assert (v.uncertainty, v.basis) == (0.0492, fresh["basis"])
 
 
 def test_a_fresh_process_out_of_memory_leaves_the_regression_standing():
@@ -376,8 +377,8 @@ def test_a_fresh_process_out_of_memory_leaves_the_regression_standing():
     failed = {"status": "failed", "change": None, "worse": None, "uncertainty": None,
               "tolerance": 0.03, "reason": "the benchmark produced no result"}  # fmt: skip
     v = merged(regressed_vd(-0.4953), failed, error="CUDA out of memory. Tried to allocate")
-    assert v["status"] == "regressed" and v.get("confirmed") is None
-    assert "not re-measured (out of memory there)" in v["basis"]
+    assert v.status == "regressed" and v.confirmed is None
+    assert "not re-measured (out of memory there)" in v.basis
 
 
 def test_compute_bound_work_is_confirmed_per_clock_cycle():
@@ -392,20 +393,20 @@ def test_compute_bound_work_is_confirmed_per_clock_cycle():
     first = lat(0.1022, "regressed", "regressed", 0.10)
     fresh = lat(-0.0221, "inconclusive", "regressed", 0.098)
     v = merged(first, fresh)
-    assert v["status"] == "regressed" and v["confirmed"] is True
-    assert v["change"] == 0.1022  # the run's own time change, never the fresh one's -2.21%
-    assert v["per_cycle_worse"] == 0.098 and "the smaller is reported" in v["reason"]
-    assert "confirmed per SM clock cycle in a fresh process (9.80% slower" in v["reason"]
+    assert v.status == "regressed" and v.confirmed is True
+    assert v.change == 0.1022  # the run's own time change, never the fresh one's -2.21%
+    assert v.per_cycle_worse == 0.098 and "the smaller is reported" in v.reason
+    assert "confirmed per SM clock cycle in a fresh process (9.80% slower" in v.reason
     not_slower = {**fresh, "per_cycle": "unchanged", "per_cycle_worse": 0.001}
     v = merged(first, not_slower)
-    assert v["status"] == "inconclusive" and "per SM clock cycle unchanged" in v["reason"]
+    assert v.status == "inconclusive" and "per SM clock cycle unchanged" in v.reason
 
 
 def test_a_confirmed_regression_always_fails_with_the_smaller_figure():
     v = merged(regressed_vd(-0.10), regressed_vd(-0.095))  # within their uncertainty
-    assert v["change"] == pytest.approx(-0.095) and "the smaller is reported" in v["reason"]
+    assert v.change == pytest.approx(-0.095) and "the smaller is reported" in v.reason
     v = merged(regressed_vd(-0.095), regressed_vd(-0.10))
-    assert v["change"] == pytest.approx(-0.095) and "(-10.00%)" in v["reason"]
+    assert v.change == pytest.approx(-0.095) and "(-10.00%)" in v.reason
 
 
 CLASSES = {0: "bandwidth", 1: "model", 2: "compute", 3: "latency"}
@@ -442,7 +443,7 @@ def test_a_whole_class_slowed_twice_the_tolerance_never_passes_and_an_aa_never_f
         assert not j.failing(aa), [r.verdicts for r in aa]
         slow = run(specs, machine=1 + machine, slow=slowed, seed=seed + 1, resid=0.0005)
         j = judge_run(slow, base, {})
-        got = [r.verdicts[r.figure_name]["status"] for r in slow if r.key[5:] in slowed]
+        got = [r.verdicts[r.figure_name].status for r in slow if r.key[5:] in slowed]
         assert "unchanged" not in got and "improved" not in got, got
         if k == 5:
             assert j.failing(slow), (got, [sh.line() for sh in j.shifts])
@@ -465,11 +466,11 @@ def test_a_launch_bound_figure_is_not_decided_by_a_few_sessions_that_happened_to
     r = launch("sweep[8]", 10.0)
     judge_run([r], entries, {})
     v = r.verdicts["throughput"]
-    assert v["status"] == "inconclusive", v
-    assert "launch-bound floor of 30%" in v["basis"]
+    assert v.status == "inconclusive", v
+    assert "launch-bound floor of 30%" in v.basis
     slow = launch("sweep[8]", 7.0 / 4)  # a change of 4x is still seen
     judge_run([slow], entries, {})
-    assert slow.verdicts["throughput"]["status"] == "regressed"
+    assert slow.verdicts["throughput"].status == "regressed"
 
 
 def test_a_figure_saved_launch_bound_every_time_is_not_compared_when_it_is_not_now():
@@ -494,26 +495,26 @@ def test_a_figure_saved_launch_bound_every_time_is_not_compared_when_it_is_not_n
     r = point(560.0, launch_bound=False)
     judge_run([r], every, {})
     v = r.verdicts["throughput"]
-    assert v["status"] == "inconclusive", v
+    assert v.status == "inconclusive", v
     assert "faster, but launch-bound in all 3 of the baseline's sessions and not in this run" \
-        in v["reason"], v["reason"]  # fmt: skip
+        in v.reason, v.reason  # fmt: skip
     # slower than the launch-bound sessions while GPU-bound: the work got slower (a
     # slowdown that took it off the edge), a regression as before
     off_edge = point(337.2 / 3, launch_bound=False)
     judge_run([off_edge], every, {})
-    assert off_edge.verdicts["throughput"]["status"] == "regressed"
+    assert off_edge.verdicts["throughput"].status == "regressed"
     # launch-bound now too: judged in its class as before (4x slower still seen), also
     # where the benchmark declares its class (its flags say launch-bound, not the class)
     for declared in (None, "compute"):
         slow = point(337.2 / 4, launch_bound=True)
         slow.noise_class = declared
         judge_run([slow], every, {})
-        assert slow.verdicts["throughput"]["status"] == "regressed", declared
+        assert slow.verdicts["throughput"].status == "regressed", declared
     # one session of the three not launch-bound: the figure's own spread judges it
     mixed = entries(lambda i: ["launch-bound"] if i else [])
     r = point(560.0, launch_bound=False)
     judge_run([r], mixed, {})
-    assert "launch-bound in all" not in r.verdicts["throughput"]["reason"]
+    assert "launch-bound in all" not in r.verdicts["throughput"].reason
 
 
 def compute_suite(clocks_then, clock_now, slow=None, n=8):
@@ -552,8 +553,8 @@ def test_per_clock_figures_are_their_own_class_and_see_a_regression_despite_a_sl
     assert metrics_of(results[3])["throughput_per_clock"]["noise_class"] == "per-clock"
     j = judge_run(results, entries, {})
     v = results[3].verdicts["throughput"]
-    assert v["status"] == "regressed" and v["per_cycle"] == "regressed", v
-    assert not any(r.verdicts["throughput"]["status"] == "regressed" for r in results[:3])
+    assert v.status == "regressed" and v.per_cycle == "regressed", v
+    assert not any(r.verdicts["throughput"].status == "regressed" for r in results[:3])
     assert j.failing(results)
 
 
@@ -593,10 +594,10 @@ def test_the_h200_run_whose_compute_class_slowed_fails_on_the_class_line():
     (line,) = [s for s in j.shifts if s.cls == "compute"]
     assert line.verdict.status == "regressed", line.line()
     assert "each figure per its own SM clock" in line.line()
-    assert v["test_v_copy"]["status"] == "regressed"
-    assert not any(x["status"] == "improved" for x in v.values()), v
+    assert v["test_v_copy"].status == "regressed"
+    assert not any(x.status == "improved" for x in v.values()), v
     aa, va = _h200_run("aa-1", "h200-2026-12-01-w")
-    assert not aa.failing([]) and not any(x["status"] == "improved" for x in va.values())
+    assert not aa.failing([]) and not any(x.status == "improved" for x in va.values())
 
 
 def test_the_h200_file_of_our_own_replayed_a_a_is_clean():
@@ -604,8 +605,8 @@ def test_the_h200_file_of_our_own_replayed_a_a_is_clean():
     3 baseline sessions, then an unchanged session, judged by today's rule."""
     j, v = _h200_run("aa-1")
     assert not j.failing([])
-    assert {x["status"] for x in v.values()} <= {"unchanged", "inconclusive"}
-    assert v["test_v_copy"]["status"] == "unchanged"
+    assert {x.status for x in v.values()} <= {"unchanged", "inconclusive"}
+    assert v["test_v_copy"].status == "unchanged"
 
 
 def test_the_h200_file_of_our_own_replayed_10pct_slower_regresses_and_nothing_improves():
@@ -615,9 +616,9 @@ def test_the_h200_file_of_our_own_replayed_10pct_slower_regresses_and_nothing_im
     benchmarks regress (the MLP and the latency in time and per clock cycle)."""
     _, v = _h200_run("slow10-2")
     slowed = ("test_v_copy", "test_v_mlp", "test_v_attention", "test_v_sweep[2048]")
-    assert all(v[n]["status"] == "regressed" for n in slowed), v
-    assert v["test_v_mlp"]["per_cycle"] == v["test_v_attention"]["per_cycle"] == "regressed"
-    assert v["test_v_sweep[8]"]["status"] == v["test_v_sweep[256]"]["status"] == "inconclusive"
+    assert all(v[n].status == "regressed" for n in slowed), v
+    assert v["test_v_mlp"].per_cycle == v["test_v_attention"].per_cycle == "regressed"
+    assert v["test_v_sweep[8]"].status == v["test_v_sweep[256]"].status == "inconclusive"
 
 
 def test_a_launch_bound_results_per_clock_figure_is_no_twin_of_its_kernel_figure():

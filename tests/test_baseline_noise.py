@@ -161,10 +161,10 @@ def test_a_runner_shifted_as_a_whole_is_one_class_line_not_many_regressions():
     values = noisy(MIN_OFFSET_METRICS + 2, 3, 0.002, seed=5)
     results = run_of(values, factor=0.985)  # this runner is 1.5% slower on everything
     j = judge_run(results, entries_of(values), {})
-    assert {r.verdicts["throughput"]["status"] for r in results} == {"unchanged"}
+    assert {r.verdicts["throughput"].status for r in results} == {"unchanged"}
     (shift,) = j.shifts
     assert "class-wide: model-step benchmarks 1.5" in shift.line() and "slower" in shift.line()
-    assert "after this run's class-wide " in results[0].verdicts["throughput"]["basis"]
+    assert "after this run's class-wide " in results[0].verdicts["throughput"].basis
 
 
 def test_a_real_slowdown_stands_out_of_its_class():
@@ -172,9 +172,9 @@ def test_a_real_slowdown_stands_out_of_its_class():
     results = run_of(values, factor=0.99, slowed={3})
     judge_run(results, entries_of(values), {})
     v = results[3].verdicts["throughput"]
-    assert v["status"] == "regressed" and v["change"] == pytest.approx(-0.10, abs=0.01)
-    assert "from the spread of" in v["basis"] and "model-step metrics" in v["basis"]
-    assert sum(r.verdicts["throughput"]["status"] == "regressed" for r in results) == 1
+    assert v.status == "regressed" and v.change == pytest.approx(-0.10, abs=0.01)
+    assert "from the spread of" in v.basis and "model-step metrics" in v.basis
+    assert sum(r.verdicts["throughput"].status == "regressed" for r in results) == 1
 
 
 def test_a_compile_time_never_gates_and_one_session_is_never_exact():
@@ -186,8 +186,8 @@ def test_a_compile_time_never_gates_and_one_session_is_never_exact():
         r = Result("t.py::dec", "compile_s", "s", 1.0, kind="recorded", higher_is_better=False, gate=gate)
         r.throughput = Throughput("s", 14.96, 14.96, 14.96)  # +21.6%
         judge_run([r], entries, {})
-        assert r.verdicts["value"]["status"] == status
-        assert r.verdicts["value"]["uncertainty"] is None  # never "±0.00%"
+        assert r.verdicts["value"].status == status
+        assert r.verdicts["value"].uncertainty is None  # never "±0.00%"
 
 
 @pytest.mark.parametrize("sessions", [1, 3])
@@ -202,8 +202,8 @@ def test_figures_a_float_apart_are_judged_never_an_overflow(sessions, then, now)
     r.throughput = Throughput("bytes", now, now, now)
     judge_run([r], entries, {})
     v = r.verdicts["value"]
-    assert v["status"] in ("regressed", "improved", "inconclusive")
-    assert v["change"] is None or not math.isnan(v["change"])
+    assert v.status in ("regressed", "improved", "inconclusive")
+    assert v.change is None or not math.isnan(v.change)
 
 
 def test_the_h200_full_suite_run_replayed():
@@ -223,7 +223,7 @@ def test_the_h200_full_suite_run_replayed():
     for r in results:
         r.peak_allocated = r.peak_reserved = None
     j = judge_run(results, base, environment(run["device"], None))
-    statuses = [v["status"] for r in results for v in r.verdicts.values()]
+    statuses = [v.status for r in results for v in r.verdicts.values()]
     assert len(statuses) == 63 and j.judged >= 60
     decided = sum(s in ("unchanged", "regressed", "improved") for s in statuses)
     assert decided >= 0.40 * len(statuses), decided
@@ -241,6 +241,7 @@ def test_a_verdict_does_not_depend_on_the_process_s_hash_seed():
     script = (
         "import json, sys; from pathlib import Path\n"
         "from pytest_gpuperf.baseline.history import environment\n"
+        "from pytest_gpuperf.core.verdict import to_json\n"
         "from pytest_gpuperf.judging.judge import judge_run\n"
         "from pytest_gpuperf.outputs.runfile import read_results\n"
         f"d = Path({str(DATA)!r})\n"
@@ -248,7 +249,8 @@ def test_a_verdict_does_not_depend_on_the_process_s_hash_seed():
         "run = json.loads((d / 'h200x2-n2-cold-run.json').read_text())\n"
         "rs = read_results(run['results'], 'x')\n"
         "judge_run(rs, base, environment(run['device'], None))\n"
-        "print(json.dumps([r.verdicts for r in rs], sort_keys=True))\n"
+        "print(json.dumps([{m: to_json(v) for m, v in r.verdicts.items()} for r in rs],"
+        " sort_keys=True))\n"
     )
     outs = {
         subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

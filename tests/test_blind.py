@@ -11,6 +11,7 @@ import math
 import pytest
 
 from pytest_gpuperf.core.results import Result
+from pytest_gpuperf.core.verdict import Verdict, from_json
 from pytest_gpuperf.measure import hostload  # imported before any in-process run: kept
 
 BENCH = """
@@ -141,8 +142,8 @@ def _result(key: str, verdicts: dict, **kw) -> Result:
     return r
 
 
-def _v(status: str, reason: str = "", mde: float = 0.2, **kw) -> dict:
-    return {"status": status, "reason": reason, "mde": mde, "tolerance": 0.03, **kw}
+def _v(status: str, reason: str = "", mde: float = 0.2, **kw) -> Verdict:
+    return from_json({"status": status, "reason": reason, "mde": mde, "tolerance": 0.03, **kw})
 
 
 def test_figures_undecided_by_design_are_listed_and_not_counted():

@@ -5,6 +5,7 @@ POSIX shell; a verdict of the paired stage names the `gpuperf ab` line with its 
 import shlex
 from pathlib import PurePosixPath
 
+from pytest_gpuperf.core.verdict import amend, from_json
 from pytest_gpuperf.judging.explain import (
     Rerun,
     failure_lines,
@@ -25,7 +26,7 @@ def _regressed(nodeid=NODE, paired=None, stage1=True, **rounds):
         vd["paired"] = {"commit": paired, "rounds": 6, **rounds}
         if stage1:
             vd["stage1"] = {"status": "inconclusive", "change": -0.02}
-    r.verdicts = {"throughput": vd}
+    r.verdicts = {"throughput": from_json(vd)}
     return r
 
 
@@ -80,7 +81,8 @@ def test_a_paired_verdict_shows_the_rounds_medians_not_the_runs_against_the_hist
     # 1000 -> 900 against the sessions, but the paired rounds measured 950 -> 855: the line's
     # two figures are the ones its -10.00% came from
     r = _regressed(paired="0123456789abcdef0123", base_median=950.0, head_median=855.0)
-    r.verdicts["throughput"]["confirmed"] = None  # as _apply writes it: no fresh process
+    # as _apply writes it: no fresh process
+    r.verdicts["throughput"] = amend(r.verdicts["throughput"], None, confirmed=None)
     (line,) = failure_lines([r], _entries(), "h200")
     assert "950 tokens/s -> 855 tokens/s (the paired rounds' medians, base build -> this one): " \
         "regressed -10.00%" in line  # fmt: skip
@@ -102,7 +104,7 @@ def test_a_first_stage_verdict_each_process_pair_bore_out_says_so_and_names_the_
     # 1's verdict stands, unconfirmed here (--gpuperf-no-confirm): not "NOT re-measured"
     commit = "0123456789abcdef0123"
     r = _regressed(paired=commit, stage1=False, each_pair=[-0.0977, -0.084])
-    r.verdicts["throughput"]["confirmed"] = None
+    r.verdicts["throughput"] = amend(r.verdicts["throughput"], None, confirmed=None)
     rerun = Rerun("h200", "baselines")
     (line,) = failure_lines([r], _entries(), "h200", None, rerun)
     assert "NOT re-measured" not in line and "decided by the paired stage" not in line
@@ -111,7 +113,8 @@ def test_a_first_stage_verdict_each_process_pair_bore_out_says_so_and_names_the_
         "both builds; reproduce: " in line  # fmt: skip
     assert shlex.split(line.split("; the paired verdict: ")[1])[:4] == [
         "gpuperf", "ab", "--base", commit[:12]]  # fmt: skip
-    r.verdicts["throughput"]["confirmed"] = True  # confirmed too: both said
+    # confirmed too: both said
+    r.verdicts["throughput"] = amend(r.verdicts["throughput"], None, confirmed=True)
     (line,) = failure_lines([r], _entries(), "h200")
     assert "; confirmed in a fresh process; borne out by each process pair" in line
 

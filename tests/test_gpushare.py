@@ -9,6 +9,7 @@ import json
 import pytest
 
 from pytest_gpuperf.core.results import Result
+from pytest_gpuperf.core.verdict import from_json
 from pytest_gpuperf.hardware.nvml import NVML
 from pytest_gpuperf.judging.busy import busy_verdicts
 from pytest_gpuperf.measure import bench as bench_module
@@ -91,12 +92,12 @@ def test_a_list_nvml_cannot_give_flags_nothing_and_is_noted_once(procs, kw, why,
 def test_a_regression_measured_on_a_shared_gpu_is_inconclusive():
     r = Result(nodeid="t.py::t", metric=None, unit="calls", work_per_call=1, backend="cuda")
     r.gpu_shared = {"processes": [{"pid": 4242, "used_memory": None}]}
-    r.verdicts = {"throughput": {"status": "regressed", "reason": "slower by 9%"}}
+    r.verdicts = {"throughput": from_json({"status": "regressed", "reason": "slower by 9%"})}
     busy_verdicts([r])
     vd = r.verdicts["throughput"]
-    assert vd["status"] == "inconclusive"
-    assert "measured on a shared GPU" in vd["reason"] and "PID 4242" in vd["reason"]
-    assert vd["advice"].startswith("run it again on a GPU no other process uses")
+    assert vd.status == "inconclusive"
+    assert "measured on a shared GPU" in vd.reason and "PID 4242" in vd.reason
+    assert vd.advice.startswith("run it again on a GPU no other process uses")
 
 
 def test_a_shared_result_is_not_saved_unless_asked(tmp_path):

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from pytest_gpuperf.core.results import Result
+from pytest_gpuperf.core.verdict import from_json
 from pytest_gpuperf.judging.busy import busy_verdicts
 from pytest_gpuperf.measure.hostload import (
     HostSample,
@@ -51,7 +52,7 @@ def test_a_host_is_busy_when_loaded_beyond_its_cores_or_robbed(before, after, bu
 
 
 def _verdict(status):
-    return {"throughput": {"status": status, "reason": "worse by 40%"}}
+    return {"throughput": from_json({"status": status, "reason": "worse by 40%"})}
 
 
 def test_on_the_cpu_a_busy_host_makes_a_change_inconclusive():
@@ -62,16 +63,17 @@ def test_on_the_cpu_a_busy_host_makes_a_change_inconclusive():
     calm = Result("t.py::d", None, "calls", 1, backend="cpu", verdicts=_verdict("regressed"))
     # a figure derived from the busy measurement (samples/s beside tokens/s) is as suspect
     derived = Result("t.py::a", "samples_per_s", "samples/s", 1, kind="recorded", backend="cpu",
-                     verdicts={"value": {"status": "regressed", "reason": "worse by 40%"}})  # fmt: skip
+                     verdicts={"value": from_json({"status": "regressed",
+                                                    "reason": "worse by 40%"})})  # fmt: skip
     busy_verdicts([cpu, better, gpu, calm, derived])
-    assert derived.verdicts["value"]["status"] == "inconclusive"
-    assert cpu.verdicts["throughput"]["status"] == "inconclusive"
-    assert "busy host (load average 5 on 2 cores, 0.0% CPU steal)" in cpu.verdicts["throughput"]["reason"]
-    assert better.verdicts["throughput"]["status"] == "inconclusive"
-    assert cpu.verdicts["throughput"]["advice"].startswith("run it again on an idle machine (measured on a busy host")
-    assert "advice" not in gpu.verdicts["throughput"] and "advice" not in calm.verdicts["throughput"]
-    assert gpu.verdicts["throughput"]["status"] == "regressed"  # a GPU result's verdict stands
-    assert calm.verdicts["throughput"]["status"] == "regressed"
+    assert derived.verdicts["value"].status == "inconclusive"
+    assert cpu.verdicts["throughput"].status == "inconclusive"
+    assert "busy host (load average 5 on 2 cores, 0.0% CPU steal)" in cpu.verdicts["throughput"].reason
+    assert better.verdicts["throughput"].status == "inconclusive"
+    assert cpu.verdicts["throughput"].advice.startswith("run it again on an idle machine (measured on a busy host")
+    assert gpu.verdicts["throughput"].advice is None and calm.verdicts["throughput"].advice is None
+    assert gpu.verdicts["throughput"].status == "regressed"  # a GPU result's verdict stands
+    assert calm.verdicts["throughput"].status == "regressed"
     assert cpu.flags() == ["busy-host"] and calm.flags() == []
 
 
@@ -133,7 +135,7 @@ def test_on_a_loaded_host_the_undisturbed_samples_decide_and_the_verdict_stands(
 def test_a_busy_host_that_preempted_most_samples_is_flagged_and_decides_no_verdict(project, monkeypatch):
     result = _busy_run(project, monkeypatch, 12)  # 11 of 12 calls wait: too few undisturbed
     result.assert_outcomes(passed=2)  # no gate failure: the load may explain it
-    result.stdout.fnmatch_lines(["INCONCLUSIVE  test_b.py::test_spin *throughput *busy-host"])
+    result.stdout.fnmatch_lines(["INCONCLUSIVE  test_b.py::test_spin *throughput *busy-host, measured on a busy host*"])
     assert "PERFORMANCE REGRESSION" not in result.stdout.str()
     run = json.loads((project.path / "run.json").read_text())
     host = run["results"][0]["host"]
@@ -142,7 +144,9 @@ def test_a_busy_host_that_preempted_most_samples_is_flagged_and_decides_no_verdi
     verdict = run["results"][0]["verdicts"]["throughput"]
     assert verdict["status"] == "inconclusive" and "busy host (load average 6" in verdict["reason"]
     # the busy host is said once per run, never once per test (both tests were busy)
-    said = [line for line in result.outlines if "busy host" in line and "busy-host" in line]
+    # (the verdict table's rows say it per test since an inconclusive row gives its reason)
+    said = [line for line in result.outlines
+            if line.startswith("gpuperf:") and "busy host" in line and "busy-host" in line]
     assert len(said) == 1 and "2 CPU benchmark(s) measured on a busy host" in said[0]
     assert not any(line.endswith(": measured on a busy host: load average 6 on 2 cores, 3.0% CPU steal")
                    for line in result.outlines)  # the note each test once had  # fmt: skip

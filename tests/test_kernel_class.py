@@ -12,11 +12,11 @@ from pytest_gpuperf.baseline.history import metric_class, series_of
 from pytest_gpuperf.baseline.schema import entries_to_save
 from pytest_gpuperf.baseline.store import load, save
 from pytest_gpuperf.core.figures import KERNEL_TIME, KERNELS, LAUNCH, metrics_of
+from pytest_gpuperf.core.verdict import from_json, make
 from pytest_gpuperf.judging.judge import judge_run
 from pytest_gpuperf.judging.noise import OFFSET_CLASSES
 from pytest_gpuperf.judging.offsets import ClassShift
 from pytest_gpuperf.judging.stage2 import PairedFigure, judge_paired, pooled
-from pytest_gpuperf.judging.verdict import Verdict
 from pytest_gpuperf.run.envshift import environment_shifts
 
 from .test_kernel_time import launch_bound
@@ -87,12 +87,12 @@ def test_a_file_saved_with_the_works_class_is_read_in_the_kernel_time_class(tmp_
     assert classes["t.py::a::throughput"] == "bandwidth"
     run = _run()
     judge_run(run, entries, {})
-    assert "of 4 GPU-kernel-time metrics (8 df)" in run[0].verdicts[KERNELS]["basis"]
+    assert "of 4 GPU-kernel-time metrics (8 df)" in run[0].verdicts[KERNELS].basis
     # a run of b alone classes only b's figures: a, c and d's saved kernel figures must be
     # read in the kernel-time class from the file itself to pool with b's
     alone = [busy("t.py::b", 0.001, 0.0009)]
     judge_run(alone, entries, {})
-    assert "of 4 GPU-kernel-time metrics (8 df)" in alone[0].verdicts[KERNELS]["basis"]
+    assert "of 4 GPU-kernel-time metrics (8 df)" in alone[0].verdicts[KERNELS].basis
 
 
 def test_each_class_pools_one_figure_per_benchmark(tmp_path):
@@ -102,10 +102,10 @@ def test_each_class_pools_one_figure_per_benchmark(tmp_path):
     assert j.offsets[("bandwidth", None)][1] == 4  # 4 wall times: no kernel figure votes
     assert not any(cls == KERNEL_TIME for cls, _ in j.offsets)  # no offsets of kernel time
     for r in run:
-        assert "of 4 memory-bandwidth-bound metrics (8 df)" in r.verdicts["throughput"]["basis"]
+        assert "of 4 memory-bandwidth-bound metrics (8 df)" in r.verdicts["throughput"].basis
         k = r.verdicts[KERNELS]
-        assert "of 4 GPU-kernel-time metrics (8 df)" in k["basis"], k
-        assert "class-wide" not in k["basis"] and k["status"] == "unchanged", k
+        assert "of 4 GPU-kernel-time metrics (8 df)" in k.basis, k
+        assert "class-wide" not in k.basis and k.status == "unchanged", k
 
 
 def test_the_hosts_shift_of_the_wall_times_never_reaches_the_kernel_figures(tmp_path):
@@ -117,10 +117,10 @@ def test_the_hosts_shift_of_the_wall_times_never_reaches_the_kernel_figures(tmp_
     j = judge_run(run, entries, {})
     assert j.offsets[("bandwidth", None)][0] == pytest.approx(0.0198, abs=0.004)
     for r in run:
-        assert r.verdicts["throughput"]["status"] == "unchanged"
+        assert r.verdicts["throughput"].status == "unchanged"
         k = r.verdicts[KERNELS]
-        assert k["status"] == "unchanged" and abs(k["change"]) < 0.003, k
-        assert float(k["basis"].split("%")[0].lstrip("±")) < 2.0, k  # sessions 0.1% apart
+        assert k.status == "unchanged" and abs(k.change) < 0.003, k
+        assert float(k.basis.split("%")[0].lstrip("±")) < 2.0, k  # sessions 0.1% apart
 
 
 def test_a_machine_whose_kernels_all_run_slower_reads_each_kernel_figure_slower(tmp_path):
@@ -132,9 +132,9 @@ def test_a_machine_whose_kernels_all_run_slower_reads_each_kernel_figure_slower(
     run = _run(kernels=1.10)
     j = judge_run(run, entries, {})
     for r in run:
-        assert r.verdicts["throughput"]["status"] == "unchanged"
+        assert r.verdicts["throughput"].status == "unchanged"
         k = r.verdicts[KERNELS]
-        assert k["status"] == "regressed" and k["change"] == pytest.approx(-0.0909, abs=0.004)
+        assert k.status == "regressed" and k.change == pytest.approx(-0.0909, abs=0.004)
     assert not any(s.cls == KERNEL_TIME for s in j.shifts)
 
 
@@ -148,9 +148,9 @@ def test_kernel_sessions_that_moved_together_widen_the_spread_not_the_verdict(tm
     judge_run(run_q, quiet, {})
 
     def width(r):
-        return float(r.verdicts[KERNELS]["basis"].split("%")[0].lstrip("±"))
+        return float(r.verdicts[KERNELS].basis.split("%")[0].lstrip("±"))
 
-    assert all(r.verdicts[KERNELS]["status"] != "regressed" for r in run)
+    assert all(r.verdicts[KERNELS].status != "regressed" for r in run)
     assert all(width(a) > 3 * width(b) for a, b in zip(run, run_q, strict=True))
 
 
@@ -160,9 +160,9 @@ def test_one_benchmark_slower_in_both_figures_is_regressed_in_both(tmp_path):
     j = judge_run(run, entries, {})
     assert j.metric_offsets["t.py::b::throughput"][1] == 3  # its class-mates a, c, d
     a = run[0].verdicts
-    assert a["throughput"]["status"] == a[KERNELS]["status"] == "regressed", a
+    assert a["throughput"].status == a[KERNELS].status == "regressed", a
     for r in run[1:]:
-        assert r.verdicts["throughput"]["status"] == r.verdicts[KERNELS]["status"] == "unchanged"
+        assert r.verdicts["throughput"].status == r.verdicts[KERNELS].status == "unchanged"
 
 
 def test_a_run_of_some_tests_fits_the_same_pools_as_the_whole_run(tmp_path):
@@ -171,7 +171,7 @@ def test_a_run_of_some_tests_fits_the_same_pools_as_the_whole_run(tmp_path):
     entries = _baseline(tmp_path)
     alone = [busy("t.py::b", 0.001, 0.0009)]
     judge_run(alone, entries, {})
-    assert "of 4 GPU-kernel-time metrics (8 df)" in alone[0].verdicts[KERNELS]["basis"]
+    assert "of 4 GPU-kernel-time metrics (8 df)" in alone[0].verdicts[KERNELS].basis
 
 
 def _fig(key, metric, d, cls="bandwidth", pair=(0, 0, 0, 1, 1, 1)):
@@ -214,7 +214,7 @@ def test_a_paired_kernel_figures_pool_is_named_for_what_it_is():
 
 
 def _class_line(status: str, keys: tuple[str, ...]) -> ClassShift:
-    return ClassShift("bandwidth", None, Verdict(status, -0.05, 0.05, 0.01, 0.03, "moved"),
+    return ClassShift("bandwidth", None, make(status, -0.05, 0.05, 0.01, 0.03, "moved"),
                       len(keys), keys)  # fmt: skip
 
 
@@ -227,8 +227,8 @@ def test_an_environment_shift_counts_the_class_lines_benchmarks_not_their_kernel
     def run(remeasured: int) -> list:
         res = [busy(k, 0.001, 0.0009 if i < 3 else None) for i, k in enumerate(keys)]
         for i, r in enumerate(res):
-            v = dict(same) if i < remeasured else {"status": "inconclusive"}
-            r.verdicts = {"throughput": v, **({KERNELS: dict(v)} if i < 3 else {})}
+            v = from_json(same if i < remeasured else {"status": "inconclusive"})
+            r.verdicts = {"throughput": v, **({KERNELS: v} if i < 3 else {})}
         return res
 
     shifts = [_class_line("regressed", keys)]
@@ -247,10 +247,10 @@ def test_a_class_figure_each_process_pair_bore_out_as_improved_blocks_an_environ
     kept = {"status": "improved", "paired": {"commit": "c", "each_pair": [0.06, 0.05]}}
     res = [busy(k, 0.001, None) for k in keys]
     for i, r in enumerate(res):
-        r.verdicts = {"throughput": dict(same) if i < 2 else dict(kept) if i == 2
-                      else {"status": "inconclusive"}}  # fmt: skip
+        r.verdicts = {"throughput": from_json(same if i < 2 else kept if i == 2
+                                              else {"status": "inconclusive"})}  # fmt: skip
     shifts = [_class_line("improved", keys)]
     assert environment_shifts(shifts, res, {}, {}) == []
     assert shifts[0].verdict.status == "improved"
-    res[2].verdicts = {"throughput": dict(same)}  # re-measured unchanged: the environment
+    res[2].verdicts = {"throughput": from_json(same)}  # re-measured unchanged: the environment
     assert len(environment_shifts(shifts, res, {}, {})) == 1

@@ -105,20 +105,20 @@ def test_saved_read_back_and_judged_beside_the_launch_bound_wall_time(tmp_path):
 
     slower = launch_bound(0.011, 0.0022)
     judge_run([slower], base.entries, {})
-    assert slower.verdicts[KERNELS]["status"] == "regressed", slower.verdicts[KERNELS]
-    assert slower.verdicts["throughput"]["status"] != "regressed"
-    assert "launch-bound" in slower.verdicts["throughput"]["basis"]
-    assert "launch-bound" not in slower.verdicts[KERNELS]["basis"]
+    assert slower.verdicts[KERNELS].status == "regressed", slower.verdicts[KERNELS]
+    assert slower.verdicts["throughput"].status != "regressed"
+    assert "launch-bound" in slower.verdicts["throughput"].basis
+    assert "launch-bound" not in slower.verdicts[KERNELS].basis
 
     same = launch_bound(0.0125, 0.002)
     judge_run([same], base.entries, {})
-    assert same.verdicts[KERNELS]["status"] == "unchanged", same.verdicts[KERNELS]
+    assert same.verdicts[KERNELS].status == "unchanged", same.verdicts[KERNELS]
 
     again = launch_bound(0.009, 0.0022)  # the fresh process: the kernels slower again
     first = judge_run([slower], base.entries, {})
     again_j = judge_run([again], base.entries, {}, offsets=first.metric_offsets)
     confirm([slower], first, [again], again_j, None)
-    assert slower.verdicts[KERNELS]["confirmed"] is True
+    assert slower.verdicts[KERNELS].confirmed is True
 
     rows = verdict_rows([slower])
     assert any(row[0] == "REGRESSED" and row[2] == KERNELS for row in rows)

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_gpuperf.cli.main import main
 from pytest_gpuperf.core.results import Result, plain_params
+from pytest_gpuperf.core.verdict import from_json
 from pytest_gpuperf.outputs.report.html import build_html
 from pytest_gpuperf.outputs.runfile import ResultsFileError, summary_from_payload
 
@@ -451,10 +452,10 @@ def test_the_runs_table_says_when_the_baseline_judged_nothing_of_the_run():
     s = summary_from_payload(_payload(H200_RUNS[0]), "run.json")
     s.baseline_path = "baselines/h200.json"
     for r in s.results:
-        r.verdicts = {"throughput": {"status": "unchanged"}}
+        r.verdicts = {"throughput": from_json({"status": "unchanged"})}
     assert _baseline_cell(s) == "baselines/h200.json"
     for r in s.results:
-        r.verdicts = {"throughput": {"status": "new"}}
+        r.verdicts = {"throughput": from_json({"status": "new"})}
     assert _baseline_cell(s) == "baselines/h200.json (nothing of this run in it: every result new)"
     for r in s.results:  # saved into it, or not judged: it is named as it is
         r.verdicts = {}

@@ -61,7 +61,7 @@ def test_the_gates_reason_for_a_zero_baseline_names_the_figure_with_its_unit():
     }  # fmt: skip
     r = rd.recorded("t.py::test_a", None, 8663810.0, "bytes", {})
     judge_run([r], {r.key: entry}, {})
-    reason = r.verdicts["value"]["reason"]
+    reason = r.verdicts["value"].reason
     assert "now 8.3 MiB" in reason and not RAW.search(reason), reason
 
 

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_gpuperf.cli.main import main
+from pytest_gpuperf.core.verdict import from_json
 from pytest_gpuperf.outputs import RunSummary, write_files
 
 from . import reportdata as rd
@@ -27,10 +28,10 @@ def valid_run():
     ]
     results.append(rd.recorded(f"{NODE}[b2]", "max_batch", 8, "samples", {"batch": 2},
                                note="the search limit"))  # fmt: skip
-    results[0].verdicts = {"throughput": {
+    results[0].verdicts = {"throughput": from_json({
         "status": "inconclusive", "change": 0.01, "worse": -0.01, "uncertainty": 0.2,
         "tolerance": 0.03, "reason": "wide", "mde": 0.2, "sessions_needed": 3, "advice": "wait",
-    }}  # fmt: skip
+    })}  # fmt: skip
     doc = rd.payload(results)
     doc["missing"] = [f"{NODE}[b4]"]
     return doc
@@ -115,7 +116,8 @@ def test_a_bad_verdict_is_one_clear_error_naming_the_file_and_field(tmp_path, ca
     rc, text = report(tmp_path, doc)
     err = capsys.readouterr().err
     assert rc == 2 and text is None
-    assert f"results file {tmp_path / '0-r.json'}: results[0] verdicts['throughput']: {error}" in err
+    where = f"results file {tmp_path / '0-r.json'}: results[0]: result '{NODE}[b1]'"
+    assert f"{where} verdicts['throughput']: {error}" in err
     assert "Traceback" not in err
 
 

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_gpuperf.core.verdict import amend, from_json
 from pytest_gpuperf.outputs.text import markdown_table, md_cell, plain, table
 
 from .gateproject import FAST
@@ -79,11 +80,12 @@ def test_a_change_without_an_interval_detects_nothing_it_can_name():
     r = Result("t.py::a", None, "tokens", 1.0)
     r.outcome, r.throughput = "ok", Throughput("tokens/s", 10.0, 9.9, 10.1)
     r.time = types.SimpleNamespace(n=10)  # type: ignore[assignment]
-    r.verdicts = {"throughput": {"status": "inconclusive", "change": 22.1208, "uncertainty": None,
-                                 "tolerance": 0.03, "mde": 0.03, "reason": "one session"}}  # fmt: skip
+    r.verdicts = {"throughput": from_json({
+        "status": "inconclusive", "change": 22.1208, "uncertainty": None, "tolerance": 0.03,
+        "mde": 0.03, "reason": "one session"})}  # fmt: skip
     (row,) = verdict_rows([r], [])
     assert row[4] == "+2212.08% faster" and row[5] == "- (3.0%)"
-    r.verdicts["throughput"]["uncertainty"] = 0.05
+    r.verdicts["throughput"] = amend(r.verdicts["throughput"], None, uncertainty=0.05)
     (row,) = verdict_rows([r], [])
     assert row[5] == "3.0% (3.0%)"
 
@@ -109,11 +111,11 @@ def test_a_change_says_in_a_word_what_it_means(name, direction, change, word):
     from pytest_gpuperf.outputs.text import change_text
 
     worse = -change if direction == "higher" else change
-    v = {"status": "inconclusive", "change": change, "worse": worse, "uncertainty": 0.01}
+    v = from_json({"status": "inconclusive", "change": change, "worse": worse, "uncertainty": 0.01})
     # a change of several times: its interval printed by its bounds (interval_text)
     unc = {2.75: "[+271.27%, +278.77%]", 31.4: "[+3107.76%, +3172.56%]"}.get(change, "±1.00%")
     assert change_text(name, v) == f"{change * 100:+.2f}% {unc} {word}"
-    assert change_text(name, {**v, "worse": None}, direction) == f"{change * 100:+.2f}% {unc} {word}"
+    assert change_text(name, amend(v, None, worse=None), direction) == f"{change * 100:+.2f}% {unc} {word}"
 
 
 @given(st.floats(min_value=-0.9, max_value=5.0), st.floats(min_value=0.0, max_value=3.0))
@@ -155,8 +157,11 @@ def test_a_regressed_verdict_prints_an_interval_that_excludes_no_change():
 def test_a_change_that_rounds_to_zero_or_is_unknown_has_no_word():
     from pytest_gpuperf.outputs.text import change_text
 
-    v = {"change": -0.0, "worse": 0.0, "uncertainty": 0.0}
-    assert change_text("peak_allocated", v) == "-0.00% ±0.00%"
-    assert change_text("latency", {**v, "change": 0.00004, "worse": 0.00004}) == "+0.00% ±0.00%"
-    assert change_text("latency", {"change": None}) == "-"
-    assert change_text("latency", {"change": 0.1, "worse": None, "uncertainty": None}) == "+10.00%"
+    def v(**d):  # change_text reads no status
+        return from_json({"status": "unchanged", **d})
+
+    zero = {"change": -0.0, "worse": 0.0, "uncertainty": 0.0}
+    assert change_text("peak_allocated", v(**zero)) == "-0.00% ±0.00%"
+    assert change_text("latency", v(**{**zero, "change": 0.00004, "worse": 0.00004})) == "+0.00% ±0.00%"
+    assert change_text("latency", v(change=None)) == "-"
+    assert change_text("latency", v(change=0.1, worse=None, uncertainty=None)) == "+10.00%"

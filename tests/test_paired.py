@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_gpuperf.core.verdict import amend, from_json, make
 from pytest_gpuperf.judging.stage2 import PairedFigure, judge_paired, per_process, pooled
 
 from . import vclock
@@ -273,18 +274,17 @@ def test_a_class_shift_the_paired_stage_finds_in_no_figure_is_the_environment():
     from pytest_gpuperf.core.results import Result, Throughput
     from pytest_gpuperf.judging.judge import Judgement
     from pytest_gpuperf.judging.offsets import ClassShift
-    from pytest_gpuperf.judging.verdict import Verdict
     from pytest_gpuperf.run.paired import environment_shifts
 
-    line = ClassShift("compute", None, Verdict("regressed", -0.08, 0.08, 0.02, 0.03, "x"), 4,
+    line = ClassShift("compute", None, make("regressed", -0.08, 0.08, 0.02, 0.03, "x"), 4,
                       ("t.py::a", "t.py::b"))  # fmt: skip
     results = []
     for key in ("t.py::a", "t.py::b"):
         r = Result(key, None, "flop", 1.0, noise_class="compute")
         r.time = types.SimpleNamespace(n=10)  # type: ignore[assignment]
         r.throughput = Throughput("TFLOP/s", 1.0, 0.99, 1.01)
-        r.verdicts = {"throughput": {"status": "unchanged", "stage1": {"status": "inconclusive"},
-                                     "paired": {"rounds": 6}}}  # fmt: skip
+        r.verdicts = {"throughput": from_json({"status": "unchanged", "paired": {"rounds": 6},
+                                               "stage1": {"status": "inconclusive"}})}  # fmt: skip
         results.append(r)
     entries = {k: {"environment": {"torch": "2.10.0", "driver": "580.1"}} for k in line.keys}
     j = Judgement(0.999, 4, [line])
@@ -295,12 +295,14 @@ def test_a_class_shift_the_paired_stage_finds_in_no_figure_is_the_environment():
     assert "INCONCLUSIVE" in text and "a shift of the environment" in text
     assert "torch 2.10.0 -> 2.11.0" in text and "driver" not in text
     # one of the two re-measured: too little of the class to clear it
-    results[1].verdicts["throughput"].pop("paired")
+    second = results[1].verdicts["throughput"]
+    results[1].verdicts["throughput"] = amend(second, None, paired=None)
     j1 = Judgement(0.999, 4, [line])
     assert environment_shifts(j1.shifts, results, entries, {}) == [] and j1.failing(results)
-    results[1].verdicts["throughput"]["paired"] = {"rounds": 6}
+    results[1].verdicts["throughput"] = second
     # one figure the paired stage found regressed: the code moved, the line stands
-    results[0].verdicts["throughput"]["status"] = "regressed"
+    first = results[0].verdicts["throughput"]
+    results[0].verdicts["throughput"] = amend(first, None, status="regressed")
     j2 = Judgement(0.999, 4, [line])
     assert environment_shifts(j2.shifts, results, entries, {}) == [] and j2.failing(results)
 
@@ -531,16 +533,16 @@ def test_a_compute_bound_head_slower_only_at_a_lower_clock_is_not_a_regression()
               "head": [[measured_at(1.1, 1800, i)] for i in range(6)]}  # fmt: skip
     measured = types.SimpleNamespace(rounds=rounds, pair=[0, 0, 0, 1, 1, 1])
     run = Result("t.py::mlp", None, "flop", 1e12, bound="compute")
-    run.verdicts = {"throughput": {"status": "inconclusive", "reason": "wide"}}
+    run.verdicts = {"throughput": from_json({"status": "inconclusive", "reason": "wide"})}
     _apply([(run, "throughput", "compute")], measured, 0.005, "c" * 40)
     v = run.verdicts["throughput"]
-    assert v["status"] != "regressed", v
-    assert v["per_cycle"] == "unchanged" and v["stage1"]["status"] == "inconclusive"
+    assert v.status != "regressed", v
+    assert v.per_cycle == "unchanged" and v.stage1["status"] == "inconclusive"
     # the per-clock rounds that decided it are kept beside the time's, with their basis
-    clock = v["paired"]["per_clock"]
+    clock = v.paired["per_clock"]
     assert clock["round_pairs"] == [0, 0, 0, 1, 1, 1] and len(clock["head_rounds"]) == 6
     assert clock["head_median"] == pytest.approx(clock["base_median"], rel=1e-3)  # same cycles
-    assert v["paired"]["head_median"] < v["paired"]["base_median"] * 0.92  # 10% slower in time
+    assert v.paired["head_median"] < v.paired["base_median"] * 0.92  # 10% slower in time
     assert clock["basis"].endswith("over 6 paired rounds (its own, 5 df)"), clock["basis"]
 
 
@@ -574,23 +576,23 @@ def test_a_compute_bound_time_inside_the_tolerance_is_unchanged_whatever_its_cyc
     rounds = {"base": side(), "head": side()}
     measured = types.SimpleNamespace(rounds=rounds, pair=[0, 0, 0, 1, 1, 1])
     run = Result("t.py::mm", None, "flop", 1e12, bound="compute")
-    run.verdicts = {"throughput": {"status": "inconclusive", "reason": "wide"}}
+    run.verdicts = {"throughput": from_json({"status": "inconclusive", "reason": "wide"})}
     _apply([(run, "throughput", "compute")], measured, 0.005, "c" * 40)
     v = run.verdicts["throughput"]
-    assert v["status"] == "unchanged", v
-    assert v["per_cycle"] == "inconclusive"  # the cycles alone could not say
-    assert "in time; per clock cycle" in v["reason"]
-    assert v["uncertainty"] < 0.015 < v["paired"]["per_clock"]["round_spread"], v
-    assert v["basis"].endswith("over 6 paired rounds (its own, 5 df)"), v["basis"]  # the time's
+    assert v.status == "unchanged", v
+    assert v.per_cycle == "inconclusive"  # the cycles alone could not say
+    assert "in time; per clock cycle" in v.reason
+    assert v.uncertainty < 0.015 < v.paired["per_clock"]["round_spread"], v
+    assert v.basis.endswith("over 6 paired rounds (its own, 5 df)"), v.basis  # the time's
     # a 10% slower head at the same coarse clock readings: its cycles cannot tell, its time
     # can, and a clock that differs between the builds of one card is the code's doing
     rounds["head"] = [[measured_at(1.1 * (1.0 + rng.gauss(0, 0.002)),
                                    1980 * (1 + rng.gauss(0, 0.05)))] for _ in range(6)]  # fmt: skip
-    run.verdicts = {"throughput": {"status": "inconclusive", "reason": "wide"}}
+    run.verdicts = {"throughput": from_json({"status": "inconclusive", "reason": "wide"})}
     _apply([(run, "throughput", "compute")], measured, 0.005, "c" * 40)
     v = run.verdicts["throughput"]
-    assert v["status"] == "regressed" and v["per_cycle"] == "inconclusive", v
-    assert v["uncertainty"] < 0.015 and "in time; per clock cycle" in v["reason"]
+    assert v.status == "regressed" and v.per_cycle == "inconclusive", v
+    assert v.uncertainty < 0.015 and "in time; per clock cycle" in v.reason
 
 
 LEVEL_BENCH = """

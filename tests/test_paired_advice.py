@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_gpuperf.core.figures import KERNELS
+from pytest_gpuperf.core.verdict import amend
 from pytest_gpuperf.judging.stage2 import (
     SETTLE_CAP,
     PairedFigure,
@@ -101,7 +102,8 @@ def test_one_round_gives_no_advice():
 
 def test_an_inconclusive_figure_keeps_the_first_stages_advice_then_the_rounds():
     r = _run("inconclusive")
-    r.verdicts[KERNELS]["advice"] = "save more baseline sessions (3 so far)"
+    r.verdicts[KERNELS] = amend(r.verdicts[KERNELS], None,
+                                advice="save more baseline sessions (3 so far)")
     base = [0.002 * (1 + d / 50) for d in (-1, 1, -1, 1, -1, 1)]  # ±2% round to round
     signs = (1, -1, 1, -1, 1, -1)  # the builds ±1.5% apart in turn
     head = [b * (1 + d * 0.015) for b, d in zip(base, signs, strict=True)]
@@ -109,13 +111,13 @@ def test_an_inconclusive_figure_keeps_the_first_stages_advice_then_the_rounds():
     measured.seconds = {"t.py::mm": 30.0}  # both sides over the 6 rounds: 5 s a round
     _apply([(r, KERNELS, "compute")], measured, 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
-    assert v["status"] == "inconclusive" and "stage1" not in v  # stage 1's verdict stands
-    first, paired = v["advice"].split("; paired stage: ")
+    assert v.status == "inconclusive" and v.stage1 is None  # stage 1's verdict stands
+    first, paired = v.advice.split("; paired stage: ")
     assert first == "save more baseline sessions (3 so far)"
     assert "its level is set each time the test runs" in paired  # rounds of ±0.5% each
     assert "its test takes 5.0 s a round of both builds" in paired
     sd = math.log(1.015 / 0.985) / 2 * math.sqrt(6 / 5)  # the two values in turn, ddof 1
-    assert v["paired"]["round_spread"] == pytest.approx(math.expm1(sd), rel=1e-9)
+    assert v.paired["round_spread"] == pytest.approx(math.expm1(sd), rel=1e-9)
 
 
 def test_a_checked_figure_not_borne_out_gets_the_rounds_advice():
@@ -124,7 +126,7 @@ def test_a_checked_figure_not_borne_out_gets_the_rounds_advice():
     head = [0.002 * (1 + d / 20) for d in (1, -1, 1, -1, 1, -1)]
     _apply([(r, KERNELS, "compute")], _rounds(base, head), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
-    assert v["status"] == "inconclusive" and v["advice"].startswith("paired stage: its paired")
+    assert v.status == "inconclusive" and v.advice.startswith("paired stage: its paired")
 
 
 def test_a_decided_figure_carries_no_advice_but_its_spread():
@@ -132,8 +134,8 @@ def test_a_decided_figure_carries_no_advice_but_its_spread():
     base = [0.002 * (1 + d / 2000) for d in (-1, 0, 1, 0, 1, -1)]
     _apply([(r, KERNELS, "compute")], _rounds(base, [t * 1.1 for t in base]), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
-    assert v["status"] == "regressed" and "advice" not in v
-    assert v["paired"]["round_spread"] == pytest.approx(0.0, abs=1e-9)
+    assert v.status == "regressed" and v.advice is None
+    assert v.paired["round_spread"] == pytest.approx(0.0, abs=1e-9)
 
 
 def test_gpuperf_ab_names_the_rounds_that_would_settle_an_inconclusive_figure():

@@ -20,6 +20,7 @@ import pytest
 
 from pytest_gpuperf.core.figures import KERNEL_TIME, KERNELS, metrics_of
 from pytest_gpuperf.core.results import Result
+from pytest_gpuperf.core.verdict import amend, from_json, to_json
 from pytest_gpuperf.run.paired import _apply, _leave, _what, candidates
 
 from .test_kernel_time import launch_bound
@@ -31,11 +32,11 @@ def _run(status: str, metric: str = KERNELS, change: float = 0.0919) -> Result:
     r = launch_bound(0.010, 0.002, unit="flop", work=1e9, bound="compute", key="t.py::mm")
     r.outcome = "ok"
     r.verdicts = {
-        "throughput": {"status": "inconclusive", "reason": "wide"},
-        KERNELS: {"status": "unchanged", "reason": "within"},
+        "throughput": from_json({"status": "inconclusive", "reason": "wide"}),
+        KERNELS: from_json({"status": "unchanged", "reason": "within"}),
     }
-    r.verdicts[metric] = {"status": status, "change": change, "uncertainty": 0.04,
-                          "reason": "beyond tolerance and significant"}  # fmt: skip
+    r.verdicts[metric] = from_json({"status": status, "change": change, "uncertainty": 0.04,
+                                    "reason": "beyond tolerance and significant"})  # fmt: skip
     return r
 
 
@@ -59,17 +60,18 @@ def test_a_wall_time_figure_the_first_stage_found_changed_is_checked(status):
     # a GPU-bound wall time: its card's residual repeats in a confirmation on that card
     r = _run("unchanged")
     r.launch_bound = False  # GPU-bound: its wall figure is in its class, not launch-bound
-    r.verdicts["throughput"] = {"status": status, "change": -0.09, "reason": "beyond"}
+    r.verdicts["throughput"] = from_json({"status": status, "change": -0.09, "reason": "beyond"})
     assert [(m, c) for _, m, c in candidates([r], _entries(ENV), ENV)] == [("throughput", "compute")]
     # saved with another driver: both builds here share its change, stage 1's verdict stands
     assert candidates([r], _entries({**ENV, "driver": "570.1"}), ENV) == []
-    r.verdicts["throughput"]["status"] = "unchanged"  # decided unchanged: not re-measured
+    # decided unchanged: not re-measured
+    r.verdicts["throughput"] = amend(r.verdicts["throughput"], None, status="unchanged")
     assert candidates([r], _entries(ENV), ENV) == []
 
 
 def test_a_launch_bound_wall_time_the_first_stage_found_changed_is_left_to_it():
     r = _run("unchanged")  # launch-bound: its wall time's noise is per process
-    r.verdicts["throughput"] = {"status": "regressed", "change": -0.09, "reason": "beyond"}
+    r.verdicts["throughput"] = from_json({"status": "regressed", "change": -0.09, "reason": "beyond"})
     assert candidates([r], _entries(ENV), ENV) == []
 
 
@@ -113,7 +115,7 @@ def test_the_stage_checks_against_the_runs_own_environment(monkeypatch):
     import pytest_gpuperf.run.paired as paired
 
     r = _run("regressed", change=-0.08)
-    r.verdicts["throughput"] = {"status": "unchanged", "reason": "launch-bound wall"}
+    r.verdicts["throughput"] = from_json({"status": "unchanged", "reason": "launch-bound wall"})
     base = types.SimpleNamespace(entries=_entries({**ENV, "driver": "570.1"}), judgement=None)
     opts = types.SimpleNamespace(paired_budget=100.0, paired_rounds=6, false_alarm=0.01,
                                  paired_setup=None)
@@ -148,10 +150,10 @@ def test_a_checked_figure_the_rounds_find_unchanged_reads_unchanged_and_says_why
     same = [0.002 * (1 + d / 2000) for d in (-1, 0, 1, 0, 1, -1)]
     counts = _apply([(r, KERNELS, KERNEL_TIME)], _rounds(same, same), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
-    assert counts == {"unchanged": 1} and v["status"] == "unchanged"
-    assert v["stage1"]["status"] == "improved" and v["paired"]["rounds"] == 6
+    assert counts == {"unchanged": 1} and v.status == "unchanged"
+    assert v.stage1["status"] == "improved" and v.paired["rounds"] == 6
     assert ("the first stage found it improved (+9.19%) against the baseline's sessions, "
-            "checked here") in v["reason"]  # fmt: skip
+            "checked here") in v.reason  # fmt: skip
 
 
 def test_a_checked_figure_the_rounds_cannot_decide_becomes_inconclusive():
@@ -160,9 +162,9 @@ def test_a_checked_figure_the_rounds_cannot_decide_becomes_inconclusive():
     head = [0.002 * (1 + d / 20) for d in (1, -1, 1, -1, 1, -1)]
     _apply([(r, KERNELS, KERNEL_TIME)], _rounds(base, head), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
-    assert v["status"] == "inconclusive" and v["stage1"]["status"] == "improved"
-    assert v["reason"].startswith("the first stage found it improved (+9.19%) against the "
-                                  "baseline's sessions, not borne out by the paired stage: ")  # fmt: skip
+    assert v.status == "inconclusive" and v.stage1["status"] == "improved"
+    assert v.reason.startswith("the first stage found it improved (+9.19%) against the "
+                               "baseline's sessions, not borne out by the paired stage: ")  # fmt: skip
 
 
 def test_a_real_regression_checked_by_the_rounds_stays_regressed():
@@ -171,9 +173,9 @@ def test_a_real_regression_checked_by_the_rounds_stays_regressed():
     head = [t * 1.10 for t in base]  # 10% more kernel time per call
     _apply([(r, KERNELS, KERNEL_TIME)], _rounds(base, head), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
-    assert v["status"] == "regressed" and v["change"] == pytest.approx(1 / 1.1 - 1, abs=2e-3)
-    assert "the first stage found it regressed (-8.34%)" in v["reason"]
-    p = v["paired"]  # the rounds' own medians, for the failure line
+    assert v.status == "regressed" and v.change == pytest.approx(1 / 1.1 - 1, abs=2e-3)
+    assert "the first stage found it regressed (-8.34%)" in v.reason
+    p = v.paired  # the rounds' own medians, for the failure line
     assert p["head_median"] / p["base_median"] == pytest.approx(1 / 1.1, rel=2e-3)
     # and each round's figure of both builds, with the process pair that measured it
     assert p["round_pairs"] == [0, 0, 0, 1, 1, 1]
@@ -181,7 +183,7 @@ def test_a_real_regression_checked_by_the_rounds_stays_regressed():
         pytest.approx([1 / 1.1] * 6, rel=1e-6)
     assert statistics.median(p["base_rounds"]) == p["base_median"]
     assert statistics.median(p["head_rounds"]) == p["head_median"]
-    json.dumps(v)  # written as it is into --gpuperf-json
+    json.dumps(to_json(v))  # written as it is into --gpuperf-json
 
 
 def _gpu_bound(wall_s: float) -> Result:
@@ -195,8 +197,9 @@ def test_a_checked_wall_time_takes_the_paired_verdict(slower, status):
     # a confirmed stage-1 regression that is this card's own (the rounds of both builds on
     # it agree) is taken back; a real one stays regressed, checked on the same card
     r = _gpu_bound(0.010)
-    r.verdicts = {"throughput": {"status": "regressed", "change": -0.04, "uncertainty": 0.02,
-                                 "reason": "beyond", "confirmed": True}}  # fmt: skip
+    r.verdicts = {"throughput": from_json({
+        "status": "regressed", "change": -0.04, "uncertainty": 0.02, "reason": "beyond",
+        "confirmed": True})}  # fmt: skip
     base = [0.010 * (1 + d / 2000) for d in (-1, 0, 1, 0, 1, -1)]
     head = [t * slower for t in base]
 
@@ -208,9 +211,9 @@ def test_a_checked_wall_time_takes_the_paired_verdict(slower, status):
     assert candidates([r], _entries(ENV), ENV) == [(r, "throughput", "compute")]
     _apply([(r, "throughput", "compute")], rounds, 0.005, "c" * 40)
     v = r.verdicts["throughput"]
-    assert v["status"] == status and v["stage1"]["status"] == "regressed"
-    assert "the first stage found it regressed (-4.00%)" in v["reason"]
-    assert v["paired"]["head_median"] / v["paired"]["base_median"] == pytest.approx(1 / slower, rel=2e-3)
+    assert v.status == status and v.stage1["status"] == "regressed"
+    assert "the first stage found it regressed (-4.00%)" in v.reason
+    assert v.paired["head_median"] / v.paired["base_median"] == pytest.approx(1 / slower, rel=2e-3)
 
 
 def _wall_rounds(base: list[tuple[float, float]], head: list[tuple[float, float]]):
@@ -233,17 +236,18 @@ def test_a_checked_wall_time_slower_only_by_its_clock_is_not_borne_out():
     # cycles veto the change (power-state), which does not bear out stage 1's regression
     r = _gpu_bound(0.010)
     r.telemetry = {"sm_clock_median_mhz": 1980.0}
-    r.verdicts = {"throughput": {"status": "regressed", "change": -0.04, "uncertainty": 0.02,
-                                 "reason": "beyond", "confirmed": True}}  # fmt: skip
+    r.verdicts = {"throughput": from_json({
+        "status": "regressed", "change": -0.04, "uncertainty": 0.02, "reason": "beyond",
+        "confirmed": True})}  # fmt: skip
     jitter = [1 + d / 2000 for d in (-1, 0, 1, 0, 1, -1)]
     base = [(0.010 * j, 1980.0) for j in jitter]
     head = [(0.011 * j, 1800.0) for j in jitter]
     _apply([(r, "throughput", "compute")], _wall_rounds(base, head), 0.005, "c" * 40)
     v = r.verdicts["throughput"]
-    assert v["status"] == "power-state" and v["stage1"]["status"] == "regressed"
-    assert v["reason"].startswith("the first stage found it regressed (-4.00%) against the "
-                                  "baseline's sessions, not borne out by the paired stage: "
-                                  "power state differs"), v["reason"]  # fmt: skip
+    assert v.status == "power-state" and v.stage1["status"] == "regressed"
+    assert v.reason.startswith("the first stage found it regressed (-4.00%) against the "
+                               "baseline's sessions, not borne out by the paired stage: "
+                               "power state differs"), v.reason  # fmt: skip
 
 
 @pytest.mark.parametrize(("source", "derived"), [("unchanged", "inconclusive"),
@@ -256,21 +260,21 @@ def test_a_figure_derived_from_a_re_judged_measurement_is_never_decided_more_str
     from pytest_gpuperf.judging.offsets import recap_derived
 
     src = _gpu_bound(0.010)
-    src.verdicts = {"throughput": {"status": source, "paired": {"rounds": 6},
-                                   "stage1": {"status": "regressed"}}}  # fmt: skip
+    src.verdicts = {"throughput": from_json({"status": source, "paired": {"rounds": 6},
+                                             "stage1": {"status": "regressed"}})}  # fmt: skip
     d = Result(src.nodeid, "samples_per_s", "samples/s", 1.0, kind="recorded", derived_from="")
-    d.verdicts = {"value": {"status": "regressed", "change": -0.04, "reason": "beyond"}}
+    d.verdicts = {"value": from_json({"status": "regressed", "change": -0.04, "reason": "beyond"})}
     untouched = Result("t.py::other", "per_s", "x/s", 1.0, kind="recorded", derived_from="")
-    untouched.verdicts = {"value": {"status": "regressed", "reason": "beyond"}}
+    untouched.verdicts = {"value": from_json({"status": "regressed", "reason": "beyond"})}
     recap_derived([src, d, untouched])
     v = d.verdicts["value"]
-    assert v["status"] == derived
+    assert v.status == derived
     if derived == "inconclusive":
-        assert v["stage1"]["status"] == "regressed"
-        assert v["reason"] == (f"derived from t.py::mm, which the paired stage found {source}: "
-                               "a derived figure is never decided more strongly than the "
-                               "measurement it comes from")  # fmt: skip
-    assert untouched.verdicts["value"]["status"] == "regressed"  # its source: not in the run
+        assert v.stage1["status"] == "regressed"
+        assert v.reason == (f"derived from t.py::mm, which the paired stage found {source}: "
+                            "a derived figure is never decided more strongly than the "
+                            "measurement it comes from")  # fmt: skip
+    assert untouched.verdicts["value"].status == "regressed"  # its source: not in the run
 
 
 def test_a_checked_figure_missing_from_a_round_keeps_the_first_stages_verdict():
@@ -281,14 +285,16 @@ def test_a_checked_figure_missing_from_a_round_keeps_the_first_stages_verdict():
     head = [0.0022, None, 0.0022, 0.0022, 0.0022, 0.0022]
     _apply([(r, KERNELS, KERNEL_TIME)], _rounds(base, head), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
-    assert v["status"] == "regressed" and v["change"] == -0.0834 and "stage1" not in v
-    assert v["paired"]["rounds"] == 6 and "; paired stage: " in v["reason"]
+    assert v.status == "regressed" and v.change == -0.0834 and v.stage1 is None
+    assert v.paired["rounds"] == 6 and "; paired stage: " in v.reason
 
 
 def test_a_latencys_kernel_figure_found_changed_is_checked_and_its_per_clock_figure_not():
     r = _run("unchanged")
-    r.verdicts = {"latency_kernels": {"status": "regressed", "change": 0.06},
-                  "latency_per_clock": {"status": "regressed", "change": 0.06}}  # fmt: skip
+    r.verdicts = {
+        "latency_kernels": from_json({"status": "regressed", "change": 0.06}),
+        "latency_per_clock": from_json({"status": "regressed", "change": 0.06}),
+    }  # fmt: skip
     r.higher_is_better = False  # a latency: its figures are latency, latency_kernels, ...
     r.telemetry = {"sm_clock_median_mhz": 1980.0}  # a clock: compute-bound work has its twin
     r.launch_bound, r.busy_fraction = False, 0.9  # busy: its wall figures are not left out
@@ -322,12 +328,12 @@ def test_h200_a_regression_every_process_pair_bears_out_stays_regressed():
     assert verdicts[("t.py::mm", KERNELS)].reason.startswith(PER_PROCESS)
     _apply([(r, KERNELS, KERNEL_TIME)], rounds, 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
-    assert v["status"] == "regressed" and v["change"] == -0.0836  # the first stage's
-    assert "stage1" not in v and v["paired"]["rounds"] == 6
+    assert v.status == "regressed" and v.change == -0.0836  # the first stage's
+    assert v.stage1 is None and v.paired["rounds"] == 6
     assert ("but each of its 2 process pairs measured it regressed beyond the tolerance on "
             "its own (-9.77%, -8.40% over 6 rounds): the first stage's verdict stands"
-            ) in v["reason"]  # fmt: skip
-    assert v["paired"]["each_pair"] == pytest.approx([-0.0977, -0.0840], abs=5e-5)
+            ) in v.reason  # fmt: skip
+    assert v.paired["each_pair"] == pytest.approx([-0.0977, -0.0840], abs=5e-5)
 
 
 def test_a_per_process_figure_one_pair_does_not_bear_out_is_not_kept():
@@ -336,8 +342,8 @@ def test_a_per_process_figure_one_pair_does_not_bear_out_is_not_kept():
     head = [0.0022, 0.00221, 0.00219, 0.00202, 0.00203, 0.00202]  # -9% in one pair, -1% in one
     _apply([(r, KERNELS, KERNEL_TIME)], _rounds(base, head), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
-    assert v["status"] == "inconclusive" and v["stage1"]["status"] == "regressed"
-    assert "not borne out by the paired stage: its noise is per process" in v["reason"]
+    assert v.status == "inconclusive" and v.stage1["status"] == "regressed"
+    assert "not borne out by the paired stage: its noise is per process" in v.reason
 
 
 def test_a_per_process_figure_borne_out_on_the_other_side_is_not_kept():
@@ -345,7 +351,7 @@ def test_a_per_process_figure_borne_out_on_the_other_side_is_not_kept():
     _apply([(r, KERNELS, KERNEL_TIME)], _rounds(_times(H200_BASE), _times(H200_HEAD)), 0.005,
            "c" * 40)  # fmt: skip
     v = r.verdicts[KERNELS]
-    assert v["status"] == "inconclusive" and "not borne out" in v["reason"]
+    assert v.status == "inconclusive" and "not borne out" in v.reason
 
 
 def test_a_figure_the_screen_did_not_take_is_not_kept_however_its_pairs_lie():
@@ -356,8 +362,8 @@ def test_a_figure_the_screen_did_not_take_is_not_kept_however_its_pairs_lie():
     head = [0.002 * (1 + x) for x in (0.11, 0.01, 0.06, 0.10, 0.0, 0.05)]
     _apply([(r, KERNELS, KERNEL_TIME)], _rounds(base, head), 0.005, "c" * 40)
     v = r.verdicts[KERNELS]
-    assert v["status"] == "inconclusive" and "not borne out" in v["reason"]
-    assert "per process" not in v["reason"] and "each_pair" not in v["paired"]
+    assert v.status == "inconclusive" and "not borne out" in v.reason
+    assert "per process" not in v.reason and "each_pair" not in v.paired
 
 
 def test_each_pair_beyond_reads_a_latency_the_other_way_and_takes_every_pair_of_both_looks():
@@ -385,28 +391,28 @@ def test_a_checked_figure_whose_rounds_do_not_fit_the_budget_becomes_inconclusiv
     stage cannot afford is inconclusive, as one its rounds cannot decide; a figure the
     first stage left inconclusive keeps its verdict and says why it was not re-measured."""
     checked = _run("regressed", change=-0.0292)
-    checked.verdicts[KERNELS]["confirmed"] = True
+    checked.verdicts[KERNELS] = amend(checked.verdicts[KERNELS], None, confirmed=True)
     other = _run("unchanged")
     other.nodeid = "t.py::other"
     todo = [(checked, KERNELS, KERNEL_TIME), (other, "throughput", "compute")]
     left = _leave(todo, set(), "its test was left out of the rounds (the stage's line says why)")
     assert left == []
     v = checked.verdicts[KERNELS]
-    assert v["status"] == "inconclusive" and v["change"] == -0.0292 and v["confirmed"] is True
-    assert v["stage1"] == {"status": "regressed", "change": -0.0292, "uncertainty": 0.04,
-                           "reason": "beyond tolerance and significant"}  # fmt: skip
-    assert v["reason"] == ("the first stage found it regressed (-2.92%) against the baseline's "
-                           "sessions, not checked by the paired stage: its test was left out "
-                           "of the rounds (the stage's line says why)")  # fmt: skip
-    assert "--gpuperf-paired-budget" in v["advice"] and "gpuperf ab" in v["advice"]
+    assert v.status == "inconclusive" and v.change == -0.0292 and v.confirmed is True
+    assert v.stage1 == {"status": "regressed", "change": -0.0292, "uncertainty": 0.04,
+                        "reason": "beyond tolerance and significant"}  # fmt: skip
+    assert v.reason == ("the first stage found it regressed (-2.92%) against the baseline's "
+                        "sessions, not checked by the paired stage: its test was left out "
+                        "of the rounds (the stage's line says why)")  # fmt: skip
+    assert "--gpuperf-paired-budget" in v.advice and "gpuperf ab" in v.advice
     w = other.verdicts["throughput"]
-    assert w["status"] == "inconclusive" and "stage1" not in w
-    assert w["reason"] == ("wide; not re-measured by the paired stage: its test was left out of "
-                           "the rounds (the stage's line says why)")  # fmt: skip
+    assert w.status == "inconclusive" and w.stage1 is None
+    assert w.reason == ("wide; not re-measured by the paired stage: its test was left out of "
+                        "the rounds (the stage's line says why)")  # fmt: skip
     # a kept test's figures are handed on untouched
     again = _run("regressed", change=-0.0292)
     assert _leave([(again, KERNELS, KERNEL_TIME)], {again.nodeid}, "x") == [(again, KERNELS, KERNEL_TIME)]
-    assert again.verdicts[KERNELS]["status"] == "regressed"
+    assert again.verdicts[KERNELS].status == "regressed"
 
 
 def test_a_checked_wall_time_whose_rounds_do_not_fit_keeps_the_first_stages_verdict():
@@ -414,13 +420,14 @@ def test_a_checked_wall_time_whose_rounds_do_not_fit_keeps_the_first_stages_verd
     # test the stage cannot afford still fails the run, and its reason says it went unchecked
     r = _run("unchanged")
     r.launch_bound = False
-    r.verdicts["throughput"] = {"status": "regressed", "change": -0.09, "uncertainty": 0.02,
-                                "reason": "beyond tolerance and significant", "confirmed": True}
+    r.verdicts["throughput"] = from_json({
+        "status": "regressed", "change": -0.09, "uncertainty": 0.02,
+        "reason": "beyond tolerance and significant", "confirmed": True})  # fmt: skip
     assert _leave([(r, "throughput", "compute")], set(), "its rounds did not end: x") == []
     v = r.verdicts["throughput"]
-    assert v["status"] == "regressed" and v["confirmed"] is True and "stage1" not in v
-    assert v["reason"] == ("beyond tolerance and significant; not checked by the paired "
-                           "stage: its rounds did not end: x")  # fmt: skip
+    assert v.status == "regressed" and v.confirmed is True and v.stage1 is None
+    assert v.reason == ("beyond tolerance and significant; not checked by the paired "
+                        "stage: its rounds did not end: x")  # fmt: skip
 
 
 def test_the_line_says_which_checked_figures_a_priced_out_test_leaves_inconclusive():
@@ -461,8 +468,8 @@ def test_a_stage_that_affords_no_test_says_a_checked_figure_is_inconclusive(monk
             "kernel-time change is not trusted alone): their rounds would not fit the budget "
             "of 180 s") in stage.line, stage.line
     assert stage.line.endswith("; the first stage's other verdicts stand")
-    assert r.verdicts[KERNELS]["status"] == "inconclusive"
-    assert r.verdicts["throughput"]["status"] == "inconclusive"  # launch-bound wall: stage 1's
+    assert r.verdicts[KERNELS].status == "inconclusive"
+    assert r.verdicts["throughput"].status == "inconclusive"  # launch-bound wall: stage 1's
 
 
 def test_a_stage_that_affords_no_test_keeps_a_checked_wall_times_verdict(monkeypatch):
@@ -470,9 +477,11 @@ def test_a_stage_that_affords_no_test_keeps_a_checked_wall_times_verdict(monkeyp
     # the line counts it apart from checked kernel time, which becomes inconclusive)
     r = _gpu_bound(0.010)
     r.busy_fraction = 0.9  # busy, not launch-bound: a wall time and a kernel time, each checked
-    r.verdicts = {"throughput": {"status": "regressed", "change": -0.05, "reason": "beyond",
-                                 "confirmed": True},
-                  KERNELS: {"status": "regressed", "change": -0.05, "reason": "beyond"}}  # fmt: skip
+    r.verdicts = {
+        "throughput": from_json({"status": "regressed", "change": -0.05, "reason": "beyond",
+                                 "confirmed": True}),
+        KERNELS: from_json({"status": "regressed", "change": -0.05, "reason": "beyond"}),
+    }  # fmt: skip
     assert {m for _, m, _ in candidates([r], _entries(ENV), ENV)} == {"throughput", KERNELS}
     stage = _stage_of(monkeypatch, r, cost_s=400.0)
     assert stage is not None
@@ -480,9 +489,9 @@ def test_a_stage_that_affords_no_test_keeps_a_checked_wall_times_verdict(monkeyp
             "figures, inconclusive unchecked (a first-stage kernel-time change is not trusted "
             "alone), 1 of them checked figures whose first-stage verdict stands unchecked: "
             "their rounds would not fit") in stage.line, stage.line
-    assert r.verdicts["throughput"]["status"] == "regressed"
-    assert r.verdicts["throughput"]["reason"].startswith("beyond; not checked by the paired stage")
-    assert r.verdicts[KERNELS]["status"] == "inconclusive"
+    assert r.verdicts["throughput"].status == "regressed"
+    assert r.verdicts["throughput"].reason.startswith("beyond; not checked by the paired stage")
+    assert r.verdicts[KERNELS].status == "inconclusive"
 
 
 def test_a_stage_that_takes_a_regression_back_takes_its_derived_figures_with_it(monkeypatch):
@@ -492,10 +501,11 @@ def test_a_stage_that_takes_a_regression_back_takes_its_derived_figures_with_it(
     from pytest_gpuperf.fresh.rounds import Measured
 
     r = _gpu_bound(0.010)
-    r.verdicts = {"throughput": {"status": "regressed", "change": -0.04, "uncertainty": 0.02,
-                                 "reason": "beyond", "confirmed": True}}  # fmt: skip
+    r.verdicts = {"throughput": from_json({
+        "status": "regressed", "change": -0.04, "uncertainty": 0.02, "reason": "beyond",
+        "confirmed": True})}  # fmt: skip
     d = Result(r.nodeid, "samples_per_s", "samples/s", 1.0, kind="recorded", derived_from="")
-    d.verdicts = {"value": {"status": "regressed", "change": -0.04, "reason": "beyond"}}
+    d.verdicts = {"value": from_json({"status": "regressed", "change": -0.04, "reason": "beyond"})}
     same = [(0.010 * (1 + e / 2000), 1980.0) for e in (-1, 0, 1, 0, 1, -1)]
     got = _wall_rounds(same, same)
     measured = Measured(rounds=got.rounds, pair=got.pair, asked=6)
@@ -503,10 +513,10 @@ def test_a_stage_that_takes_a_regression_back_takes_its_derived_figures_with_it(
     stage = _stage_of(monkeypatch, r, cost_s=1.0, more=[d])
     assert stage is not None and stage.line.endswith("1 unchanged"), stage.line
     assert "1 figure(s) it found changed (checked)" in stage.line
-    assert r.verdicts["throughput"]["status"] == "unchanged"
-    assert d.verdicts["value"]["status"] == "inconclusive"
-    assert d.verdicts["value"]["reason"].startswith("derived from t.py::mm, which the paired "
-                                                    "stage found unchanged")  # fmt: skip
+    assert r.verdicts["throughput"].status == "unchanged"
+    assert d.verdicts["value"].status == "inconclusive"
+    assert d.verdicts["value"].reason.startswith("derived from t.py::mm, which the paired "
+                                                 "stage found unchanged")  # fmt: skip
 
 
 def test_a_checked_figure_whose_rounds_run_out_of_budget_becomes_inconclusive(monkeypatch):
@@ -525,6 +535,6 @@ def test_a_checked_figure_whose_rounds_run_out_of_budget_becomes_inconclusive(mo
     assert stage.line.endswith("not measured: 2 rounds a process pair do not fit the budget; "
                                "the first stage's other verdicts stand"), stage.line
     v = r.verdicts[KERNELS]
-    assert v["status"] == "inconclusive" and v["stage1"]["status"] == "regressed"
-    assert v["reason"].endswith("not checked by the paired stage: its rounds did not end: 2 "
-                                "rounds a process pair do not fit the budget")
+    assert v.status == "inconclusive" and v.stage1["status"] == "regressed"
+    assert v.reason.endswith("not checked by the paired stage: its rounds did not end: 2 "
+                             "rounds a process pair do not fit the budget")

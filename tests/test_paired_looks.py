@@ -18,6 +18,7 @@ import types
 import pytest
 
 from pytest_gpuperf.core.figures import KERNELS
+from pytest_gpuperf.core.verdict import from_json, make
 from pytest_gpuperf.judging.stage2 import PairedFigure
 from pytest_gpuperf.run.paired import _apply
 from pytest_gpuperf.run.pairedfigs import extended, undecided_tests
@@ -52,7 +53,7 @@ def _levels(n: int, seed: int, sd: float = 0.04) -> list[float]:
 def _two(key: str):
     r = _run("inconclusive")
     r.nodeid = key
-    r.verdicts[KERNELS] = {"status": "inconclusive", "reason": "wide", "change": -0.05}
+    r.verdicts[KERNELS] = from_json({"status": "inconclusive", "reason": "wide", "change": -0.05})
     return r
 
 
@@ -71,11 +72,11 @@ def test_a_figure_the_first_look_leaves_undecided_is_decided_on_its_rounds_from_
     counts = _apply(todo, first, 0.005, "c" * 40, more)
     v, w = noisy.verdicts[KERNELS], steady.verdicts[KERNELS]
     assert counts == {"regressed": 2}
-    assert v["status"] == "regressed" and v["paired"]["rounds"] == 18
-    assert v["paired"]["processes"] == 3 and v["paired"]["round_pairs"][6:] == [2] * 12
-    assert w["paired"]["rounds"] == 6 and w["paired"]["processes"] == 2  # decided at look 1
+    assert v.status == "regressed" and v.paired["rounds"] == 18
+    assert v.paired["processes"] == 3 and v.paired["round_pairs"][6:] == [2] * 12
+    assert w.paired["rounds"] == 6 and w.paired["processes"] == 2  # decided at look 1
     # both looks at half of the stage's share, over the 2 figures re-measured
-    assert v["paired"]["confidence"] == w["paired"]["confidence"] == pytest.approx(1 - 0.0025 / 2)
+    assert v.paired["confidence"] == w.paired["confidence"] == pytest.approx(1 - 0.0025 / 2)
 
 
 def test_the_same_rounds_without_the_second_look_stay_undecided():
@@ -85,7 +86,7 @@ def test_the_same_rounds_without_the_second_look_stay_undecided():
                       [0, 0, 0, 1, 1, 1])  # fmt: skip
     _apply([(noisy, KERNELS, "compute")], first, 0.005, "c" * 40)
     v = noisy.verdicts[KERNELS]
-    assert v["status"] == "inconclusive" and v["paired"]["rounds"] == 6
+    assert v.status == "inconclusive" and v.paired["rounds"] == 6
 
 
 def test_a_figure_missing_from_a_round_of_the_second_look_keeps_the_first_looks_verdict():
@@ -154,15 +155,14 @@ def test_a_compute_bound_figure_its_time_decided_is_not_measured_again():
     # the paired stage decides compute-bound work by its time (stage2.clocked): a time
     # unchanged is decided whatever its per-clock twin says, so no second look; a time
     # undecided goes to the second look with its twin, even where the twin is unchanged
-    from pytest_gpuperf.judging.verdict import Verdict
     from pytest_gpuperf.run.pairedfigs import second_look, written
 
     r = _two("t.py::mlp")
     r.bound = "compute"
     time_f = _fig(r.key, "throughput", [1.0] * 4, [0.97] * 4)
     clock_f = _fig(r.key, "throughput_per_clock", [1.0] * 4, [1.0] * 4)
-    wide = Verdict("inconclusive", -0.03, 0.03, 0.05, 0.03, "wide")
-    within = Verdict("unchanged", 0.0, 0.0, 0.01, 0.03, "within tolerance")
+    wide = make("inconclusive", -0.03, 0.03, 0.05, 0.03, "wide")
+    within = make("unchanged", 0.0, 0.0, 0.01, 0.03, "within tolerance")
     verdicts = {(r.key, "throughput"): within, (r.key, "throughput_per_clock"): wide}
     todo = [(r, "throughput", "compute")]
     assert written(r, "throughput", verdicts).status == "unchanged"
@@ -172,7 +172,7 @@ def test_a_compute_bound_figure_its_time_decided_is_not_measured_again():
     assert written(r, "throughput", verdicts).status == "inconclusive"
     assert second_look(todo, [time_f, clock_f], verdicts) == [time_f, clock_f]
     # a time faster beyond the tolerance at the same cycles: power-state, decided
-    faster = Verdict("improved", 0.06, -0.06, 0.01, 0.03, "beyond tolerance and significant")
+    faster = make("improved", 0.06, -0.06, 0.01, 0.03, "beyond tolerance and significant")
     verdicts = {(r.key, "throughput"): faster, (r.key, "throughput_per_clock"): within}
     assert written(r, "throughput", verdicts).status == "power-state"
     assert second_look(todo, [time_f, clock_f], verdicts) == []
@@ -226,15 +226,15 @@ def test_where_no_second_look_can_fit_the_first_look_takes_the_whole_share():
                        "head": {"t.py::mm": [0.002] * 6, "t.py::sweep": _levels(6, 2, 0.01)}},
                       [0, 0, 0, 1, 1, 1])  # fmt: skip
     _apply(todo, first, 0.005, "c" * 40, None, whole=True)
-    assert noisy.verdicts[KERNELS]["status"] == "inconclusive"
-    assert noisy.verdicts[KERNELS]["paired"]["confidence"] == pytest.approx(1 - 0.005 / 2)
-    assert steady.verdicts[KERNELS]["status"] == "unchanged"
+    assert noisy.verdicts[KERNELS].status == "inconclusive"
+    assert noisy.verdicts[KERNELS].paired["confidence"] == pytest.approx(1 - 0.005 / 2)
+    assert steady.verdicts[KERNELS].status == "unchanged"
     # its advice: with one look, the rounds to ask are all the rounds it needs
     import re
 
     found = re.search(r"about (\d+) paired rounds .*--gpuperf-paired-rounds=(\d+)",
-                      noisy.verdicts[KERNELS]["advice"])  # fmt: skip
-    assert found and found.group(1) == found.group(2), noisy.verdicts[KERNELS]["advice"]
+                      noisy.verdicts[KERNELS].advice)  # fmt: skip
+    assert found and found.group(1) == found.group(2), noisy.verdicts[KERNELS].advice
 
 
 def test_the_second_looks_line_says_what_it_took_and_where_the_budget_cut_it():

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_gpuperf.core.results import Result
+from pytest_gpuperf.core.verdict import from_json
 from pytest_gpuperf.fresh.afford import affordable, held_twice
 from pytest_gpuperf.hardware.device import DeviceSnapshot, GPUInfo
 from pytest_gpuperf.hardware.marks import usable_memory
@@ -36,7 +37,7 @@ def _held(nodeid, resident=0, foreign=0, reserved=None, allocated=None, asked=No
                                  peak_allocated=allocated, measure_s=1.0, kernel_s=0.0,
                                  kernel_time=None,
                                  config={} if asked is None else {"vram_asked": asked},
-                                 verdicts={"throughput": {"status": "inconclusive"}})  # fmt: skip
+                                 verdicts={"throughput": from_json({"status": "inconclusive"})})  # fmt: skip
 
 
 # the 70B step's figures on the H100 (call4/s/compare-finetune-082020.json)
@@ -173,8 +174,8 @@ def test_a_run_whose_test_cannot_be_held_twice_says_so_and_its_checked_figure_is
     assert ("1 test(s) whose two builds cannot hold their GPU memory at once (a round keeps a "
             "process of each build alive; this GPU has 79.6 GiB), left out: mm 42.0 GiB a "
             "build") in stage.line, stage.line
-    assert r.verdicts[KERNELS]["status"] == "inconclusive"  # a checked figure left unchecked
-    assert "its test was left out of the rounds" in r.verdicts[KERNELS]["reason"]
+    assert r.verdicts[KERNELS].status == "inconclusive"  # a checked figure left unchecked
+    assert "its test was left out of the rounds" in r.verdicts[KERNELS].reason
 
 
 def test_the_run_hands_its_gpus_memory_through_to_the_stage(monkeypatch):

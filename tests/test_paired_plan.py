@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_gpuperf.core.verdict import from_json
 from pytest_gpuperf.fresh.afford import (
     affordable,
     first_need,
@@ -212,7 +213,7 @@ def _figure(nodeid, status, measure_s=0.4):
     import types
 
     r = types.SimpleNamespace(nodeid=nodeid, kind="measured", measure_s=measure_s,
-                              verdicts={"throughput_kernels": {"status": status}})  # fmt: skip
+                              verdicts={"throughput_kernels": from_json({"status": status})})  # fmt: skip
     return (r, "throughput_kernels", "compute")
 
 
@@ -244,7 +245,7 @@ def test_a_test_whose_kernel_pass_a_round_caps_is_priced_without_it():
 
     r = types.SimpleNamespace(nodeid="t.py::dec", kind="measured", measure_s=9.8,
                               kernel_s=30.0, kernel_time=types.SimpleNamespace(n=10),
-                              verdicts={"throughput_kernels": {"status": "inconclusive"}})  # fmt: skip
+                              verdicts={"throughput_kernels": from_json({"status": "inconclusive"})})  # fmt: skip
     todo = [(r, "throughput_kernels", "compute")]
     cheap = 56.0 - 9.3 - 27.0  # 19.7 s a round
     budget = first_need(cheap, 2) + 1.0
@@ -262,7 +263,7 @@ def test_the_base_side_is_priced_at_its_own_saved_time():
 
     r = types.SimpleNamespace(nodeid="t.py::dec", kind="measured", measure_s=9.5,
                               kernel_s=0.0, kernel_time=None,
-                              verdicts={"throughput": {"status": "inconclusive"}})  # fmt: skip
+                              verdicts={"throughput": from_json({"status": "inconclusive"})})  # fmt: skip
     todo = [(r, "throughput", "model")]
     head = {"t.py::dec": 24.0}  # 15 s a round once its 9 s of sampling beyond 0.5 s go
     budget = first_need(15.0, 2) + 1.0
@@ -332,7 +333,7 @@ def test_a_test_that_asks_more_sampling_than_a_round_allows_is_left_out_saying_s
     round would stop at "min_time=2 (marker) is above max_time=0.5 (command line)"."""
     def res(nodeid, **config):
         r = _result(nodeid=nodeid, kind="measured", measure_s=2.0, kernel_s=0.0,
-                    kernel_time=None, verdicts={"throughput": {"status": "inconclusive"}})  # fmt: skip
+                    kernel_time=None, verdicts={"throughput": from_json({"status": "inconclusive"})})  # fmt: skip
         r.config = config
         return r
 
@@ -360,7 +361,7 @@ def test_a_test_left_out_for_its_sampling_stays_out_when_the_budget_drops_anothe
     rounds would have stopped at the setting error (a review, 2026-12-05)."""
     def res(nodeid, **config):
         r = _result(nodeid=nodeid, kind="measured", measure_s=0.4, kernel_s=0.0,
-                    kernel_time=None, verdicts={"throughput": {"status": "inconclusive"}})  # fmt: skip
+                    kernel_time=None, verdicts={"throughput": from_json({"status": "inconclusive"})})  # fmt: skip
         r.config = {"max_time": 10.0, "set_by_test": sorted(config), **config}
         return r
 
@@ -456,7 +457,7 @@ def test_a_max_time_the_test_set_at_the_runs_own_value_is_still_its_own():
 
 def test_a_test_with_a_max_time_of_its_own_is_priced_at_it():
     r = _result(30.0, nodeid="t.py::real", kind="measured", measure_s=24.96, kernel_s=0.0,
-                kernel_time=None, verdicts={"throughput": {"status": "inconclusive"}})  # fmt: skip
+                kernel_time=None, verdicts={"throughput": from_json({"status": "inconclusive"})})  # fmt: skip
     todo = [(r, "throughput", "model")]
     durations = {"t.py::real": 37.0}
     budget = first_need(37.0 - 24.46, 2) + 1.0  # what the capped price would fit

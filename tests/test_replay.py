@@ -56,6 +56,7 @@ def _verdict_json(run: Path, baseline: Path) -> str:
     does: judge_run on the file's results), and the class lines, as JSON."""
     from pytest_gpuperf.baseline.history import environment
     from pytest_gpuperf.baseline.store import load
+    from pytest_gpuperf.core.verdict import to_json
     from pytest_gpuperf.judging.judge import judge_run
     from pytest_gpuperf.outputs.runfile import read_run
 
@@ -67,10 +68,19 @@ def _verdict_json(run: Path, baseline: Path) -> str:
         summary.results, base.entries,
         environment(data["device"], devices.pop() if len(devices) == 1 else None),
     )  # fmt: skip
-    out: dict[str, object] = {r.key: r.verdicts for r in summary.results}
+    out: dict[str, object] = {
+        r.key: {name: _untrailed(to_json(v)) for name, v in r.verdicts.items()}
+        for r in summary.results
+    }
     out["(class lines)"] = [s.line() for s in j.shifts]
     out["(confidence)"] = j.confidence
     return json.dumps(_rounded(out), indent=1, sort_keys=True, default=str) + "\n"
+
+
+def _untrailed(d: dict[str, object]) -> dict[str, object]:
+    """A verdict's JSON without its trail, which the trail's own golden pins (the
+    verdicts' golden predates the trail and stays byte-identical)."""
+    return {k: v for k, v in d.items() if k != "trail"}
 
 
 def _rounded(x: object) -> object:
@@ -108,3 +118,27 @@ def test_compare_and_report_replay_byte_identical(case, tmp_path):
     assert rep.returncode == 0, rep.stderr
     _check(f"{case}.golden.report.txt", _report_text((tmp_path / "r.html").read_text()))
     _check(f"{case}.golden.verdicts.json", _verdict_json(run, baseline))
+
+
+def test_compare_verbose_shows_every_verdicts_trail(tmp_path):
+    """`gpuperf compare -v` of the replayed H200 run prints how each verdict was reached,
+    one line a rule, from the records' trails (pinned: a rule added, dropped or reordered
+    shows in the diff); every verdict of the table has at least one step."""
+    run, baseline, profile = CASES["h200"]
+    shutil.copy(run, tmp_path / "run.json")
+    (tmp_path / "b").mkdir()
+    shutil.copy(baseline, tmp_path / "b" / f"{profile}.json")
+    cmp = _gpuperf("compare", "run.json", "--baseline", f"b/{profile}.json", "-v", cwd=tmp_path)
+    assert cmp.returncode == 1, cmp.stderr
+    lines = cmp.stdout.splitlines()
+    start = lines.index("--- how each verdict was reached (its rules in order)")
+    trail = lines[start:-1]  # the last line: "performance regression"
+    heads = [i for i, line in enumerate(trail) if not line.startswith(("  ", "---"))]
+    table = [line for line in lines[:start] if line.split(" ")[0] in _STATUS_WORDS]
+    assert len(heads) == len(table) > 0
+    assert all(trail[i + 1].startswith("  1. ") for i in heads)
+    _check("h200.golden.trail.txt", "\n".join(trail) + "\n")
+
+
+_STATUS_WORDS = {"REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE", "POWER-STATE", "NEW",
+                 "MISSING", "INCOMPARABLE", "FAILED", "INFO"}  # fmt: skip

@@ -142,7 +142,7 @@ def check_compare(tmp_path, results_doc, baseline_doc):
     base.write_bytes(as_bytes(baseline_doc))
     before = (results.read_bytes(), base.read_bytes())
     try:
-        rows, failed, used, _, _, _, _ = compare_files(results, base)
+        rows, failed, used, *_ = compare_files(results, base)
     except InputError as exc:
         assert str(results) in str(exc) or str(base) in str(exc) or "the run" in str(exc)
     else:
@@ -174,18 +174,19 @@ def test_the_valid_documents_are_valid(tmp_path):
     (tmp_path / "cpu.json").write_text(json.dumps(VALID_BASELINE))
     assert load(tmp_path / "cpu.json").profile == "cpu"
     (tmp_path / "r.json").write_text(json.dumps(VALID_RESULTS))
-    rows, failed, _, _, _, _, _ = compare_files(tmp_path / "r.json", tmp_path / "cpu.json")
+    rows, failed, *_ = compare_files(tmp_path / "r.json", tmp_path / "cpu.json")
     assert rows[0][0] == "UNCHANGED" and failed is False
 
 
 def _latency_result():
     from pytest_gpuperf.core.results import Result, Throughput
+    from pytest_gpuperf.core.verdict import from_json
 
     r = Result("t.py::test_lat", None, "calls", 1.0, higher_is_better=False)
     r.throughput = Throughput("ms", 2.0, 1.99, 2.01)
-    r.verdicts = {"latency": {"status": "unchanged", "change": 0.001, "worse": 0.001},
-                  "latency_kernels": {"status": "unchanged"},
-                  "peak_allocated": {"status": "unchanged"}}  # fmt: skip
+    r.verdicts = {"latency": from_json({"status": "unchanged", "change": 0.001, "worse": 0.001}),
+                  "latency_kernels": from_json({"status": "unchanged"}),
+                  "peak_allocated": from_json({"status": "unchanged"})}  # fmt: skip
     return r
 
 

@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_gpuperf.core.verdict import amend, make
 from pytest_gpuperf.judging.verdict import (
     IMPROVED,
     INCONCLUSIVE,
     REGRESSED,
     SEVERITY,
     UNCHANGED,
-    Verdict,
     decide,
     what_would_settle,
 )
@@ -71,7 +71,7 @@ def test_clear_cases_and_a_bad_tolerance():
 
 
 def test_what_would_settle_an_inconclusive_verdict():
-    noisy = Verdict(INCONCLUSIVE, -0.1, 0.1, 0.3, 0.03, "wide", 0.3)
+    noisy = make(INCONCLUSIVE, -0.1, 0.1, 0.3, 0.03, "wide", mde=0.3)
     assert "measure longer" in what_would_settle(noisy, 3)
     assert "widen this benchmark's tolerance above ±30.0%" in what_would_settle(noisy, 3)
     assert "save more baseline sessions (1 so far; 3 or more)" in what_would_settle(noisy, 1)
@@ -79,12 +79,12 @@ def test_what_would_settle_an_inconclusive_verdict():
     # measure longer, which left it as it was); 10, the judged window: more do not
     assert "save more baseline sessions (3 so far; the newest 10 are judged)" in what_would_settle(noisy, 3)
     assert "save more baseline" not in what_would_settle(noisy, 10)
-    assert what_would_settle(Verdict(REGRESSED, -0.1, 0.1, 0.01, 0.03, "", 0.03), 3) == ""
+    assert what_would_settle(make(REGRESSED, -0.1, 0.1, 0.01, 0.03, "", mde=0.03), 3) == ""
     # a verdict read back from an older results file may say how many sessions would settle
     # it, or that the baseline's sessions disagree
-    more = Verdict(INCONCLUSIVE, -0.01, 0.01, 0.11, 0.03, "", 0.11, sessions_needed=15)
+    more = make(INCONCLUSIVE, -0.01, 0.01, 0.11, 0.03, "", mde=0.11, sessions_needed=15)
     assert "save 15 more baseline session(s) (3 so far)" in what_would_settle(more, 3)
-    apart = Verdict(INCONCLUSIVE, 2.0, 2.0, 9.0, 0.05, "", 9.0, sessions_needed=1, spread=5.759)
+    apart = make(INCONCLUSIVE, 2.0, 2.0, 9.0, 0.05, "", mde=9.0, sessions_needed=1, spread=5.759)
     advice = what_would_settle(apart, 3)
     assert advice.startswith("the baseline's sessions disagree (relative sd 575.9%, over the")
     assert "save 1 more" not in advice
@@ -109,7 +109,7 @@ def test_t_quantiles_match_the_tables():
 from pytest_gpuperf.core.figures import PER_CLOCK, metrics_of  # noqa: E402
 from pytest_gpuperf.core.results import Result, Throughput  # noqa: E402
 from pytest_gpuperf.core.stats import summarize  # noqa: E402
-from pytest_gpuperf.judging.judge import as_verdict, judge_run  # noqa: E402
+from pytest_gpuperf.judging.judge import judge_run  # noqa: E402
 from pytest_gpuperf.judging.verdict import (  # noqa: E402
     INCONCLUSIVE_POWER,
     combine_clocked,
@@ -222,7 +222,7 @@ def entry_of(results):
 def compare(result, entry):
     """The gate's verdicts of one result against one baseline entry."""
     judge_run([result], {result.key: entry}, {"gpu": "G"})
-    return {name: as_verdict(vd) for name, vd in result.verdicts.items()}
+    return dict(result.verdicts)
 
 
 def test_a_power_state_change_is_not_a_regression():
@@ -245,10 +245,8 @@ def test_a_power_state_change_is_not_a_regression():
 
 
 def test_combine_needs_both_time_and_cycles():
-    from pytest_gpuperf.judging.verdict import Verdict
-
-    slower = Verdict(REGRESSED, -0.06, 0.06, 0.01, 0.03, "", 0.03)
-    same = Verdict(UNCHANGED, 0.0, 0.0, 0.005, 0.03, "", 0.03)
+    slower = make(REGRESSED, -0.06, 0.06, 0.01, 0.03, "", mde=0.03)
+    same = make(UNCHANGED, 0.0, 0.0, 0.005, 0.03, "", mde=0.03)
     assert combine_clocked(slower, slower, 1500, 1500).status == REGRESSED
     assert combine_clocked(slower, same, 1545, 1485).status == INCONCLUSIVE_POWER
     assert combine_clocked(same, slower, 1485, 1545).status == INCONCLUSIVE  # faster clock hid it
@@ -323,15 +321,11 @@ def test_stage1_regresses_only_in_time_and_cycles(dt, ht, dc, hc, higher):
 def test_stage1_unchanged_in_time_is_unchanged_where_cycles_cannot_say():
     """combine_clocked: a time whose whole interval lies inside the tolerance decides an
     unchanged verdict at its own interval; before, the cycles' ±7% left it inconclusive."""
-    from dataclasses import replace
-
-    from pytest_gpuperf.judging.verdict import Verdict
-
-    same = Verdict(UNCHANGED, 0.001, -0.001, 0.01, 0.03, "within tolerance", 0.03,
-                   basis="±1.00% from the spread")  # fmt: skip
-    wide = Verdict(INCONCLUSIVE, 0.0, 0.0, 0.07, 0.03, "wide", 0.07)
+    same = make(UNCHANGED, 0.001, -0.001, 0.01, 0.03, "within tolerance", mde=0.03,
+                basis="±1.00% from the spread")  # fmt: skip
+    wide = make(INCONCLUSIVE, 0.0, 0.0, 0.07, 0.03, "wide", mde=0.07)
     v = combine_clocked(same, wide, 1980, 1980)
     assert (v.status, v.uncertainty, v.per_cycle) == (UNCHANGED, 0.01, INCONCLUSIVE)
     assert v.basis == "±1.00% from the spread (in time)"
-    near = replace(same, status=INCONCLUSIVE, uncertainty=0.035)  # its interval crosses it
+    near = amend(same, None, status=INCONCLUSIVE, uncertainty=0.035)  # its interval crosses it
     assert combine_clocked(near, wide, 1980, 1980).status == INCONCLUSIVE

@@ -53,6 +53,7 @@ from dataclasses import replace
 import numpy as np
 
 from pytest_gpuperf.core.results import Result, Throughput
+from pytest_gpuperf.core.verdict import amend
 from pytest_gpuperf.judging.confirmation import confirm, flagged_tests
 from pytest_gpuperf.judging.judge import judge_run
 from pytest_gpuperf.judging.stage2 import (
@@ -65,6 +66,9 @@ from pytest_gpuperf.judging.stage2 import (
 from pytest_gpuperf.judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER
 from pytest_gpuperf.run.paired import MORE, PAIRS, STAGE_SHARE, _each_pair, candidates
 from pytest_gpuperf.run.pairedfigs import second_look
+
+SIM = "simulated paired rounds"
+STAGE = "paired stage"
 
 CODES = {"unchanged": 0, "regressed": 1, "improved": 2}  # anything else: 3 (inconclusive)
 
@@ -144,11 +148,11 @@ def paired(results, x, tol, false_alarm):
             PAIRED_STATS["held"] += 1
         first = r.verdicts[metric]
         if v.status in (INCONCLUSIVE, INCONCLUSIVE_POWER):  # a checked one: not borne out
-            if first.get("status") in CHANGED and not _each_pair(final[(r.key, metric)], tol,
-                                                                  first):  # fmt: skip
-                r.verdicts = {**r.verdicts, metric: {**first, "status": INCONCLUSIVE}}
+            if first.status in CHANGED and not _each_pair(final[(r.key, metric)], tol,
+                                                           first):  # fmt: skip
+                r.verdicts = {**r.verdicts, metric: amend(first, SIM, STAGE, status=INCONCLUSIVE)}
             continue
-        r.verdicts = {**r.verdicts, metric: {**first, "status": v.status}}
+        r.verdicts = {**r.verdicts, metric: amend(first, SIM, STAGE, status=v.status)}
 
 
 def _entries(base_i, names):
@@ -214,7 +218,7 @@ def rule(base, cur, scur, tol, names, false_alarm=0.01, pair_x=None):
         for r in results:
             col = int(r.nodeid[1:])
             figure = KERNELS if col in KERN else "throughput"
-            codes[i, col] = CODES.get(r.verdicts[figure]["status"], 3)
+            codes[i, col] = CODES.get(r.verdicts[figure].status, 3)
         shifts.append([CODES.get(s.verdict.status, 3) for s in j.shifts])
     width = max((len(s) for s in shifts), default=0)
     sh = np.zeros((n, width), dtype=np.int8)

@@ -37,9 +37,9 @@ def decided(baseline: Path, run: Path, tolerance: float | None) -> tuple[int, in
         tolerance=tolerance,
     )
     tp = [v for r in summary.results for n, v in r.verdicts.items() if n in TIMED]
-    tp = [v for v in tp if v["status"] != "missing"]
-    regressed = sum(v["status"] == "regressed" for r in summary.results for v in r.verdicts.values())
-    return sum(v["status"] in DECIDED for v in tp), len(tp), regressed
+    tp = [v for v in tp if v.status != "missing"]
+    regressed = sum(v.status == "regressed" for r in summary.results for v in r.verdicts.values())
+    return sum(v.status in DECIDED for v in tp), len(tp), regressed
 
 
 def main() -> None:

@@ -33,6 +33,7 @@ from typing import Any
 from ..core.figures import PER_CLOCKS, metrics_of
 from ..core.results import Result
 from ..core.settings import FALSE_ALARM
+from ..core.verdict import from_json
 from ..fresh.abprobe import OUT, OWN, WATCH
 from ..fresh.abtree import (  # Stopped: also ab's own interface
     PROBE,
@@ -290,7 +291,7 @@ def _judge(
     if last_head is not None:
         for d in json.loads(last_head.read_text(encoding="utf-8")).get("results", []):
             r = Result.from_dict(d)
-            r.verdicts = judged["verdicts"].get(r.key, {})
+            r.verdicts = {m: from_json(d) for m, d in judged["verdicts"].get(r.key, {}).items()}
             if r.key in (busy or {}) and not (r.host or {}).get("busy"):
                 r.host = (busy or {})[r.key]
             results.append(r)
@@ -314,12 +315,13 @@ def row_notes(report: dict[str, Any]) -> list[str]:
     settle an inconclusive one."""
     out = []
     for key, metrics in sorted(report["verdicts"].items()):
-        for metric, v in sorted(metrics.items()):
-            if v.get("status") == INCOMPARABLE:
-                out.append(f"incomparable: {plain(key)} {plain(metric)}: {plain(v.get('reason'))}")
-            elif v.get("status") == INCONCLUSIVE and v.get("advice"):
+        for metric, d in sorted(metrics.items()):
+            v = from_json(d)
+            if v.status == INCOMPARABLE:
+                out.append(f"incomparable: {plain(key)} {plain(metric)}: {plain(v.reason)}")
+            elif v.status == INCONCLUSIVE and v.advice:
                 out.append(f"inconclusive: {plain(key)} {plain(metric)}: to settle: "
-                           f"{plain(v['advice'])}")  # fmt: skip
+                           f"{plain(v.advice)}")  # fmt: skip
     return out
 
 

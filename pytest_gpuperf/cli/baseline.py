@@ -218,7 +218,8 @@ def select(results: list[Result], args: argparse.Namespace) -> list[tuple[Result
         if args.tests and r.key not in args.tests and r.nodeid not in args.tests:
             continue
         for name, m in metrics_of(r).items():
-            status = (r.verdicts.get(name) or {}).get("status")
+            found = r.verdicts.get(name)
+            status = found.status if found is not None else None
             if statuses and status not in statuses:
                 continue
             if args.noise_class and m.get("noise_class") != args.noise_class:
@@ -238,9 +239,9 @@ def refusals(chosen: list[tuple[Result, str]], workers: int = 0) -> list[str]:
 
     out = []
     for r, name in chosen:
-        v = r.verdicts.get(name) or {}
-        if v.get("status") in ("inconclusive", "power-state"):
-            out.append(f"{r.key} {name}: {v['status']} in that run ({v.get('reason') or ''})")
+        v = r.verdicts.get(name)
+        if v is not None and v.status in ("inconclusive", "power-state"):
+            out.append(f"{r.key} {name}: {v.status} in that run ({v.reason})")
         if why := too_disturbed(r, workers):
             out.append(f"{r.key} {name}: {why}")
         if r.gpu_shared:  # a save leaves it out without --gpuperf-save-gpu-shared

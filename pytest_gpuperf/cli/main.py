@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..baseline.history import environment
 from ..baseline.schema import BaselineError
@@ -28,7 +28,7 @@ from ..core.settings import FALSE_ALARM
 from ..judging.blind import blindness
 from ..judging.explain import Rerun, missing, rerun_commands
 from ..judging.judge import judge_run
-from ..outputs.terminal import verdict_count_line
+from ..outputs.terminal import trail_lines, verdict_count_line
 from ..outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from ..plugin.options import add_cli_arguments
 from .baseline import add_arguments as add_baseline_arguments
@@ -70,17 +70,27 @@ def _expected_profile(data: dict[str, Any], results: list[Result]) -> str:
     return f"{profile}@{emulated.pop()}" if len(emulated) == 1 else profile
 
 
+class Compared(NamedTuple):
+    """What `gpuperf compare` found."""
+
+    rows: list[list[str]]  # the verdict table's
+    failing: bool  # whether the run fails
+    baseline: Path  # the baseline file used
+    confidence: float  # each metric was judged at
+    shifts: list[str]  # the class-wide shift lines
+    rerun: list[str]  # the commands re-running each failing test against that file
+    blind: list[str]  # which gated figures it left undecided and why (none: it saw all)
+    results: list[Result]  # judged: each carries its verdicts
+
+
 def compare_files(
     results_path: Path,
     baseline: Path | None,
     tolerance: float | None = None,
     memory_tolerance: float | None = None,
     false_alarm: float | None = None,
-) -> tuple[list[list[str]], bool, Path, float, list[str], list[str], list[str]]:
-    """Verdict rows, whether the run fails, the baseline file used, the confidence each
-    metric was judged at, the class-wide shift lines, the commands that re-run each
-    failing test against that file (its directory as given here), and the lines saying
-    which gated figures it left undecided and why (judging/blind.py; none: it saw all)."""
+) -> Compared:
+    """The run in `results_path` judged against `baseline` (default: the one it names)."""
     data, results = _read_run(results_path)
     path = _baseline_for(data, results, baseline)
     try:
@@ -122,8 +132,8 @@ def compare_files(
     rows = verdict_rows(results, gone)
     rerun = rerun_commands(results, Rerun.of(base.profile, path.parent, None))
     blind = blindness(results, base.entries).line(hint="")  # where the gate could not see
-    return rows, judgement.failing(results), path, confidence, shift_lines, rerun, \
-        [blind] if blind else []
+    return Compared(rows, judgement.failing(results), path, confidence, shift_lines, rerun,
+                    [blind] if blind else [], results)  # fmt: skip
 
 
 def ab_doc() -> str:
@@ -207,6 +217,8 @@ def _compare_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         c, ("gpuperf_tolerance", "gpuperf_memory_tolerance"), unset="each benchmark's own"
     )
     add_cli_arguments(c, ("gpuperf_false_alarm", "gpuperf_warn_only"))
+    c.add_argument("-v", "--verbose", action="store_true",
+                   help="also how each verdict was reached: its rules in order")  # fmt: skip
 
 
 def _ab_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -263,7 +275,7 @@ def compare_command(args: argparse.Namespace) -> int:
     """`gpuperf compare`: judge the run, print its table, class lines and count; exit 1 on
     a regression (0 with --warn-only), 2 on bad input (InputError)."""
     try:
-        rows, regressed, used, confidence, shifts, rerun, blind = compare_files(
+        rows, regressed, used, confidence, shifts, rerun, blind, results = compare_files(
             args.results, args.baseline, args.tolerance, args.memory_tolerance, args.false_alarm
         )
     except InputError as exc:
@@ -279,6 +291,8 @@ def compare_command(args: argparse.Namespace) -> int:
         print(f"reproduce: {plain(line)}")
     for line in blind:
         print(plain(line))
+    for line in trail_lines(results) if args.verbose else []:
+        print(line)
     if regressed:
         print("performance regression" + (" (--warn-only: not failing)" if args.warn_only else ""))
         return 0 if args.warn_only else 1

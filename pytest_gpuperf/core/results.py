@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from .stats import Summary
 from .units import format_size
+from .verdict import Verdict, from_json, to_json
 
 # unit of work -> (throughput unit, divisor from work/s to that unit)
 UNITS: dict[str, tuple[str, float]] = {
@@ -181,7 +182,7 @@ class Result:
     config: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
-    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)  # metric -> verdict
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # metric -> verdict
     # the noise class the benchmark declared (marker noise_class=, record(noise_class=)):
     # None lets the gate assign one from the unit and flags (baseline/noise.py)
     noise_class: str | None = None
@@ -303,7 +304,8 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON data; a latency's figure under `latency`, not `throughput`."""
-        d = asdict(self)
+        d = asdict(replace(self, verdicts={}))
+        d["verdicts"] = {name: to_json(v) for name, v in self.verdicts.items()}
         d["key"] = self.key
         if self.figure_name == LATENCY:
             d[LATENCY] = d.pop("throughput")
@@ -334,6 +336,9 @@ class Result:
                 if d.get(name) is not None:
                     _check_fields(Summary, d[name], f"{where} {name}")
                     d[name] = Summary(**d[name])
+            if not isinstance(d.get("verdicts", {}), dict):
+                raise ValueError(f"{where}: verdicts must be an object")
+            d["verdicts"] = _verdicts(d.get("verdicts") or {}, where)
             _check_fields(cls, d, where)
             r = cls(**d)
         except TypeError as exc:
@@ -348,6 +353,16 @@ class Result:
             if _not_number(tol) or not 0 < tol < 1:
                 raise ValueError(f"{where}: config {name} must be a fraction, got {tol!r}")
         return r
+
+
+def _verdicts(raw: dict[str, Any], where: str) -> dict[str, Verdict]:
+    out = {}
+    for name, v in raw.items():
+        try:
+            out[name] = from_json(v)
+        except ValueError as exc:
+            raise ValueError(f"{where} verdicts[{name!r}]: {exc}") from None
+    return out
 
 
 THROUGHPUT = "throughput"

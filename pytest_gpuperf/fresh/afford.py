@@ -238,7 +238,7 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
     kernels: dict[str, int] = {}  # each test's checked kernel-time figures
     for r, m, _ in todo:
         k, n = worth.get(r.nodeid, (0, 0))
-        changed = r.verdicts[m].get("status") in CHANGED
+        changed = r.verdicts[m].status in CHANGED
         worth[r.nodeid] = (k + changed, n + 1)
         kernels[r.nodeid] = kernels.get(r.nodeid, 0) + (changed and m in KERNEL_FIGURES)
     savings: dict[str, list[float]] = {t: [] for t in tests}

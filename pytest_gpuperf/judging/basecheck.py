@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..baseline.history import window
 from ..core.figures import BANDWIDTH, CLOCK, COMPUTE, KERNEL_TIME, LAUNCH, MODEL
+from ..core.verdict import Verdict, amend
 from .noise import LAUNCH_FLOOR, better
 from .verdict import CONFIDENCE, REGRESSED, z_quantile
 
@@ -131,27 +133,36 @@ def differences(saved: dict[str, Any], now: dict[str, Any]) -> str:
                      and saved[name] != now[name])  # fmt: skip
 
 
-def held(first: dict[str, Any], paired: dict[str, Any], refusal: Refusal) -> dict[str, Any]:
+BASE_CHECK = "the base build must reproduce the baseline's sessions at its commit"
+
+
+def held(first: Verdict, paired: Mapping[str, Any], refusal: Refusal) -> Verdict:
     """The verdict of a figure the base build may not judge: the first stage's, as it
     stood (a regression stays a regression, now one outside the code; an undecided figure
     stays undecided), with the rounds' record and why the stage did not judge it."""
-    outside = " (a regression outside the code)" if first.get("status") == REGRESSED else ""
-    return {**first, "paired": {**paired, "base_check": refusal.record()},
-            "reason": (f"{first.get('reason') or first.get('status')}; not judged by the "
-                       f"paired stage: {refusal.said()}; the first stage's verdict "
-                       f"stands{outside}")}  # fmt: skip
+    outside = " (a regression outside the code)" if first.status == REGRESSED else ""
+    return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal),
+                 paired={**paired, "base_check": refusal.record()},
+                 reason=(f"{first.reason or first.status}; not judged by the paired "
+                         f"stage: {refusal.said()}; the first stage's verdict "
+                         f"stands{outside}"))  # fmt: skip
 
 
-def judged(first: dict[str, Any], new: dict[str, Any], refusal: Refusal) -> dict[str, Any]:
+def judged(first: Verdict, new: Verdict, refusal: Refusal) -> Verdict:
     """The verdict of a figure whose base build did not reproduce its sessions: `held`
     (the first stage's), unless the rounds found the head worse than that base (REGRESSED,
     `new`): a base off its level cannot make the head measure worse beside it, so that
     verdict stands as before, its record saying how far the base was off (`base_off`)."""
-    if new.get("status") != REGRESSED:
-        return held(first, new["paired"], refusal)
-    return {**new, "paired": {**new["paired"], "base_off": refusal.record()},
-            "reason": f"{new.get('reason')}; {refusal.said()}, and the head measured "
-                      "worse than that base"}  # fmt: skip
+    if new.status != REGRESSED:
+        return held(first, new.paired or {}, refusal)
+    return amend(new, BASE_CHECK, "paired stage", figures=_figures(refusal),
+                 paired={**(new.paired or {}), "base_off": refusal.record()},
+                 reason=(f"{new.reason}; {refusal.said()}, and the head measured worse than "
+                         "that base"))  # fmt: skip
+
+
+def _figures(refusal: Refusal) -> dict[str, Any]:
+    return {"base off": refusal.off, "bound": refusal.bound, "sessions": refusal.sessions}
 
 
 def line(refused: list[Refusal], env_said: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..baseline.history import HISTORY, since_restart
+from ..core.verdict import Verdict
 from .verdict import (
     CONFIDENCE,
     IMPROVED,
@@ -191,28 +192,28 @@ def blindness(results: Iterable[Any], entries: Mapping[str, Any],
     gated, out = 0, []
     for r in results:
         for name, v in (r.verdicts or {}).items():
-            status = v.get("status")
+            status = v.status
             if status not in (*JUDGED, INCOMPARABLE):
                 continue
             gated += 1
             if status == INCOMPARABLE:
-                out.append(Blind(r.key, name, "incomparable", None, v.get("tolerance"),
-                                 str(v.get("reason") or "")))  # fmt: skip
+                out.append(Blind(r.key, name, "incomparable", None, v.tolerance, v.reason))
             elif status in UNDECIDED:
                 base_m = ((entries.get(r.key) or {}).get("metrics") or {}).get(name) or {}
                 why, detail = why_undecided(r, name, v, base_m)
-                out.append(Blind(r.key, name, why, v.get("mde"), v.get("tolerance"), detail))
+                out.append(Blind(r.key, name, why, v.mde, v.tolerance, detail))
     for key in missing:
         gated += 1
         out.append(Blind(key, "all", "missing", None, None, "collected, no result this run"))
     return Blindness(gated, tuple(out))
 
 
-def why_undecided(r: Any, name: str, v: Mapping[str, Any],
-                  base_m: Mapping[str, Any]) -> tuple[str, str]:  # fmt: skip
+def why_undecided(r: Any, name: str, v: Verdict, base_m: Mapping[str, Any],
+                  reason: str | None = None) -> tuple[str, str]:  # fmt: skip
     """THE reason one undecided figure was not decided (a WHYS code), and what was measured
     for it: by design first, then the environment, the paired stage, the baseline's
-    sessions (a level that moves between them, too few of them, their spread)."""
+    sessions (a level that moves between them, too few of them, their spread). `reason`:
+    the verdict's reason to read (default its own)."""
     if name in ("throughput", "latency") and r.launch_bound and f"{name}_kernels" in r.verdicts:
         return "launch-bound", ""
     if r.derived_from is not None:
@@ -221,16 +222,16 @@ def why_undecided(r: Any, name: str, v: Mapping[str, Any],
         return "busy-host", ""
     if r.gpu_shared:
         return "gpu-shared", ""
-    if v.get("status") == INCONCLUSIVE_POWER:
+    if v.status == INCONCLUSIVE_POWER:
         return "power-state", ""
-    reason = str(v.get("reason") or "")
+    reason = v.reason if reason is None else reason
     if any(s in reason for s in PAIRED_LEFT):
         return "not-paired", ""
-    if (v.get("paired") or {}).get("base_check"):
+    if (v.paired or {}).get("base_check"):
         return "base-off", ""
-    if v.get("paired"):
+    if v.paired:
         return "rounds-spread", ""
-    tol = float(v.get("tolerance") or 0.0)
+    tol = float(v.tolerance or 0.0)
     level = per_process(base_m)
     if level is not None and _drawn_per_process(level, tol):
         n, _, within, apart = level
@@ -291,16 +292,16 @@ def unseen_after_save(results: list[Any], entries: Mapping[str, Any],
     out = []
     for r in copies:
         for name, v in r.verdicts.items():
-            if v.get("status") not in JUDGED:
+            if v.status not in JUDGED:
                 continue
-            tol, half = float(v.get("tolerance") or 0.0), v.get("uncertainty")
+            tol, half = float(v.tolerance or 0.0), v.uncertainty
             if half is not None and half <= math.log1p(tol):
                 continue
             base_m = ((entries.get(r.key) or {}).get("metrics") or {}).get(name) or {}
-            why, detail = why_undecided(r, name, {**v, "reason": ""}, base_m)
+            why, detail = why_undecided(r, name, v, base_m, reason="")
             if WHYS[why].by_design:
                 continue
-            sees = f"detects {v['mde'] * 100:.1f}%" if v.get("mde") is not None and half \
+            sees = f"detects {v.mde * 100:.1f}%" if v.mde is not None and half \
                 is not None else "detects nothing yet"
             said = f"{WHYS[why].words}: {detail}" if detail else WHYS[why].words
             out.append(f"{r.key} {name} {sees} (tol. {tol * 100:.1f}%; {said})")

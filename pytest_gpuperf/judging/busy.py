@@ -33,6 +33,9 @@ def _contended(results: list[Any]) -> dict[str, tuple[str, str]]:
     return out
 
 
+BUSY = "a busy host decides nothing"
+
+
 def busy_verdicts(results: Iterable[Any], judgement: Any = None) -> None:
     """A result measured on a busy host (on the CPU), or on a GPU another process used,
     cannot show a change: its regressed or improved verdicts become inconclusive, with
@@ -40,6 +43,7 @@ def busy_verdicts(results: Iterable[Any], judgement: Any = None) -> None:
     (`judgement.shifts`)."""
     from dataclasses import replace
 
+    from ..core.verdict import amend
     from .verdict import IMPROVED, INCONCLUSIVE, REGRESSED
 
     results = list(results)
@@ -50,19 +54,19 @@ def busy_verdicts(results: Iterable[Any], judgement: Any = None) -> None:
             continue
         what, todo = by_test[r.nodeid]
         busy[r.key] = what
-        for vd in r.verdicts.values():
-            if vd.get("status") in (REGRESSED, IMPROVED):
-                vd["reason"] = (
+        for name, vd in r.verdicts.items():
+            if vd.status in (REGRESSED, IMPROVED):
+                vd = amend(vd, BUSY, figures={"host": what}, status=INCONCLUSIVE, reason=(
                     f"{what}: the load, not the code, may explain it "
-                    f"(was {vd['status']}: {vd.get('reason')})"
-                )
-                vd["status"] = INCONCLUSIVE
-            if vd.get("status") == INCONCLUSIVE:  # what -v says would settle it: the load first
-                rest = f"; {vd['advice']}" if vd.get("advice") else ""
-                vd["advice"] = f"{todo}{rest}"
+                    f"(was {vd.status}: {vd.reason})"))  # fmt: skip
+            if vd.status == INCONCLUSIVE:  # what -v says would settle it: the load first
+                rest = f"; {vd.advice}" if vd.advice else ""
+                vd = amend(vd, None, advice=f"{todo}{rest}")
+            r.verdicts[name] = vd
     shifts = getattr(judgement, "shifts", None) or []
     for i, s in enumerate(shifts):
         hit = next((busy[k] for k in s.keys if k in busy), None)
         if hit is not None and s.verdict.status in (REGRESSED, IMPROVED):
             why = f"{hit}: {s.verdict.reason}"
-            shifts[i] = replace(s, verdict=replace(s.verdict, status=INCONCLUSIVE, reason=why))
+            shifts[i] = replace(s, verdict=amend(s.verdict, BUSY, figures={"host": hit},
+                                                 status=INCONCLUSIVE, reason=why))  # fmt: skip

@@ -5,11 +5,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from ..core.results import Result
+from ..core.verdict import Verdict, amend
 from .judge import Judgement
 from .verdict import FAILED, INCONCLUSIVE, REGRESSED, worse_text
+
+CONFIRM = "a regression stands only if a fresh process shows it too"
+FRESH = "fresh process"
 
 
 def confirm(
@@ -30,9 +33,9 @@ def confirm(
     for r in results:
         twin = by_key.get(r.key)
         for name, vd in r.verdicts.items():
-            if vd.get("status") == REGRESSED:
+            if vd.status == REGRESSED:
                 v2 = twin.verdicts.get(name) if twin is not None else None
-                _merge(vd, v2, failure, twin.error if twin is not None else None)
+                r.verdicts[name] = _merge(vd, v2, failure, twin.error if twin is not None else None)
     again_shift = {(sh.cls, sh.gpu): sh for sh in again_j.shifts}
     for i, s in enumerate(first.shifts):
         if s.verdict.status != REGRESSED:
@@ -43,85 +46,81 @@ def confirm(
             why = (
                 f"{s.verdict.reason}; confirmed in a fresh process (its class median: {again_text})"
             )
-            v = replace(s.verdict, confirmed=True, reason=why)
+            v = amend(s.verdict, CONFIRM, FRESH, figures={"there": shift_twin.verdict.worse},
+                      confirmed=True, reason=why)  # fmt: skip
         elif failure is None:
             seen = (
                 f"{shift_twin.verdict.status}, {worse_text(shift_twin.verdict.worse)}"
                 if shift_twin is not None
                 else "too few of the class re-measured there"
             )
-            v = replace(
-                s.verdict,
-                status=INCONCLUSIVE,
-                confirmed=False,
-                reason=f"not confirmed in a fresh process ({seen})",
-            )
+            v = amend(s.verdict, CONFIRM, FRESH, note=seen, status=INCONCLUSIVE, confirmed=False,
+                      reason=f"not confirmed in a fresh process ({seen})")  # fmt: skip
         else:
-            v = replace(s.verdict, basis=s.verdict.basis + f"; not re-measured ({failure})")
+            v = amend(s.verdict, CONFIRM, FRESH, note=f"not re-measured ({failure})",
+                      basis=s.verdict.basis + f"; not re-measured ({failure})")  # fmt: skip
         first.shifts[i] = replace(s, verdict=v)
 
 
-def _change_text(v: dict[str, Any]) -> str:
-    c = v.get("change")
+def _change_text(v: Verdict) -> str:
+    c = v.change
     return f"{c * 100:+.2f}%" if isinstance(c, float) else "no change"
 
 
 def _merge(
-    vd: dict[str, Any], v2: dict[str, Any] | None, failure: str | None, error: str | None
-) -> None:
+    vd: Verdict, v2: Verdict | None, failure: str | None, error: str | None
+) -> Verdict:
     """One regressed verdict `vd` and its fresh twin `v2`: confirmed, not confirmed, or
     standing unconfirmed where the fresh process gave no figure."""
     first_text = _change_text(vd)
-    if failure is not None or v2 is None or v2.get("status") == FAILED:
+    if failure is not None or v2 is None or v2.status == FAILED:
         why = failure or "the fresh process gave no figure for it"
-        if v2 is not None and v2.get("status") == FAILED:
-            text = f"{error or v2.get('reason') or ''}".lower()
+        if v2 is not None and v2.status == FAILED:
+            text = f"{error or v2.reason or ''}".lower()
             why = (
                 "out of memory there"
                 if "out of memory" in text or "oom" in text.split()
-                else (f"it failed there: {error or v2.get('reason')}")
+                else (f"it failed there: {error or v2.reason}")
             )
-        vd["basis"] = (vd.get("basis") or "") + f"; not re-measured ({why})"
-        return
-    clocked = vd.get("per_cycle") is not None and v2.get("per_cycle") is not None
+        return amend(vd, CONFIRM, FRESH, note=f"not re-measured ({why})",
+                     basis=(vd.basis or "") + f"; not re-measured ({why})")  # fmt: skip
+    clocked = vd.per_cycle is not None and v2.per_cycle is not None
+    there = {"there": v2.change, "there status": str(v2.status)}
     if clocked:  # like with like: the clock the card ran at differs between the two runs
-        held = vd.get("per_cycle") == REGRESSED and v2.get("per_cycle") == REGRESSED
-        seen = (
-            f"per SM clock cycle {v2.get('per_cycle')} ({worse_text(v2.get('per_cycle_worse'))})"
-        )
+        held = vd.per_cycle == REGRESSED and v2.per_cycle == REGRESSED
+        seen = f"per SM clock cycle {v2.per_cycle} ({worse_text(v2.per_cycle_worse)})"
+        there = {"there per cycle": v2.per_cycle, "there per cycle worse": v2.per_cycle_worse}
     else:
-        held = v2.get("status") == REGRESSED
-        seen = f"{_change_text(v2)} ({v2.get('status')})"
+        held = v2.status == REGRESSED
+        seen = f"{_change_text(v2)} ({v2.status})"
     if not held:
-        vd["confirmed"] = False
-        vd["status"] = INCONCLUSIVE
-        vd["reason"] = f"not confirmed in a fresh process: {first_text} here, {seen} there"
-        return
-    vd["confirmed"] = True
+        why = f"not confirmed in a fresh process: {first_text} here, {seen} there"
+        return amend(vd, CONFIRM, FRESH, figures=there, confirmed=False, status=INCONCLUSIVE,
+                     reason=why)  # fmt: skip
     if clocked:  # the time changes differ by the clock; the figure that fails is per cycle
-        w1, w2 = vd.get("per_cycle_worse"), v2.get("per_cycle_worse")
-        there = worse_text(w2)
+        w1, w2 = vd.per_cycle_worse, v2.per_cycle_worse
+        said, kept = worse_text(w2), w1
         if isinstance(w1, float) and isinstance(w2, float) and w2 < w1:
-            vd["per_cycle_worse"] = w2
-            there += f", where this run measured {worse_text(w1)}: the smaller is reported"
-        why = f"confirmed per SM clock cycle in a fresh process ({there})"
-        vd["reason"] = f"{vd.get('reason')}; {why}"
-        return
+            kept = w2
+            said += f", where this run measured {worse_text(w1)}: the smaller is reported"
+        why = f"confirmed per SM clock cycle in a fresh process ({said})"
+        return amend(vd, CONFIRM, FRESH, figures=there, confirmed=True,
+                     reason=f"{vd.reason}; {why}", per_cycle_worse=kept)  # fmt: skip
     if _smaller(vd, v2) is v2:  # its interval and what it came from with it (the basis)
-        for k in ("change", "worse", "uncertainty", "mde"):
-            vd[k] = v2.get(k)
-        if v2.get("basis"):
-            vd["basis"] = f"{v2['basis']} (the fresh process's)"
-        vd["reason"] = (
-            f"{vd.get('reason')}; confirmed in a fresh process, which measured "
-            f"{_change_text(v2)} where this run measured {first_text}: the smaller is reported"
-        )
-    else:
-        vd["reason"] = f"{vd.get('reason')}; confirmed in a fresh process ({_change_text(v2)})"
+        return amend(
+            vd, CONFIRM, FRESH, figures=there, confirmed=True,
+            change=v2.change, worse=v2.worse, uncertainty=v2.uncertainty, mde=v2.mde,
+            basis=f"{v2.basis} (the fresh process's)" if v2.basis else vd.basis,
+            reason=(f"{vd.reason}; confirmed in a fresh process, which measured "
+                    f"{_change_text(v2)} where this run measured {first_text}: the smaller "
+                    "is reported"),
+        )  # fmt: skip
+    why = f"{vd.reason}; confirmed in a fresh process ({_change_text(v2)})"
+    return amend(vd, CONFIRM, FRESH, figures=there, confirmed=True, reason=why)
 
 
-def _smaller(vd: dict[str, Any], v2: dict[str, Any]) -> dict[str, Any]:
-    w1, w2 = vd.get("worse"), v2.get("worse")
+def _smaller(vd: Verdict, v2: Verdict) -> Verdict:
+    w1, w2 = vd.worse, v2.worse
     if isinstance(w1, float) and isinstance(w2, float) and w2 < w1:
         return v2
     return vd
@@ -131,7 +130,7 @@ def flagged_tests(results: list[Result], judgement: Judgement) -> list[str]:
     """The tests a confirmation run re-measures: those with a regressed metric, and every
     test of a class whose run-wide shift regressed."""
     out = {
-        r.nodeid for r in results if any(v.get("status") == REGRESSED for v in r.verdicts.values())
+        r.nodeid for r in results if any(v.status == REGRESSED for v in r.verdicts.values())
     }
     keys = {k for s in judgement.shifts if s.verdict.status == REGRESSED for k in s.keys}
     out |= {r.nodeid for r in results if r.key in keys}

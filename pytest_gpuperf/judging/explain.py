@@ -16,7 +16,8 @@ from typing import Any
 from ..baseline.history import since_restart, values_of, window
 from ..core.figures import metrics_of
 from ..core.results import Result, format_value
-from .judge import Judgement, as_verdict
+from ..core.verdict import Verdict
+from .judge import Judgement
 from .verdict import FAILED, REGRESSED, interval_text, lopsided_bounds
 
 
@@ -65,61 +66,62 @@ def _emulate(rerun: Rerun) -> str:
     return f" --gpuperf-emulate={shlex.quote(rerun.emulate)}" if rerun.emulate else ""
 
 
-def _recorded_commit(verdict: dict[str, Any]) -> str | None:
+def _recorded_commit(verdict: Verdict) -> str | None:
     """The base commit the paired stage recorded in a verdict, where it re-measured it."""
-    paired = verdict.get("paired")
-    commit = paired.get("commit") if isinstance(paired, dict) else None
+    paired = verdict.paired
+    commit = paired.get("commit") if paired is not None else None
     return commit if isinstance(commit, str) and commit else None
 
 
-def paired_commit(verdict: dict[str, Any]) -> str | None:
+def paired_commit(verdict: Verdict) -> str | None:
     """The base commit of a verdict the paired stage decided (None: the first stage's, also
     where the stage re-measured it but the first stage's verdict stands: no `stage1`)."""
-    return _recorded_commit(verdict) if isinstance(verdict.get("stage1"), dict) else None
+    return _recorded_commit(verdict) if verdict.stage1 is not None else None
 
 
 EACH_PAIR = "each_pair"  # in `paired`: each process pair's change, where they bore stage 1 out
 
 
-def borne_out(verdict: dict[str, Any]) -> bool:
+def borne_out(verdict: Verdict) -> bool:
     """Whether the paired stage re-measured a verdict the first stage decided and every one
     of its process pairs bore it out, so that the first stage's verdict stands (its noise
     per process: run/paired.py `_each_pair`)."""
-    paired = verdict.get("paired")
-    return isinstance(paired, dict) and isinstance(paired.get(EACH_PAIR), list)
+    paired = verdict.paired
+    return paired is not None and isinstance(paired.get(EACH_PAIR), list | tuple)
 
 
-def ab_commit(verdict: dict[str, Any]) -> str | None:
+def ab_commit(verdict: Verdict) -> str | None:
     """The commit a `gpuperf ab` line measures a verdict's test against: a paired verdict's,
     or that of one the paired stage bore out."""
     return paired_commit(verdict) or (_recorded_commit(verdict) if borne_out(verdict) else None)
 
 
-def _checked(v: Any, vd: dict[str, Any]) -> str:
+def _checked(v: Verdict) -> str:
     """A regression's failure line on how it was checked: in a fresh process, by the
     paired stage, or by each of its process pairs; or that nothing re-measured it."""
     said = []
     if v.confirmed:
         said.append("confirmed in a fresh process")
-    elif paired_commit(vd):
+    elif paired_commit(v):
         said.append("decided by the paired stage, in fresh processes of both builds")
-    elif v.confirmed is None and not borne_out(vd):
+    elif v.confirmed is None and not borne_out(v):
         said.append("NOT re-measured in a fresh process")
-    if borne_out(vd):
+    if borne_out(v):
         said.append("borne out by each process pair of the paired stage, in fresh processes "
                     "of both builds")  # fmt: skip
     return "".join(f"; {x}" for x in said)
 
 
-def _paired_medians(verdict: dict[str, Any]) -> tuple[float, float] | None:
+def _paired_medians(verdict: Verdict) -> tuple[float, float] | None:
     """The base build's and this build's medians over the paired rounds of a verdict the
     paired stage decided, where it recorded them."""
     if paired_commit(verdict) is None:
         return None
-    p = verdict["paired"]
+    p = verdict.paired or {}
     b, h = p.get("base_median"), p.get("head_median")
-    ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (b, h))
-    return (float(b), float(h)) if ok else None
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (b, h)):
+        return None
+    return float(b), float(h)  # type: ignore[arg-type]
 
 
 def rerun_commands(results: Iterable[Result], rerun: Rerun) -> list[str]:
@@ -129,7 +131,7 @@ def rerun_commands(results: Iterable[Result], rerun: Rerun) -> list[str]:
     failing: dict[str, str | None] = {}
     for r in results:
         for vd in r.verdicts.values():
-            if vd.get("status") in (REGRESSED, FAILED):
+            if vd.status in (REGRESSED, FAILED):
                 failing[r.nodeid] = failing.get(r.nodeid) or ab_commit(vd)
     out = []
     for nodeid, commit in failing.items():
@@ -156,22 +158,20 @@ def failure_lines(
     for r in results:
         metrics = metrics_of(r)
         base_entry = entries.get(r.key) or {}
-        for name, vd in r.verdicts.items():
-            status = vd.get("status")
-            if status == FAILED:
+        for name, v in r.verdicts.items():
+            if v.status == FAILED:
                 lines.append(
-                    f"PERFORMANCE REGRESSION {r.key} {name}: no result now ({vd.get('reason')}) "
+                    f"PERFORMANCE REGRESSION {r.key} {name}: no result now ({v.reason}) "
                     f"where baseline {profile} has one: " + _base_text(base_entry, name, profile)
                     + _rerun_tail([r.nodeid], rerun)
                 )
                 continue
-            if status != REGRESSED or name not in metrics:
+            if v.status != REGRESSED or name not in metrics:
                 continue
-            v = as_verdict(vd)
             base_m = base_entry["metrics"][name]
             ref = statistics.median(values_of(base_m)) if values_of(base_m) else math.nan
             now, unit = metrics[name]["median"], metrics[name]["unit"]
-            rounds = _paired_medians(vd)  # a paired verdict: the figures its change is of
+            rounds = _paired_medians(v)  # a paired verdict: the figures its change is of
             ref, now = rounds or (ref, now)
             of = " (the paired rounds' medians, base build -> this one)" if rounds else ""
             change = f"{v.change * 100:+.2f}%" if v.change is not None else "from 0"
@@ -183,8 +183,8 @@ def failure_lines(
                 f"(tolerance {v.tolerance * 100:.1f}%; {v.basis or 'no spread'}; at {conf}); "
                 f"baseline "
                 + _base_text(base_entry, name, profile)
-                + _checked(v, vd)
-                + _rerun_tail([r.nodeid], rerun, ab_commit(vd))
+                + _checked(v)
+                + _rerun_tail([r.nodeid], rerun, ab_commit(v))
             )
     if judgement is not None:
         nodeids = {r.key: r.nodeid for r in results}

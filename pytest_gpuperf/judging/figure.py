@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import replace
 from typing import Any
 
 from ..baseline.history import launch_bound_throughout, values_of
 from ..core.figures import CLASS_NAMES, LAUNCH
 from ..core.results import fmt_number, format_figure
+from ..core.verdict import amend, make
 from .noise import LAUNCH_FLOOR, NoiseModel, Spread, better
 from .offsets import Item, MetricOffsets, after_text, never_by_the_offset, value_d
 from .verdict import (
@@ -35,6 +35,10 @@ def _s_cur(m: dict[str, Any]) -> float:
     med = m["median"]
     half = max(med - m.get("ci_low", med), m.get("ci_high", med) - med)
     return half / med / Z95 if med > 0 else 0.0
+
+
+APART = "decided apart (no statistics: informational, new, incomparable)"
+ZERO = "judged by the difference from 0"
 
 
 def decided_apart(
@@ -65,23 +69,24 @@ def _precheck(
 ) -> Verdict | None:
     """The verdicts decided before any statistics: informational, new, incomparable."""
     if m.get("gate") is False:
-        return Verdict(INFO, None, None, None, tol, "informational: reported, never judged")
+        why = "informational: reported, never judged"
+        return make(INFO, None, None, None, tol, why, rule=APART)
     if base is None:
-        return Verdict(NEW, None, None, None, tol, "no baseline")
+        return make(NEW, None, None, None, tol, "no baseline", rule=APART)
     if why_not:
-        return Verdict(INCOMPARABLE, None, None, None, tol, why_not)
+        return make(INCOMPARABLE, None, None, None, tol, why_not, rule=APART)
     base_m = base["metrics"].get(name)
     if base_m is None or not values_of(base_m, exclude_session):
-        return Verdict(NEW, None, None, None, tol, "no baseline for this metric")
+        return make(NEW, None, None, None, tol, "no baseline for this metric", rule=APART)
     if base_m.get("unit") != m["unit"]:
         why = f"unit changed: baseline {base_m.get('unit')}, now {m['unit']}"
-        return Verdict(INCOMPARABLE, None, None, None, tol, why)
+        return make(INCOMPARABLE, None, None, None, tol, why, rule=APART)
     if base_m.get("direction") != m["direction"]:
         why = (
             f"direction changed: baseline {base_m.get('direction')} is better, now "
             f"{m['direction']} is better"
         )
-        return Verdict(INCOMPARABLE, None, None, None, tol, why)
+        return make(INCOMPARABLE, None, None, None, tol, why, rule=APART)
     return None
 
 
@@ -123,8 +128,8 @@ def set_aside_improvements(figures: dict[str, dict[str, dict[str, Any]]],
             why = other_regime(m, base_m, exclude_session)
             if why:
                 change = f"{abs(v.change or 0) * 100:.1f}%"
-                verdicts[name] = replace(v, status=INCONCLUSIVE,
-                                         reason=f"{change} faster, but {why}")  # fmt: skip
+                verdicts[name] = amend(v, "an improvement timed otherwise", status=INCONCLUSIVE,
+                                       reason=f"{change} faster, but {why}")  # fmt: skip
 
 
 def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
@@ -136,11 +141,10 @@ def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
     now_text = format_figure(now, m["unit"])
     if all(v == 0 for v in values):
         if now == 0:
-            return Verdict(
-                UNCHANGED, 0.0, 0.0, 0.0, tol, f"0 in all {len(values)} session(s) and now"
-            )
+            return make(UNCHANGED, 0.0, 0.0, 0.0, tol, f"0 in all {len(values)} session(s) and now",
+                        rule=ZERO)
         if len(values) < 2:
-            return Verdict(
+            return make(
                 INCONCLUSIVE,
                 None,
                 None,
@@ -148,13 +152,15 @@ def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
                 tol,
                 f"0 in the only baseline session, now {now_text}: save another session "
                 "to tell a constant from noise",
+                rule=ZERO,
             )
         status = IMPROVED if higher else REGRESSED
         why = f"was exactly 0 in all {len(values)} baseline sessions, now {now_text}"
-        return Verdict(status, None, None, 0.0, tol, why, basis="judged by the difference from 0")
+        return make(status, None, None, 0.0, tol, why, basis="judged by the difference from 0",
+                    rule=ZERO)
     ref = statistics.median(values)
     change = now / ref - 1 if ref > 0 else None
-    return Verdict(
+    return make(
         INCONCLUSIVE,
         change,
         None,
@@ -162,6 +168,7 @@ def _judge_zero(values: list[float], m: dict[str, Any], tol: float) -> Verdict:
         tol,
         f"a value of 0 in the baseline or now ({', '.join(fmt_number(v) for v in values)} "
         f"-> {now_text}): no ratio to judge",
+        rule=ZERO,
     )
 
 
@@ -178,8 +185,9 @@ def judge_item(
             "one baseline session and no class spread to borrow: save another session to "
             "know how much this figure varies"
         )
-        return Verdict(INCONCLUSIVE, change, -change if it.higher else change, None,
-                       it.tolerance, why, it.tolerance, basis="one baseline session")  # fmt: skip
+        return make(INCONCLUSIVE, change, -change if it.higher else change, None,
+                    it.tolerance, why, mde=it.tolerance, basis="one baseline session",
+                    rule="one baseline session")  # fmt: skip
     fit = model.classes.get(it.cls)
     g, extra, df, after = it.g, 0.0, sp.df, ""
     found = None
@@ -204,12 +212,13 @@ def judge_item(
             "outlier: this may be the same cause, not the code (a model left resident, a "
             "throttled card); fix the cause, or save sessions that show which is normal"
         )
-        return Verdict(INCONCLUSIVE, change, -change if it.higher else change, None,
-                       it.tolerance, why, basis="; ".join(sp.set_aside))  # fmt: skip
+        return make(INCONCLUSIVE, change, -change if it.higher else change, None,
+                    it.tolerance, why, basis="; ".join(sp.set_aside),
+                    rule="the way a set-aside session went")  # fmt: skip
     v = decide(d, higher_is_better=it.higher, s_cur=_s_cur(it.metric), var=sp.var, df=df,
                k=sp.k, tolerance=it.tolerance, confidence=confidence,
                extra_var=extra)  # fmt: skip
-    v = replace(v, basis=_basis(v, sp, it.cls, df) + after)
+    v = amend(v, None, basis=_basis(v, sp, it.cls, df) + after)
     return never_by_the_offset(v, it) if found is not None else v
 
 

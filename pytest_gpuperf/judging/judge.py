@@ -11,7 +11,7 @@ pytest and no I/O here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..baseline.history import (
@@ -31,6 +31,7 @@ from ..core.figures import (
 )
 from ..core.results import Result
 from ..core.settings import BY_NAME, FALSE_ALARM
+from ..core.verdict import amend, make
 from .busy import busy_verdicts
 from .figure import base_clock, decided_apart, judge_item, set_aside_improvements
 from .noise import NoiseModel, better
@@ -250,8 +251,8 @@ def _judge_items(
 def _set_verdicts(
     results: list[Result], entries: dict[str, dict[str, Any]], out: dict[str, dict[str, Verdict]]
 ) -> None:
-    """The verdicts as each result carries them (dicts, with the advice that the length of
-    the figure's baseline history makes due)."""
+    """The verdicts as each result carries them, with the advice that the length of the
+    figure's baseline history makes due."""
     for r in results:
         metrics = (entries.get(r.key) or {}).get("metrics") or {}
         r.verdicts = {}
@@ -259,10 +260,9 @@ def _set_verdicts(
             base_m = metrics.get(name) or {}
             note = restart_note(base_m) if v.status not in (NEW, INCOMPARABLE) else None
             if note:  # the history was restarted from an accepted run: the verdict says so
-                v = replace(v, basis="; ".join(x for x in (v.basis, note) if x))
-            r.verdicts[name] = verdict_dict(v, len(since_restart(base_m)))
-            if note:
-                r.verdicts[name]["restarted"] = note
+                v = amend(v, None, basis="; ".join(x for x in (v.basis, note) if x),
+                          restarted=note)  # fmt: skip
+            r.verdicts[name] = with_advice(v, len(since_restart(base_m)))
 
 
 def _items(
@@ -311,7 +311,7 @@ def _failed(
     for name in (base or {}).get("metrics", {}):
         if name not in PER_CLOCKS:
             why = r.error or "the benchmark produced no result"
-            verdicts[name] = Verdict(FAILED, None, None, None, tol, why)
+            verdicts[name] = make(FAILED, None, None, None, tol, why, rule="no figure")
 
 
 def _why_incomparable(
@@ -346,31 +346,11 @@ def _item(
                 raw_model.spread(f"{r.key}::{name}"))  # fmt: skip
 
 
-# ------------------------------------------------------------------- verdicts as dicts
-
-
-def verdict_dict(v: Verdict, history_len: int) -> dict[str, Any]:
-    d = asdict(v)
+def with_advice(v: Verdict, history_len: int) -> Verdict:
+    """`v` with what would settle it, where it is undecided (none for any other)."""
     advice = what_would_settle(v, history_len)
-    if advice:
-        d["advice"] = advice
-    return d
-
-
-def as_verdict(vd: dict[str, Any]) -> Verdict:
-    """A Verdict from verdict_dict's output (fields a file lacks take their defaults)."""
-    names = ("status", "change", "worse", "uncertainty", "tolerance", "reason")
-    optional = [k for k in Verdict.__dataclass_fields__ if k not in names and k in vd]
-    return Verdict(
-        str(vd.get("status")),
-        vd.get("change"),
-        vd.get("worse"),
-        vd.get("uncertainty"),
-        float(vd.get("tolerance") or 0.0),
-        str(vd.get("reason") or ""),
-        **{k: vd[k] for k in optional},
-    )
+    return amend(v, None, advice=advice) if advice else v
 
 
 def failing(result: Result) -> bool:
-    return any(v.get("status") in FAILING for v in result.verdicts.values())
+    return any(v.status in FAILING for v in result.verdicts.values())

@@ -17,11 +17,12 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.figures import CLASS_NAMES, TIMED, per_clock_name
 from ..core.results import Result
+from ..core.verdict import amend, stage1_record
 from .noise import MIN_OFFSET_METRICS, SCREEN_P, ClassFit, NoiseModel, Spread, f_isf, leave_one_out
 from .verdict import (
     CHANGED,
@@ -34,7 +35,6 @@ from .verdict import (
     combine_clocked,
     decide,
     ratio_change,
-    stage1_record,
     worse_text,
     z_quantile,
 )
@@ -118,7 +118,10 @@ def bounded_by_class_line(
             f"it; the class line, which decides between a machine and the code, is {seen}: "
             "more baseline sessions (on the runners this gate uses), or gpuperf ab, can tell"
         )
-        out[it.result.key][it.name] = replace(v, status=INCONCLUSIVE, reason=why)
+        out[it.result.key][it.name] = amend(
+            v, "bounded by the class line", figures={"class moved": ratio_change(found[0]),
+                                                     "class line": str(seen)},
+            status=INCONCLUSIVE, reason=why)  # fmt: skip
 
 
 @dataclass
@@ -299,7 +302,8 @@ def never_by_the_offset(v: Verdict, it: Item) -> Verdict:
         "against the baseline): this run cannot tell a faster or slower machine from a change "
         "of the code here; see the class-wide line"
     )
-    return replace(v, status=INCONCLUSIVE, reason=why)
+    return amend(v, "never decided by the offset alone", figures={"measured change": raw},
+                 status=INCONCLUSIVE, reason=why)  # fmt: skip
 
 
 def carried(status: str, source: object) -> bool:
@@ -308,6 +312,9 @@ def carried(status: str, source: object) -> bool:
     if status in (REGRESSED, IMPROVED):
         return source == status
     return status != UNCHANGED or source in (UNCHANGED, *CHANGED)
+
+
+DERIVED = "a derived figure never decided more strongly than its source"
 
 
 def cap_derived(results: list[Result], out: dict[str, dict[str, Verdict]]) -> None:
@@ -340,8 +347,11 @@ def cap_derived(results: list[Result], out: dict[str, dict[str, Verdict]]) -> No
                     "never decided more strongly than the measurement it comes from"
                 )
             )
-            out[r.key]["value"] = replace(v, status=status, uncertainty=half, reason=why,
-                                          mde=max(v.tolerance, half))  # fmt: skip
+            out[r.key]["value"] = amend(
+                v, DERIVED, figures={"source": src_key, "source status": str(src.status),
+                                     "uncertainty": half},
+                status=status, uncertainty=half, reason=why, mde=max(v.tolerance, half),
+            )  # fmt: skip
 
 
 def recap_derived(results: list[Result]) -> None:
@@ -356,16 +366,17 @@ def recap_derived(results: list[Result]) -> None:
         if r.derived_from is None or not v or src is None:
             continue
         sv = next((src.verdicts[n] for n in TIMED if n in src.verdicts), None)
-        if sv is None or "paired" not in sv:  # not re-judged by the stage
+        if sv is None or sv.paired is None:  # not re-judged by the stage
             continue
-        source = sv.get("status")
-        if not carried(str(v.get("status")), source):
-            r.verdicts = {**r.verdicts, "value": {
-                **v, "status": INCONCLUSIVE, "stage1": stage1_record(v),
-                "reason": (f"derived from {src.key}, which the paired stage found {source}: a "
-                           "derived figure is never decided more strongly than the measurement "
-                           "it comes from"),
-            }}  # fmt: skip
+        source = sv.status
+        if not carried(v.status, source):
+            r.verdicts = {**r.verdicts, "value": amend(
+                v, DERIVED, "paired stage", figures={"source": src.key, "source status": source},
+                status=INCONCLUSIVE, stage1=stage1_record(v),
+                reason=(f"derived from {src.key}, which the paired stage found {source}: a "
+                        "derived figure is never decided more strongly than the measurement "
+                        "it comes from"),
+            )}  # fmt: skip
 
 
 def class_shift(
@@ -406,8 +417,8 @@ def class_shift(
             if abs(v.worse) > tol
             else v.reason
         )
-        v = replace(v, reason=why)
-    v = replace(v, basis=basis)
+        v = amend(v, None, reason=why)
+    v = amend(v, None, basis=basis)
     keys = {i.result.key for i in mine}
     # a per-clock figure is the twin of its result's throughput (or latency), never of another
     # figure of the result (a launch-bound result's per-clock figure is launch-bound)
@@ -418,5 +429,5 @@ def class_shift(
         cyc = _line_verdict(shift, len(twins), twins[0].cls, model, tol, confidence)
         if cyc is not None:
             each = "each figure per its own SM clock"
-            v = replace(combine_clocked(v, cyc[0], None, None, each), basis=basis)
+            v = amend(combine_clocked(v, cyc[0], None, None, each), None, basis=basis)
     return ClassShift(cls, gpu, v, len(mine), tuple(sorted(keys)))

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.settings import MIN_FALSE_ALARM
-from .judge import verdict_dict
-from .verdict import INCOMPARABLE, INCONCLUSIVE, NEW, Verdict, paired, per_metric_confidence
+from ..core.verdict import amend, make, to_json
+from .verdict import INCOMPARABLE, INCONCLUSIVE, NEW, paired, per_metric_confidence
 
 SIDES = ("base", "head")
 Figure = tuple[float, str, bool]  # a metric's median, unit, and whether higher is better
@@ -20,6 +20,9 @@ Round = dict[tuple[str, str], Figure]  # (benchmark key, metric) -> figure, one 
 
 class ABError(Exception):
     """Bad input or a failed run: exit 2 with this message."""
+
+
+AB = "gpuperf ab: base and head rounds, interleaved"
 
 
 def _number(x: Any) -> bool:
@@ -113,17 +116,15 @@ def judge_rounds(figures: Any, tolerance: Any, false_alarm: Any) -> dict[str, An
         base = [f[k] for f in sides["base"] if k in f]
         head = [f[k] for f in sides["head"] if k in f]
         if why := _what_differs(base, head):
-            v, advice = Verdict(INCOMPARABLE, None, None, None, tolerance, why), None
+            v, advice = make(INCOMPARABLE, None, None, None, tolerance, why, rule=AB), None
         elif nb < n or nh < n:
             why = f"measured in {nb} of {n} base and {nh} of {n} head rounds"
             advice = "see why the benchmark gave no figure in the other rounds"
-            v = Verdict(INCONCLUSIVE, None, None, None, tolerance, why)
+            v = make(INCONCLUSIVE, None, None, None, tolerance, why, rule=AB)
         else:
             judged[k] = base, head
             continue
-        vd = verdict_dict(v, n)
-        vd.pop("advice", None)  # a baseline's advice: not this one's
-        verdicts.setdefault(k[0], {})[k[1]] = {**vd, **({"advice": advice} if advice else {})}
+        verdicts.setdefault(k[0], {})[k[1]] = to_json(amend(v, None, advice=advice))
     confidence = per_metric_confidence(false_alarm, len(judged))
     values: dict[str, dict[str, Any]] = {}
     for (key, metric), (base, head) in judged.items():
@@ -131,16 +132,13 @@ def judge_rounds(figures: Any, tolerance: Any, false_alarm: Any) -> dict[str, An
         b = [x[0] for x in head]
         _, unit, higher = head[-1]
         v = paired(a, b, higher_is_better=higher, tolerance=tolerance, confidence=confidence)
-        vd = verdict_dict(v, len(a))
         if v.status == INCONCLUSIVE:
-            vd["advice"] = _more_rounds(a, b, confidence, tolerance, higher)
-        verdicts.setdefault(key, {})[metric] = vd
+            v = amend(v, None, advice=_more_rounds(a, b, confidence, tolerance, higher))
+        verdicts.setdefault(key, {})[metric] = to_json(v)
         values.setdefault(key, {})[metric] = {"unit": unit, "base": a, "head": b}
     for key, metric in sorted(seen["head"] - seen["base"]):
-        verdicts.setdefault(key, {})[metric] = {
-            "status": NEW, "change": None, "tolerance": tolerance,
-            "reason": "not measured at the base",
-        }  # fmt: skip
+        new = make(NEW, None, None, None, tolerance, "not measured at the base", rule=AB)
+        verdicts.setdefault(key, {})[metric] = to_json(new)
     return {
         "confidence": confidence,
         "verdicts": verdicts,

@@ -37,9 +37,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..core.figures import kernels_of
+from ..core.verdict import Verdict, amend, make
 from .noise import f_isf, pooled_variance
 from .verdict import (
     CHANGED,
@@ -48,7 +49,6 @@ from .verdict import (
     INCONCLUSIVE_POWER,
     REGRESSED,
     UNCHANGED,
-    Verdict,
     per_metric_confidence,
     quantile,
     relative_change_text,
@@ -200,6 +200,10 @@ def _fits(out: dict[tuple[str, str], tuple[float, float]], keep: set[tuple[str, 
     return out[k][0] <= sp * f_isf(SCREEN_P, out[k][1], df)
 
 
+STAGE = "paired stage"
+VETO = "the time decides; its per-clock twin can only veto a change"
+
+
 def judge_paired(
     figs: Sequence[PairedFigure],
     tolerance: Mapping[str, float],
@@ -218,7 +222,8 @@ def judge_paired(
         tol = tolerance[f.key]
         if not f.usable():
             why = f"{len(f.base)} paired round(s) of finite positive figures: 2 needed"
-            out[(f.key, f.metric)] = Verdict(INCONCLUSIVE, None, None, None, tol, why)
+            out[(f.key, f.metric)] = make(INCONCLUSIVE, None, None, None, tol, why,
+                                          rule="rounds", stage=STAGE)  # fmt: skip
             continue
         p = screened(f, tol)
         if p is not None:
@@ -226,7 +231,8 @@ def judge_paired(
                 f"{PER_PROCESS}: the process pairs disagree on its paired "
                 f"difference (p = {p:.2g}); two processes a side cannot average it out"
             )
-            out[(f.key, f.metric)] = Verdict(INCONCLUSIVE, None, None, None, tol, why)
+            out[(f.key, f.metric)] = make(INCONCLUSIVE, None, None, None, tol, why,
+                                          rule=PER_PROCESS, stage=STAGE)  # fmt: skip
             continue
         good.append(f)
     variances = pooled(good)
@@ -241,8 +247,8 @@ def judge_paired(
         v = status_of(d, half, higher_is_better=f.higher, tolerance=tolerance[f.key])
         kind = "'s kernel-time figures" if kernels_of(f.metric) is not None else ""
         pool = f"pooled over its class{kind}, {df:.0f} df" if df > n - 1 else f"its own, {n - 1} df"
-        out[(f.key, f.metric)] = replace(
-            v,
+        out[(f.key, f.metric)] = amend(
+            v, None,
             reason=f"{v.reason} over {n} paired rounds",
             # the half-width as the verdict carries and every output prints it (log units)
             basis=f"±{half * 100:.2f}% over {n} paired rounds ({pool})",
@@ -268,16 +274,19 @@ def clocked(time_v: Verdict, cycle_v: Verdict) -> Verdict:
     if time_v.worse is None or cycle_v.worse is None:
         return time_v
     per_cycle = f"per clock cycle {relative_change_text(cycle_v)}, {cycle_v.status}"
+    cycles = {"per clock cycle": str(cycle_v.status), "per cycle change": cycle_v.change}
     clocks = "each round at its own SM clock"
     against = {REGRESSED: (UNCHANGED, IMPROVED), IMPROVED: (UNCHANGED, REGRESSED)}
     if cycle_v.status in against.get(time_v.status, ()):
         way = "slower" if time_v.status == REGRESSED else "faster"
         why = (f"power state differs: {way} in time ({relative_change_text(time_v)}) but "
                f"{per_cycle} ({clocks})")  # fmt: skip
-        return replace(time_v, status=INCONCLUSIVE_POWER, reason=why,
-                       per_cycle=cycle_v.status, per_cycle_worse=cycle_v.worse)  # fmt: skip
-    return replace(time_v, reason=f"{time_v.reason} in time; {per_cycle} ({clocks})",
-                   per_cycle=cycle_v.status, per_cycle_worse=cycle_v.worse)  # fmt: skip
+        return amend(time_v, VETO, STAGE, figures=cycles, status=INCONCLUSIVE_POWER,
+                     reason=why, per_cycle=str(cycle_v.status),
+                     per_cycle_worse=cycle_v.worse)  # fmt: skip
+    return amend(time_v, VETO, STAGE, figures=cycles,
+                 reason=f"{time_v.reason} in time; {per_cycle} ({clocks})",
+                 per_cycle=str(cycle_v.status), per_cycle_worse=cycle_v.worse)  # fmt: skip
 
 
 def rounds_to_settle(var: float, confidence: float, tolerance: float) -> int | None:

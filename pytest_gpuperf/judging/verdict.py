@@ -12,39 +12,31 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
 
 from ..baseline.history import HISTORY
+from ..core.verdict import Status, Verdict, amend, make
 
-REGRESSED = "regressed"
-IMPROVED = "improved"
+REGRESSED = Status.REGRESSED
+IMPROVED = Status.IMPROVED
 CHANGED = (REGRESSED, IMPROVED)  # the verdicts that say the figure moved
-UNCHANGED = "unchanged"
-INCONCLUSIVE = "inconclusive"
-NEW = "new"
-MISSING = "missing"
-INCOMPARABLE = "incomparable"
-FAILED = "failed"  # the benchmark itself failed (e.g. out of memory) where a baseline exists
-INFO = "info"  # an informational figure (compile time, gate=False): reported, never judged
+UNCHANGED = Status.UNCHANGED
+INCONCLUSIVE = Status.INCONCLUSIVE
+NEW = Status.NEW
+MISSING = Status.MISSING
+INCOMPARABLE = Status.INCOMPARABLE
+FAILED = Status.FAILED  # the benchmark itself failed (e.g. out of memory) where a baseline exists
+INFO = Status.INFO  # an informational figure (compile time, gate=False): reported, never judged
+INCONCLUSIVE_POWER = Status.POWER_STATE  # a change in time that the SM clock explains
 
-# worst first, for the session summary
-SEVERITY = {
-    REGRESSED: 0,
-    FAILED: 1,
-    INCONCLUSIVE: 2,
-    INCOMPARABLE: 3,
-    MISSING: 4,
-    NEW: 5,
-    UNCHANGED: 6,
-    IMPROVED: 7,
-    INFO: 8,
-}
+# worst first, for the session summary; power-state beside inconclusive: not a
+# regression, worth reading
+SEVERITY: dict[str, int] = {
+    REGRESSED: 0, FAILED: 1, INCONCLUSIVE: 2, INCOMPARABLE: 3, MISSING: 4, NEW: 5,
+    UNCHANGED: 6, IMPROVED: 7, INFO: 8, INCONCLUSIVE_POWER: 2,
+}  # fmt: skip
 
-INCONCLUSIVE_POWER = "power-state"  # a change in time that the SM clock explains
-
-SEVERITY[INCONCLUSIVE_POWER] = 2  # beside inconclusive: not a regression, worth reading
-
+LADDER = "ladder (beyond the tolerance and its interval)"
+CLOCKED = "in time and per SM clock cycle (a regression must hold in both)"
 CONFIDENCE = 0.99  # of one metric's verdict, before the run-wide false-alarm budget
 
 
@@ -73,32 +65,6 @@ def per_metric_confidence(run_false_alarm: float, metrics: int) -> float:
     if not 0 < run_false_alarm < 1:
         raise ValueError(f"the run's false-alarm rate must be in (0, 1), got {run_false_alarm}")
     return max(CONFIDENCE, 1 - run_false_alarm / max(1, metrics))
-
-
-@dataclass(frozen=True)
-class Verdict:
-    status: str
-    change: float | None  # relative change of the metric's value, signed (+ = larger value)
-    worse: float | None  # relative change in the bad direction (+ = worse), None if n/a
-    # half-width of the change's confidence interval, of its log ratio, from every rule
-    # (the ladder compares log units: ±7.09% is -6.85%/+7.35% relative); printed as ±%
-    uncertainty: float | None
-    tolerance: float
-    reason: str
-    mde: float | None = None  # smallest change in the bad direction this verdict can detect
-    # more baseline sessions to bring it under tolerance, and the relative sd of the
-    # baseline's session medians: set by no rule of this version (decide leaves them None),
-    # kept because results files carry them (and older files hold values)
-    sessions_needed: int | None = None
-    spread: float | None = None
-    basis: str = ""  # where the uncertainty comes from ("±2.1% from the spread of 19 ...")
-    confirmed: bool | None = None  # a regression re-measured in a fresh process: held or not
-    per_cycle: str | None = None  # compute-bound work: the verdict per SM clock cycle
-    per_cycle_worse: float | None = None  # and its change in the bad direction
-
-    @property
-    def failed(self) -> bool:
-        return self.status == REGRESSED
 
 
 def quantile(confidence: float, df: float) -> float:
@@ -136,7 +102,7 @@ def decide(
     if not (tolerance > 0 and math.isfinite(tolerance)):
         raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
     if not all(math.isfinite(x) for x in (d, s_cur, var, extra_var)) or var < 0 or s_cur < 0:
-        return Verdict(INCONCLUSIVE, None, None, None, tolerance, "not a finite value")
+        return make(INCONCLUSIVE, None, None, None, tolerance, "not a finite value")
     z = z_quantile(confidence)
     t = quantile(confidence, df)
     # hypot: a current interval near a float's limit gives an infinite half-width, never
@@ -148,16 +114,18 @@ def decide(
     return _status(change, worse, -d if higher_is_better else d, half, tolerance)
 
 
-def status_of(d: float, half: float, *, higher_is_better: bool, tolerance: float) -> Verdict:
+def status_of(d: float, half: float, *, higher_is_better: bool, tolerance: float,
+              stage: str = "paired stage") -> Verdict:  # fmt: skip
     """The verdict ladder on a log ratio now / reference (`d`) whose interval's half-width
     (log units) is already known: a paired stage's, whose interval comes from its rounds."""
     change = ratio_change(d)
     worse = -change if higher_is_better else change
-    return _status(change, worse, -d if higher_is_better else d, half, tolerance)
+    return _status(change, worse, -d if higher_is_better else d, half, tolerance, stage)
 
 
 def _status(
-    change: float, worse: float, worse_log: float, half: float, tolerance: float
+    change: float, worse: float, worse_log: float, half: float, tolerance: float,
+    stage: str = "stage 1",
 ) -> Verdict:
     """The verdict of a change and its half-width (log units) against the tolerance, all
     compared in log units, so that a halving and a doubling are equally far from nothing
@@ -166,14 +134,16 @@ def _status(
     an interval wider than 100%)."""
     mde = max(tolerance, half)
     tol = math.log1p(tolerance)
+
+    def verdict(status: str, why: str) -> Verdict:
+        return make(status, change, worse, half, tolerance, why, mde=mde, rule=LADDER,
+                    stage=stage, figures={"change": change, "uncertainty": half,
+                                          "tolerance": tolerance})  # fmt: skip
+
     if worse_log > tol and worse_log > half:
-        return Verdict(
-            REGRESSED, change, worse, half, tolerance, "beyond tolerance and significant", mde
-        )
+        return verdict(REGRESSED, "beyond tolerance and significant")
     if -worse_log > tol and -worse_log > half:
-        return Verdict(
-            IMPROVED, change, worse, half, tolerance, "beyond tolerance and significant", mde
-        )
+        return verdict(IMPROVED, "beyond tolerance and significant")
     if half > tol or abs(worse_log) > tol:
         why = (
             f"the change's uncertainty ±{half * 100:.1f}% is wider than the tolerance "
@@ -181,14 +151,14 @@ def _status(
             if half > tol
             else f"the change is beyond the tolerance but within its uncertainty ±{half * 100:.1f}%"
         )
-        return Verdict(INCONCLUSIVE, change, worse, half, tolerance, why, mde)
+        return verdict(INCONCLUSIVE, why)
     if abs(worse_log) + half > tol:
         why = (
             f"within the tolerance {tolerance * 100:.1f}%, but its interval "
             f"({worse * 100:+.2f}% ±{half * 100:.2f}% worse) reaches beyond it"
         )
-        return Verdict(INCONCLUSIVE, change, worse, half, tolerance, why, mde)
-    return Verdict(UNCHANGED, change, worse, half, tolerance, "within tolerance", mde)
+        return verdict(INCONCLUSIVE, why)
+    return verdict(UNCHANGED, "within tolerance")
 
 
 def combine_clocked(
@@ -217,43 +187,47 @@ def combine_clocked(
     if time_v.worse is None or cycle_v.worse is None:
         return cycle_v if time_v.worse is None else time_v
     slower_in_time = time_v.worse > tol
-    base = Verdict(
+    base = make(
         UNCHANGED,
         time_v.change,
         time_v.worse,
         cycle_v.uncertainty,
         tol,
         "",
-        cycle_v.mde,
-        cycle_v.sessions_needed,
+        mde=cycle_v.mde,
+        sessions_needed=cycle_v.sessions_needed,
         basis=cycle_v.basis + " (per SM clock cycle)" if cycle_v.basis else "",
-        per_cycle=cycle_v.status,
+        per_cycle=str(cycle_v.status),
         per_cycle_worse=cycle_v.worse,
+        trail=time_v.trail,  # the time's ladder; this rule's step follows
     )
+    cycles = {"per clock cycle": str(cycle_v.status), "per cycle worse": cycle_v.worse,
+              "per cycle uncertainty": cycle_v.uncertainty}  # fmt: skip
     if cycle_v.status == REGRESSED and slower_in_time:
         why = f"slower in time and per clock cycle ({per_cycle}); {clocks}"
-        return replace(base, status=REGRESSED, reason=why)
+        return amend(base, CLOCKED, figures=cycles, status=REGRESSED, reason=why)
     if slower_in_time and cycle_v.status in (UNCHANGED, IMPROVED):
         why = f"power state differs: {clocks}; per clock cycle {per_cycle}, {cycle_v.status}"
-        return replace(base, status=INCONCLUSIVE_POWER, reason=why)
+        return amend(base, CLOCKED, figures=cycles, status=INCONCLUSIVE_POWER, reason=why)
     if cycle_v.status == REGRESSED:
         why = f"slower per clock cycle ({per_cycle}) but not in time: {clocks}"
-        return replace(base, status=INCONCLUSIVE, reason=why)
+        return amend(base, CLOCKED, figures=cycles, status=INCONCLUSIVE, reason=why)
     if cycle_v.status == IMPROVED and -time_v.worse > tol:
         why = f"faster in time and per clock cycle; {clocks}"
-        return replace(base, status=IMPROVED, reason=why)
+        return amend(base, CLOCKED, figures=cycles, status=IMPROVED, reason=why)
     if time_v.status == UNCHANGED and cycle_v.status == INCONCLUSIVE:
         # the time's whole interval inside the tolerance: neither slower nor faster in time,
         # so neither of the two that need time AND cycles can hold, whatever the cycles say
         why = (f"within the tolerance in time, its whole interval inside it, so neither "
                f"slower nor faster whatever its clock (per clock cycle {per_cycle}, "
                f"inconclusive; {clocks})")  # fmt: skip
-        return replace(base, status=UNCHANGED, reason=why, uncertainty=time_v.uncertainty,
-                       mde=time_v.mde, sessions_needed=time_v.sessions_needed,
-                       basis=time_v.basis + " (in time)" if time_v.basis else "")  # fmt: skip
+        return amend(base, CLOCKED, figures=cycles, status=UNCHANGED, reason=why,
+                     uncertainty=time_v.uncertainty, mde=time_v.mde,
+                     sessions_needed=time_v.sessions_needed,
+                     basis=time_v.basis + " (in time)" if time_v.basis else "")  # fmt: skip
     status = cycle_v.status if cycle_v.status in (UNCHANGED, INCONCLUSIVE) else UNCHANGED
     why = f"{cycle_v.reason} (judged per clock cycle; {clocks})"
-    return replace(base, status=status, reason=why)
+    return amend(base, CLOCKED, figures=cycles, status=status, reason=why)
 
 
 def ratio_change(log_ratio: float) -> float:
@@ -277,17 +251,17 @@ def paired(
     if not (tolerance > 0 and math.isfinite(tolerance)):
         raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
     if any(not (math.isfinite(x) and x > 0) for x in (*base, *head)):
-        return Verdict(INCONCLUSIVE, None, None, None, tolerance, "not a finite positive value")
+        return make(INCONCLUSIVE, None, None, None, tolerance, "not a finite positive value")
     n = len(base)
     if n < 2:
-        return Verdict(INCONCLUSIVE, None, None, None, tolerance, f"{n} round(s): 2 needed")
+        return make(INCONCLUSIVE, None, None, None, tolerance, f"{n} round(s): 2 needed")
     d = [math.log(h / b) for b, h in zip(base, head, strict=True)]
     # the half-width in log units, as the judge's stages store it (2 rounds that differ 6x
     # at 99.9%: t(1) = 637 gives a half-width near 7, finite here, infinite as exp(h) - 1)
     half_log = t_quantile(confidence, n - 1) * statistics.stdev(d) / math.sqrt(n)
     v = status_of(statistics.fmean(d), half_log, higher_is_better=higher_is_better,
-                  tolerance=tolerance)  # fmt: skip
-    return replace(v, reason=f"{v.reason} ({n} paired rounds)")
+                  tolerance=tolerance, stage="gpuperf ab")  # fmt: skip
+    return amend(v, None, reason=f"{v.reason} ({n} paired rounds)")
 
 
 def what_would_settle(v: Verdict, history_len: int) -> str:
@@ -380,8 +354,3 @@ def relative_change_text(v: Verdict) -> str:
     if v.change is None:
         return "-"
     return f"{v.change * 100:+.2f}%{interval_text(v.change, v.uncertainty)}"
-
-
-def stage1_record(first: dict[str, Any]) -> dict[str, Any]:
-    """What a verdict the paired stage replaced keeps of the first stage's (`stage1`)."""
-    return {k: first.get(k) for k in ("status", "change", "uncertainty", "reason")}

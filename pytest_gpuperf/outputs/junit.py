@@ -26,7 +26,7 @@ def junit_properties(results: Iterable[Result]) -> list[tuple[str, str]]:
         if r.throughput is not None:
             out.append((f"{PREFIX}{r.key}:{r.throughput.unit}", f"{r.throughput.median:.6g}"))
         for name, v in r.verdicts.items():
-            out.append((f"{PREFIX}{r.key}:{name}:verdict", v["status"]))
+            out.append((f"{PREFIX}{r.key}:{name}:verdict", str(v.status)))
     return out
 
 

@@ -159,38 +159,8 @@ def read_results(raw: Any, where: str) -> list[Result]:
             why = metric_problem(m)
             if why:
                 raise ResultsFileError(f"{where}: results[{i}] {r.key} {name}: {why}")
-        for name, v in r.verdicts.items():
-            why = verdict_problem(v)
-            if why:
-                raise ResultsFileError(f"{where}: results[{i}] verdicts[{name!r}]: {why}")
         out.append(r)
     return out
-
-
-VERDICT_NUMBERS = ("change", "worse", "uncertainty", "tolerance", "mde", "spread")
-VERDICT_TEXTS = ("reason", "advice")
-
-
-def verdict_problem(v: Any) -> str | None:
-    """What is wrong with one verdict as read from a file, or None: an object whose status
-    is one the gate gives, numbers finite or null, texts strings or null."""
-    from ..judging.verdict import SEVERITY
-
-    if not isinstance(v, dict):
-        return f"must be an object, got {_show(v)}"
-    status = v.get("status")
-    if not isinstance(status, str) or status not in SEVERITY:
-        return f"status must be one of {', '.join(SEVERITY)}, got {_show(status)}"
-    for name in VERDICT_NUMBERS:
-        if v.get(name) is not None and not _number(v[name]):
-            return f"{name} must be a finite number or null, got {_show(v[name])}"
-    for name in VERDICT_TEXTS:
-        if v.get(name) is not None and not isinstance(v[name], str):
-            return f"{name} must be a string or null, got {_show(v[name])}"
-    needed = v.get("sessions_needed")
-    if needed is not None and (isinstance(needed, bool) or not isinstance(needed, int)):
-        return f"sessions_needed must be a whole number or null, got {_show(needed)}"
-    return None
 
 
 # device fields and their kinds: what the report, the terminal and the gate read

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 
-from ..core.results import format_figure
+from ..core.results import Result, format_figure
 from .summary import RunSummary
 from .text import RESULT_HEADER, VERDICT_HEADER, plain, result_rows, run_verdict_rows, table
 
@@ -62,12 +63,25 @@ def terminal_lines(summary: RunSummary, verbosity: int = 0) -> list[str]:
         if verbosity > 0:
             for r in summary.results:
                 for name, v in r.verdicts.items():
-                    if v.get("advice"):
-                        out.append(
-                            f"  {plain(r.key)} {name}: inconclusive; to settle: {v['advice']}"
-                        )
+                    if v.advice:
+                        out.append(f"  {plain(r.key)} {name}: inconclusive; to settle: {v.advice}")
+            out += trail_lines(summary.results)
         if summary.warn_only and any(row[0] == "REGRESSED" for row in rows):
             out.append("regressions reported only (--gpuperf-warn-only): not failing")
+    return out
+
+
+def trail_lines(results: Iterable[Result]) -> list[str]:
+    """-v: how each verdict was reached, one line a rule (the verdict's trail), worst
+    first."""
+    from ..judging.verdict import SEVERITY
+
+    judged = [(r, name, v) for r in results for name, v in r.verdicts.items()]
+    judged.sort(key=lambda t: SEVERITY.get(t[2].status, 99))
+    out = ["--- how each verdict was reached (its rules in order)"] if judged else []
+    for r, name, v in judged:
+        out.append(f"{v.status.upper()} {plain(r.key)} {plain(name)}")
+        out += [f"  {i}. {plain(step.text())}" for i, step in enumerate(v.trail, 1)]
     return out
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.results import Result, fmt_number, format_figure, format_value
 from ..core.units import format_size
+from ..core.verdict import Verdict
 
 if TYPE_CHECKING:
     from .summary import RunSummary
@@ -101,31 +102,32 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
     """Rows of the session's verdict table, worst first."""
     from ..core.figures import metrics_of
     from ..judging.explain import borne_out
-    from ..judging.verdict import FAILED, INCONCLUSIVE_POWER, SEVERITY
+    from ..judging.verdict import FAILED, INCONCLUSIVE, INCONCLUSIVE_POWER, SEVERITY
 
     rows: list[tuple[int, list[str]]] = []
 
-    def add(key: str, metrics: dict[str, Any], verdicts: dict[str, Any], flags: str) -> None:
+    def add(key: str, metrics: dict[str, Any], verdicts: dict[str, Verdict], flags: str) -> None:
         for name, m in metrics.items():
             v = verdicts.get(name)
             if v is None:
                 continue
             change = change_text(name, v, m.get("direction"))
-            tol = f"{v['tolerance'] * 100:.1f}%" if v.get("tolerance") else "-"
-            mde = v.get("mde")  # no interval (one session): nothing it can be said to detect
-            known = mde is not None and v.get("uncertainty") is not None
-            detects = f"{mde * 100:.1f}% ({tol})" if known else f"- ({tol})"
+            tol = f"{v.tolerance * 100:.1f}%" if v.tolerance else "-"
+            mde = v.mde  # no interval (one session): nothing it can be said to detect
+            known = mde is not None and v.uncertainty is not None
+            detects = f"{mde * 100:.1f}% ({tol})" if mde is not None and known else f"- ({tol})"
             notes = flags
-            said = v.get("confirmed") is not None or borne_out(v)  # a check's reason: shown
-            if v["status"] in (INCONCLUSIVE_POWER, FAILED) or said:
-                notes = ", ".join(x for x in (flags, v.get("reason") or "") if x)
-            if v.get("restarted"):  # the history was restarted from an accepted run
-                notes = ", ".join(x for x in (notes, str(v["restarted"])) if x)
+            said = v.confirmed is not None or borne_out(v)  # a check's reason: shown
+            # an undecided or failed line says why; a checked one, how it was checked
+            if v.status in (INCONCLUSIVE, INCONCLUSIVE_POWER, FAILED) or said:
+                notes = ", ".join(x for x in (flags, v.reason or "") if x)
+            if v.restarted:  # the history was restarted from an accepted run
+                notes = ", ".join(x for x in (notes, str(v.restarted)) if x)
             rows.append(
                 (
-                    SEVERITY.get(v["status"], 99),
+                    SEVERITY.get(v.status, 99),
                     [
-                        v["status"].upper(),
+                        v.status.upper(),
                         key,
                         name,
                         format_value(m["median"], m["unit"]),
@@ -148,7 +150,7 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
     return [r for _, r in rows]
 
 
-def change_text(name: str, v: dict[str, Any], direction: str | None = None) -> str:
+def change_text(name: str, v: Verdict, direction: str | None = None) -> str:
     """A verdict's change cell: the figure's own relative change, signed as the figure
     moved (a throughput +3% is higher, a latency +3% longer), its interval, and what that
     means in a word: `faster` or `slower` for a figure of speed (a throughput, a latency
@@ -157,11 +159,11 @@ def change_text(name: str, v: dict[str, Any], direction: str | None = None) -> s
     from ..core.figures import SPEED
     from ..judging.verdict import interval_text
 
-    change, unc = v.get("change"), v.get("uncertainty")
+    change, unc = v.change, v.uncertainty
     if change is None:
         return "-"
     text = f"{change * 100:+.2f}%" + interval_text(change, unc)
-    worse = v.get("worse")
+    worse = v.worse
     if worse is None and direction in ("higher", "lower"):  # a file without it: the sign
         worse = -change if direction == "higher" else change
     if worse is None or round(change * 100, 2) == 0:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..core.results import Result
+    from ..core.verdict import Verdict
 
 
 MACHINE = ("gpu", "mig_profile", "memory", "gpus", "interconnect", "emulated")  # not software
@@ -46,8 +47,9 @@ def environment_shifts(
     `shifts` (the judgement's class lines) is updated in place."""
     from dataclasses import replace
 
+    from ..core.verdict import amend
     from ..judging.explain import borne_out
-    from ..judging.verdict import CHANGED
+    from ..judging.verdict import CHANGED, INCONCLUSIVE, REGRESSED, UNCHANGED
 
     by_key = {r.key: r for r in results}
     lines = []
@@ -56,13 +58,13 @@ def environment_shifts(
             continue
         figs = [v for k in line.keys if k in by_key for v in _of_class(by_key[k], line.cls)]
         # re-measured: the stage's verdict (its first stage's kept), or stage 1's borne out
-        paired = [v for v in figs if v.get("paired") and (v.get("stage1") or borne_out(v))]
+        paired = [v for v in figs if v.paired and (v.stage1 is not None or borne_out(v))]
         # the code did not move the class: most of its figures re-measured, every one of
         # them unchanged, and none of the class's figures regressed
         if (
             len(paired) < max(2, (line.metrics + 1) // 2)
-            or any(v.get("status") != "unchanged" for v in paired)
-            or any(v.get("status") == "regressed" for v in figs)
+            or any(v.status != UNCHANGED for v in paired)
+            or any(v.status == REGRESSED for v in figs)
         ):
             continue
         changed = _versions_changed(line.keys, entries, env)
@@ -71,20 +73,22 @@ def environment_shifts(
             f"{len(paired)} of its figures unchanged against the baseline's commit on this "
             f"machine; {changed or 'no recorded version differs (the machine itself)'}"
         )
-        shifts[i] = replace(line, verdict=replace(line.verdict, status="inconclusive",
-                                                  reason=why))  # fmt: skip
+        shifts[i] = replace(line, verdict=amend(
+            line.verdict, "a class line the paired stage found unchanged: the environment's",
+            "paired stage", figures={"unchanged": len(paired)}, status=INCONCLUSIVE,
+            reason=why))  # fmt: skip
         lines.append(shifts[i].line())
     return lines
 
 
-def _of_class(r: Result, cls: str) -> list[dict[str, Any]]:
+def _of_class(r: Result, cls: str) -> list[Verdict]:
     """The verdicts of `r`'s figures of noise class `cls` (its GPU kernel time is in a
     class of its own, never beside its wall time)."""
     from ..core.figures import metrics_of
 
     figs = metrics_of(r)
     return [v for m, v in r.verdicts.items()
-            if isinstance(v, dict) and (figs.get(m) or {}).get("noise_class") == cls]  # fmt: skip
+            if (figs.get(m) or {}).get("noise_class") == cls]  # fmt: skip
 
 
 VERSIONS = ("driver", "cuda", "torch", "transformers", "peft", "bitsandbytes", "nccl")

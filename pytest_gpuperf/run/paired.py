@@ -23,12 +23,13 @@ import statistics
 import subprocess
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.verdict import Verdict, after, amend, stage1_record
 from ..judging.offsets import recap_derived
-from ..judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER, stage1_record
+from ..judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER
 from .envshift import environment_shifts, software_changed
 from .pairedlooks import MORE, PAIRS, more_said, rounds_said
 
@@ -38,6 +39,11 @@ if TYPE_CHECKING:
 STAGE_SHARE = 0.5  # of the run's false-alarm budget, when the paired stage can run
 BUDGET_FLOOR_S = 180.0  # the least budget: 4 process starts, 6 rounds of a small file's tests
 LEFT_TO_STAGE1 = "launch-bound"  # wall time whose noise is per process: stage 2 cannot help
+# the stage's rules, as a verdict's trail names them
+STAGE = "paired stage"
+NOT_MEASURED = "left out of the paired rounds"
+UNDECIDED = "undecided rounds leave the first stage's verdict standing"
+EACH = "each process pair bore the first stage out on its own"
 
 
 @dataclass
@@ -107,7 +113,7 @@ def candidates(
                 bool(r.launch_bound) or _saved_launch_bound(r, metric, entries))
             if cls in (None, MEMORY, RECORDED, LAUNCH) or edge:
                 continue
-            status = v.get("status")
+            status = v.status
             check = (status in CHANGED and metric not in PER_CLOCKS  # judged with its time
                      and not software_changed(r.key, entries or {}, env or {}))  # fmt: skip
             if status == "inconclusive" or check:
@@ -125,7 +131,7 @@ def _saved_launch_bound(r: Result, metric: str, entries: dict[str, dict[str, Any
 def checked(todo: list[tuple[Result, str, str]]) -> int:
     """How many of the stage's figures the first stage had decided (found changed), not
     left inconclusive."""
-    return sum(1 for r, m, _ in todo if r.verdicts[m].get("status") in CHANGED)
+    return sum(1 for r, m, _ in todo if r.verdicts[m].status in CHANGED)
 
 
 def _what(todo: list[tuple[Result, str, str]], tests: int | None = None) -> str:
@@ -209,7 +215,7 @@ def run_stage(
 
         return undecided_tests([t for t in todo if t[0].nodeid in of], measured, false_alarm / 2)
 
-    first = {r.nodeid for r, m, _ in todo if r.verdicts[m].get("status") in CHANGED}
+    first = {r.nodeid for r, m, _ in todo if r.verdicts[m].status in CHANGED}
     try:
         looks = measure_looks(config, results, root, commit, tests, rounds, budget_s,
                               undecided, first, setup)  # fmt: skip
@@ -239,7 +245,7 @@ def _base_said(todo: list[tuple[Result, str, str]], entries: dict[str, dict[str,
     from ..judging.basecheck import Refusal, differences, line
 
     refused = [Refusal(r.key, m, **rec) for r, m, _ in todo
-               if (rec := (r.verdicts[m].get("paired") or {}).get("base_check"))]  # fmt: skip
+               if (rec := (r.verdicts[m].paired or {}).get("base_check"))]  # fmt: skip
     diffs = {differences((entries.get(no.key) or {}).get("environment") or {},
                          env_for(env, 1)) for no in refused}  # fmt: skip
     said = line(refused, "; ".join(sorted(d for d in diffs if d)))
@@ -249,7 +255,7 @@ def _base_said(todo: list[tuple[Result, str, str]], entries: dict[str, dict[str,
 def _stand(figures: list[tuple[Result, str, str]]) -> str:
     """What stands of the first stage's verdicts where the stage measured none of
     `figures`: its *other* verdicts where `_leave` made a checked figure inconclusive."""
-    other = any(r.verdicts[m].get("stage1") for r, m, _ in figures)
+    other = any(r.verdicts[m].stage1 is not None for r, m, _ in figures)
     return f"the first stage's{' other' * other} verdicts stand"
 
 
@@ -270,18 +276,17 @@ def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
         v = r.verdicts[m]
         said = _stage1_said(v)
         if not said or m not in KERNEL_FIGURES:
-            v["reason"] = (f"{v.get('reason') or v.get('status')}; not "
-                           f"{'checked' if said else 're-measured'} by the paired stage: "
-                           f"{why}")  # fmt: skip
-            continue
-        r.verdicts = {**r.verdicts, m: {
-            **v, "status": INCONCLUSIVE,
-            "stage1": stage1_record(v),
-            "reason": f"{said}, not checked by the paired stage: {why}",
-            "advice": ("where its rounds did not fit, a larger --gpuperf-paired-budget lets "
-                       "the stage check it (its line says what its tests would need); gpuperf "
-                       "ab measures it in any case"),
-        }}  # fmt: skip
+            new = amend(v, NOT_MEASURED, STAGE, note=why, reason=(
+                f"{v.reason or v.status}; not {'checked' if said else 're-measured'} by the "
+                f"paired stage: {why}"))  # fmt: skip
+        else:
+            new = amend(v, NOT_MEASURED, STAGE, note=why, status=INCONCLUSIVE,
+                        stage1=stage1_record(v),
+                        reason=f"{said}, not checked by the paired stage: {why}",
+                        advice=("where its rounds did not fit, a larger --gpuperf-paired-budget "
+                                "lets the stage check it (its line says what its tests would "
+                                "need); gpuperf ab measures it in any case"))  # fmt: skip
+        r.verdicts = {**r.verdicts, m: new}
     return [t for t in todo if t[0].nodeid in keep]
 
 
@@ -300,7 +305,6 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     the first stage's verdict stands (its `paired` record says why: `base_check`)."""
     from ..judging.basecheck import check, judged
     from ..judging.explain import EACH_PAIR
-    from ..judging.judge import verdict_dict
     from ..judging.stage2 import judge_paired, settle_advice
     from .options import MAX_PAIRED_ROUNDS as MAX_ROUNDS
     from .pairedfigs import extended, first_look, second_look, written
@@ -320,18 +324,15 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         v = written(r, metric, verdicts)
         failed = _failed_said(measured, again, nodeid=r.nodeid)
         if v.status == "inconclusive" and failed:  # no rounds to judge, or too few: why
-            v = replace(v, reason=f"{v.reason}; {failed}")
-        first = dict(r.verdicts[metric])
+            v = amend(v, None, reason=f"{v.reason}; {failed}")
+        first = r.verdicts[metric]
         f = measured_figs.get((r.key, metric))
         n_f = len(f.base) if f is not None else 0 if failed and (r.key, metric) in unmeasured else n
-        new = verdict_dict(v, n_f)
-        new.pop("advice", None)
-        new["stage1"] = stage1_record(first)
         pairs = len(set(f.pair)) if f is not None else PAIRS  # 3 where the second look took it
-        new["paired"] = {"commit": commit, "rounds": n_f, "processes": pairs,
-                         "confidence": confidence}  # fmt: skip
+        record = {"commit": commit, "rounds": n_f, "processes": pairs, "confidence": confidence}
         if f is not None:
-            new["paired"].update(_round_record(f, measured_figs, verdicts))
+            record.update(_round_record(f, measured_figs, verdicts))
+        new = after(first, v, stage1=stage1_record(first), paired=record)
         tip = ""
         if v.status == "inconclusive" and f is not None:
             round_s = took[r.nodeid] / n if took.get(r.nodeid) and n else None
@@ -348,22 +349,23 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         # the first stage's verdict stands where this stage is undecided on a figure it
         # left inconclusive, or re-measured nothing of a checked one (missing from a round)
         elif v.status == "inconclusive" and (not said or (r.key, metric) in unmeasured):
-            new = {**first, "paired": new["paired"],
-                   "reason": f"{first.get('reason')}; paired stage: {v.reason}"}  # fmt: skip
-            if tip:  # the first stage's advice first (more sessions), then the rounds'
-                new["advice"] = "; ".join(a for a in (first.get("advice"), tip) if a)
+            # the first stage's advice first (more sessions), then the rounds'
+            advice = "; ".join(a for a in (first.advice, tip) if a) if tip else first.advice
+            new = amend(first, UNDECIDED, STAGE, note=v.reason, paired=record, advice=advice,
+                        reason=f"{first.reason}; paired stage: {v.reason}")  # fmt: skip
         elif said and v.status == "inconclusive" and (kept := _each_pair(f, tol[r.key], first)):
             text, changes = kept  # per process, but borne out by each pair: stage 1's stands
-            new = {**first, "paired": {**new["paired"], EACH_PAIR: changes},
-                   "reason": f"{first.get('reason')}; paired stage: {text}"}  # fmt: skip
+            new = amend(first, EACH, STAGE, figures={"pairs' changes": ", ".join(
+                            f"{100 * c:+.2f}%" for c in changes)},
+                        paired={**record, EACH_PAIR: changes},
+                        reason=f"{first.reason}; paired stage: {text}")  # fmt: skip
         elif said and v.status in (INCONCLUSIVE, INCONCLUSIVE_POWER):  # not borne out
-            new["reason"] = f"{said}, not borne out by the paired stage: {v.reason}"
-            if tip:
-                new["advice"] = tip
+            new = amend(new, None, advice=tip or None,
+                        reason=f"{said}, not borne out by the paired stage: {v.reason}")
         elif said:
-            new["reason"] = f"{new.get('reason')}; {said}, checked here"
+            new = amend(new, None, reason=f"{new.reason}; {said}, checked here")
         r.verdicts = {**r.verdicts, metric: new}
-        counts[str(new["status"])] = counts.get(str(new["status"]), 0) + 1
+        counts[str(new.status)] = counts.get(str(new.status), 0) + 1
     return counts
 
 
@@ -382,7 +384,7 @@ def _failed_said(*looks: Any, nodeid: str = "") -> str:
 
 
 def _each_pair(f: Any, tolerance: float,
-               first: dict[str, Any]) -> tuple[str, list[float]] | None:  # fmt: skip
+               first: Verdict) -> tuple[str, list[float]] | None:  # fmt: skip
     """Where the per-process screen took a checked figure (one the first stage decided),
     why the first stage's verdict stands, and each process pair's change: every pair on its
     own measured it beyond the tolerance on the same side (judging/stage2.each_pair_beyond);
@@ -390,13 +392,13 @@ def _each_pair(f: Any, tolerance: float,
     from ..judging.stage2 import PER_PROCESS, each_pair_beyond, pair_spread, screened
 
     p = screened(f, tolerance) if f is not None and f.usable() else None
-    changes = each_pair_beyond(f, tolerance, str(first.get("status"))) if p is not None else None
+    changes = each_pair_beyond(f, tolerance, str(first.status)) if p is not None else None
     if changes is None:
         return None
     said = ", ".join(f"{100 * c:+.2f}%" for c in changes)
     text = (f"{PER_PROCESS} (its process pairs' changes span "
             f"{200 * math.expm1(pair_spread(f)):.2f}%, p = {p:.2g}), but each of "
-            f"its {len(changes)} process pairs measured it {first.get('status')} beyond the "
+            f"its {len(changes)} process pairs measured it {first.status} beyond the "
             f"tolerance on its own ({said} over {len(f.base)} rounds): the first stage's "
             "verdict stands")  # fmt: skip
     return text, changes
@@ -428,13 +430,13 @@ def _round_record(f: Any, figs: dict[tuple[str, str], Any] | None = None,
     return out
 
 
-def _stage1_said(first: dict[str, Any]) -> str:
+def _stage1_said(first: Verdict) -> str:
     """ "the first stage found it regressed (-8.30%) against the baseline's sessions" for a
     checked figure (one the first stage decided), else ""."""
-    if first.get("status") not in CHANGED:
+    if first.status not in CHANGED:
         return ""
-    change = 100 * float(first.get("change") or 0.0)
-    return (f"the first stage found it {first['status']} ({change:+.2f}%) against the "
+    change = 100 * float(first.change or 0.0)
+    return (f"the first stage found it {first.status} ({change:+.2f}%) against the "
             "baseline's sessions")  # fmt: skip
 
 

@@ -202,8 +202,8 @@ def history_picks(report: Report, limit: int = HISTORY_LIMIT) -> list[Any]:
                 if hist and "ci_low" not in hist[-1] and m.get("ci_low") is not None:
                     hist[-1].update(ci_low=m["ci_low"], ci_high=m.get("ci_high"))
                 title = f"{_short_key(r)} {name}"
-                pick = (title, v["status"], now.get("unit", ""), hist, now)
-                picks.append((SEVERITY.get(v["status"], 99), r.key, pick))
+                pick = (title, str(v.status), now.get("unit", ""), hist, now)
+                picks.append((SEVERITY.get(v.status, 99), r.key, pick))
     picks.sort(key=lambda p: (p[0], p[1]))
     return [p[2] for p in picks[:limit]]
 
@@ -227,7 +227,7 @@ def _baseline_cell(s: RunSummary) -> str:
     """The baseline a run names, and whether it judged anything against it."""
     if not s.baseline_path:
         return "-"
-    statuses = {v.get("status") for r in s.results for v in r.verdicts.values()}
+    statuses = {str(v.status) for r in s.results for v in r.verdicts.values()}
     if statuses == {"new"}:  # none at all: a save, or a run not judged
         return f"{s.baseline_path} (nothing of this run in it: every result new)"
     return s.baseline_path
