@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpuperf.judging.basecheck import Refusal, check, held, line
+from pytest_gpuperf.paired.basecheck import Refusal, check, held, line
 
 ROOT = Path(__file__).resolve().parents[1]
 EVIDENCE = ROOT / "docs" / "evidence"
@@ -120,7 +120,7 @@ def test_a_refused_base_never_clears_a_regression_the_rounds_found(first):
     found the head worse than that base (REGRESSED), a verdict a base off its level cannot
     explain away: that verdict stands, saying how far the base was off. Any other verdict
     of the rounds (UNCHANGED, IMPROVED, undecided) is the first stage's."""
-    from pytest_gpuperf.judging.basecheck import judged
+    from pytest_gpuperf.paired.basecheck import judged
 
     no = Refusal("t.py::a", "throughput", -0.2, 0.07, 3, "c" * 40)
     stage1 = {"status": first, "change": -0.12, "reason": "stage 1"}

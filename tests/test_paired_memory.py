@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_gpuperf.core.results import Result
-from pytest_gpuperf.fresh.afford import affordable, held_twice
 from pytest_gpuperf.hardware.device import DeviceSnapshot, GPUInfo
 from pytest_gpuperf.hardware.marks import usable_memory
 from pytest_gpuperf.measure.bench import GpuBenchmark
+from pytest_gpuperf.paired.plan import affordable, held_twice
 from pytest_gpuperf.plugin.fixtures import _vram_asked
 
 from .fakes import snapshot
@@ -180,7 +180,7 @@ def test_a_run_whose_test_cannot_be_held_twice_says_so_and_its_checked_figure_is
 def test_the_run_hands_its_gpus_memory_through_to_the_stage(monkeypatch):
     """run/session.py's paired_stage gives after_judgement the GPU's memory (an emulated
     card's where smaller), and after_judgement gives it to run_stage."""
-    import pytest_gpuperf.run.paired as paired
+    import pytest_gpuperf.paired.stage as paired
     from pytest_gpuperf.run.options import Options
     from pytest_gpuperf.run.session import GpuPerfSession
 

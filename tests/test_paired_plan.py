@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_gpuperf.fresh.afford import (
+from pytest_gpuperf.paired.looks import salvage
+from pytest_gpuperf.paired.plan import (
     affordable,
     first_need,
     fit,
@@ -16,7 +17,7 @@ from pytest_gpuperf.fresh.afford import (
     round_cap_of,
     saved,
 )
-from pytest_gpuperf.fresh.rounds import (
+from pytest_gpuperf.paired.rounds import (
     MIN_PER_PAIR,
     STOP_S,
     Measured,
@@ -26,7 +27,6 @@ from pytest_gpuperf.fresh.rounds import (
     more_need,
     plan,
 )
-from pytest_gpuperf.run.pairedlooks import salvage
 
 
 def costs(start=8.0, first=20.0, round_s=10.0):
@@ -539,7 +539,7 @@ def test_a_pair_whose_plan_no_longer_fits_hands_on_what_it_measured(monkeypatch,
     measure_rounds raises carries the rounds measured (process starts and rounds faked)."""
     import types
 
-    from pytest_gpuperf.fresh import rounds
+    from pytest_gpuperf.paired import rounds
 
     def fake_round(procs, got, i, last, deadline, tree):
         for side in ("base", "head"):

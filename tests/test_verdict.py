@@ -284,8 +284,8 @@ def test_the_paired_clock_rule_changes_nothing_the_time_does_not(dt, ht, dc, hc,
     (the same, or changed the other way): then power-state, never a change. So every
     regression or improvement it gives, the time alone gives (gate-sim's paired stage
     judges the time alone: the rule adds no false alarm to what it measured)."""
-    from pytest_gpuperf.judging.stage2 import clocked
     from pytest_gpuperf.judging.verdict import status_of
+    from pytest_gpuperf.paired.judge import clocked
 
     time_v = status_of(dt, ht, higher_is_better=higher, tolerance=tol)
     cycle_v = status_of(dc, hc, higher_is_better=higher, tolerance=tol)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..judging.paired import ABError
+from ..judging.abjudge import ABError
 
 PREFIX = "gpuperf-ab-"  # of the temporary directory that holds the base worktree
 OWNER = "owner"  # in it: "<pid> <host>" of the run that made it

@@ -38,8 +38,8 @@ from typing import Any
 
 from ..baseline.history import window
 from ..core.figures import BANDWIDTH, CLOCK, COMPUTE, KERNEL_TIME, LAUNCH, MODEL
-from .noise import LAUNCH_FLOOR, better
-from .verdict import CONFIDENCE, REGRESSED, z_quantile
+from ..judging.noise import LAUNCH_FLOOR, better
+from ..judging.verdict import CONFIDENCE, REGRESSED, z_quantile
 
 Z = z_quantile(CONFIDENCE)
 # One figure's spread between machines (one session about its level, relative sd), by class:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..core.results import Result
-    from ..judging.stage2 import PairedFigure
     from ..judging.verdict import Verdict
+    from .judge import PairedFigure
 
 SIDES = ("base", "head")
 
@@ -48,7 +48,7 @@ def paired_figures(todo: Sequence[tuple[Result, str, str]], measured: Any) -> li
     per-clock twin where every round has it (judged together, as stage 1 judges them); a
     figure missing from a round has no rounds (undecided, never judged)."""
     from ..core.figures import CLOCK, TIMED, per_clock_name
-    from ..judging.stage2 import PairedFigure
+    from .judge import PairedFigure
 
     per, n = round_figures(measured), len(measured.pair)
     out = []
@@ -95,7 +95,7 @@ def written(r: Result, metric: str, verdicts: Mapping[tuple[str, str], Verdict])
     time changed where the cycles decidedly are not is power-state); else the figure's
     own."""
     from ..core.figures import TIMED, per_clock_name
-    from ..judging.stage2 import clocked
+    from .judge import clocked
 
     v = verdicts[(r.key, metric)]
     twin = verdicts.get((r.key, per_clock_name(metric))) if metric in TIMED else None
@@ -129,7 +129,7 @@ def first_look(todo: Sequence[tuple[Result, str, str]], measured: Any, false_ala
     and the confidence each was judged at. run/paired.py `_apply` judges with it, and
     `undecided_tests` picks the second look's tests with it, so the two agree."""
     from ..judging.judge import tolerances
-    from ..judging.stage2 import judge_paired
+    from .judge import judge_paired
 
     tol = {r.key: tolerances(r, None, None)[0] for r, _, _ in todo}
     figures = paired_figures(todo, measured)

@@ -40,8 +40,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..core.figures import kernels_of
-from .noise import f_isf, pooled_variance
-from .verdict import (
+from ..judging.noise import f_isf, pooled_variance
+from ..judging.verdict import (
     CHANGED,
     IMPROVED,
     INCONCLUSIVE,

@@ -50,8 +50,8 @@ def _env(gpu: str | None, select: Path, cuda: bool = False) -> dict[str, str]:
     the gate's own (no confirmation, no paired stage of its own), on the run's GPU; where
     its tests ran on CUDA, each process loads the GPU for WARM_S before a call that may
     follow an idle card (fresh/roundworker.warm)."""
-    from ..fresh import roundworker
     from ..fresh.confirm import ENV_FLAG, fresh_environment
+    from . import worker as roundworker
 
     env = fresh_environment()
     env[ENV_FLAG] = "1"
@@ -77,11 +77,11 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
     command run in the base worktree first (--gpuperf-paired-setup, `base_ready`)."""
     import json
 
-    from ..fresh import rounds as r
     from ..fresh.abtree import base_path, base_worktree, prune_stale
     from ..fresh.confirm import gpu_of
-    from ..judging.paired import ABError
+    from ..judging.abjudge import ABError
     from ..measure.memory import release_cached
+    from . import rounds as r
 
     def select(name: str, chosen: list[str]) -> dict[str, str]:  # their rounds' environment
         (work / name).write_text(json.dumps(chosen), encoding="utf-8")
@@ -143,7 +143,7 @@ def base_ready(root: Path, tree: Path, setup: str | None,
     leaves them empty: the base would import nothing, or another copy). ABError in one
     line, naming the command or the submodules."""
     from ..fresh.abtree import missing_submodules, run_setup
-    from ..judging.paired import ABError
+    from ..judging.abjudge import ABError
 
     if setup:  # within the stage's budget: a setup that hangs must not hang the run
         run_setup(setup, tree, "--gpuperf-paired-setup", budget_s)
@@ -176,7 +176,7 @@ def salvage(tests: list[str], got: Any, left_s: float, pairs: int,
     fit as fresh/rounds.more_need prices them (each pair its start, the first look's first
     round's extra, MIN_PER_PAIR rounds at the tests' mean a round so far, a first round's
     build included, and its end). The dearest goes in any case: all of them did not fit."""
-    from ..fresh.rounds import more_need
+    from .rounds import more_need
 
     cost = {t: got.seconds.get(t, 0.0) for t in tests}
     order = sorted(tests, key=lambda t: (t in keep_first, -cost[t], t))  # first to go first
@@ -204,7 +204,7 @@ def one_look(got: Any, tests: list[str], left: float) -> str:
     cheapest of `tests` (fresh/rounds.more_need, by what the first look's rounds `got`
     cost). It reads the rounds' durations, not their figures: a duration follows a figure's
     noise only through its capped sampling, so each way spends about the stage's share."""
-    from ..fresh.rounds import more_need
+    from .rounds import more_need
 
     least = min((more_need(got, [t], PAIRS) for t in tests), default=0.0)
     if left >= least:

@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from . import roundworker
-from .abprobe import OUT as PROBE_OUT
-from .abprobe import WATCH
-from .abtree import PROBE, foreign_import, imported_files, install_probe
-from .afford import MIN_PER_PAIR, STOP_S, round_cap
-from .provenance import write_own, wrong_build
+from ..fresh.abprobe import OUT as PROBE_OUT
+from ..fresh.abprobe import WATCH
+from ..fresh.abtree import PROBE, foreign_import, imported_files, install_probe
+from ..fresh.provenance import write_own, wrong_build
+from . import worker as roundworker
+from .plan import MIN_PER_PAIR, STOP_S, round_cap
 
 SIDES = ("base", "head")
 
@@ -463,7 +463,7 @@ def head_build(config: Any) -> Build:
     afford.round_cap (0.5 s, the run's own max_time when smaller, at least its own minimum):
     a round needs its median only as precise as the rounds' spread, and twelve measurements
     a figure must fit a night."""
-    from .confirm import SYS_PATH_KEY, command, entry, start_dir
+    from ..fresh.confirm import SYS_PATH_KEY, command, entry, start_dir
 
     path = config.stash.get(SYS_PATH_KEY, None) or list(sys.path)
     args = command(config, Path("unused") / "results.json")[len(entry(config)) :]

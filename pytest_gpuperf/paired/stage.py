@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..judging.offsets import recap_derived
 from ..judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER, stage1_record
 from .envshift import environment_shifts, software_changed
-from .pairedlooks import MORE, PAIRS, more_said, rounds_said
+from .looks import MORE, PAIRS, more_said, rounds_said
 
 if TYPE_CHECKING:
     from ..core.results import Result
@@ -187,9 +187,9 @@ def run_stage(
                      "clone (a shallow clone? git fetch --unshallow, or fetch that commit); "
                      "the first stage's verdicts stand")  # fmt: skip
     from ..baseline.schema import expected_durations
-    from ..fresh.afford import affordable, round_cap
-    from ..fresh.rounds import RoundsError
-    from .pairedlooks import measure_looks
+    from .looks import measure_looks
+    from .plan import affordable, round_cap
+    from .rounds import RoundsError
 
     asked, base_s = todo, expected_durations(entries, tests)  # the base's own time a test
     todo, tests, dear = affordable(todo, tests, results, costs or {}, round_cap(config),
@@ -205,7 +205,7 @@ def run_stage(
                                  f"{budget_s:.0f} s{'; ' + dear if dear else ''}")  # fmt: skip
 
     def undecided(measured: Any, of: list[str]) -> list[str]:  # the first look's undecided
-        from .pairedfigs import undecided_tests  # figures' tests, of the tests it measured
+        from .figures import undecided_tests  # figures' tests, of the tests it measured
 
         return undecided_tests([t for t in todo if t[0].nodeid in of], measured, false_alarm / 2)
 
@@ -236,7 +236,7 @@ def _base_said(todo: list[tuple[Result, str, str]], entries: dict[str, dict[str,
     """The line's words on the figures the base check refused ("" where none), naming the
     recorded environment of their baseline entries that differs from this run's."""
     from ..baseline.history import env_for
-    from ..judging.basecheck import Refusal, differences, line
+    from .basecheck import Refusal, differences, line
 
     refused = [Refusal(r.key, m, **rec) for r, m, _ in todo
                if (rec := (r.verdicts[m].get("paired") or {}).get("base_check"))]  # fmt: skip
@@ -298,12 +298,12 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     not share (power-state: stage2.clocked). A figure whose base build did not reproduce
     the baseline's sessions at `commit` (in `entries`: judging/basecheck.py) is not judged:
     the first stage's verdict stands (its `paired` record says why: `base_check`)."""
-    from ..judging.basecheck import check, judged
+    from ..core.settings import MAX_PAIRED_ROUNDS as MAX_ROUNDS
     from ..judging.explain import EACH_PAIR
     from ..judging.judge import verdict_dict
-    from ..judging.stage2 import judge_paired, settle_advice
-    from .options import MAX_PAIRED_ROUNDS as MAX_ROUNDS
-    from .pairedfigs import extended, first_look, second_look, written
+    from .basecheck import check, judged
+    from .figures import extended, first_look, second_look, written
+    from .judge import judge_paired, settle_advice
 
     n = len(measured.pair)
     took = getattr(measured, "seconds", None) or {}  # each test's, over all rounds and sides
@@ -387,7 +387,7 @@ def _each_pair(f: Any, tolerance: float,
     why the first stage's verdict stands, and each process pair's change: every pair on its
     own measured it beyond the tolerance on the same side (judging/stage2.each_pair_beyond);
     None otherwise (it then reads inconclusive, not borne out)."""
-    from ..judging.stage2 import PER_PROCESS, each_pair_beyond, pair_spread, screened
+    from .judge import PER_PROCESS, each_pair_beyond, pair_spread, screened
 
     p = screened(f, tolerance) if f is not None and f.usable() else None
     changes = each_pair_beyond(f, tolerance, str(first.get("status"))) if p is not None else None

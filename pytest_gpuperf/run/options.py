@@ -7,12 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core.settings import FALSE_ALARM
+from ..core.settings import FALSE_ALARM, MAX_PAIRED_ROUNDS
 
 AUTO = "auto"
 BASELINE_MODES = ("auto", "compare", "save", "off")
-MAX_PAIRED_ROUNDS = 50
-PAIRED_MODES = ("auto", "off")  # the paired stage (run/paired.py): where it can run, or never
+PAIRED_MODES = ("auto", "off")  # the paired stage (paired/stage.py): where it can run, or never
 # the files a run writes where its command line says, (option, help), declared here for the
 # option table (plugin/options.py); Options.output_files gives their paths
 OUTPUT_FILES = (

@@ -254,7 +254,7 @@ class GpuPerfSession:
         or found changed, re-measured against a build of the baseline's commit."""
         if self.base.paired_wanted():
             from ..hardware.marks import usable_memory
-            from .paired import after_judgement
+            from ..paired.stage import after_judgement
 
             notes, stopped = after_judgement(
                 config, self.base, self.results, self.options, self.durations,
