@@ -15,9 +15,10 @@ from pytest_gpuperf.core.figures import KERNEL_TIME, KERNELS, LAUNCH, metrics_of
 from pytest_gpuperf.judging.judge import judge_run
 from pytest_gpuperf.judging.noise import OFFSET_CLASSES
 from pytest_gpuperf.judging.offsets import ClassShift
+from pytest_gpuperf.judging.pairedrounds import PairedFigure
 from pytest_gpuperf.judging.verdict import Verdict
 from pytest_gpuperf.paired.envshift import environment_shifts
-from pytest_gpuperf.paired.judge import PairedFigure, judge_paired, pooled
+from pytest_gpuperf.paired.judge import judge_paired, pooled
 
 from .test_kernel_time import launch_bound
 

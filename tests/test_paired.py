@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_gpuperf.paired.judge import PairedFigure, judge_paired, per_process, pooled
+from pytest_gpuperf.judging.pairedrounds import PairedFigure
+from pytest_gpuperf.paired.judge import judge_paired, per_process, pooled
 
 from . import vclock
 from .gateproject import FAST

@@ -15,13 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_gpuperf.core.figures import KERNELS
-from pytest_gpuperf.judging.verdict import quantile
-from pytest_gpuperf.paired.judge import (
+from pytest_gpuperf.judging.pairedrounds import (
     SETTLE_CAP,
     PairedFigure,
     rounds_to_settle,
     settle_advice,
 )
+from pytest_gpuperf.judging.verdict import quantile
 from pytest_gpuperf.paired.stage import _apply
 
 from .test_paired_kernels import _rounds, _run
@@ -157,7 +157,7 @@ def test_one_figure_gets_one_advice_from_gpuperf_ab_and_the_paired_stage(ratios,
     stage "not even 1000 paired rounds would narrow it". Given the same rounds, both now
     say the same, each naming its own options."""
     from pytest_gpuperf.cli.ab import judge_rounds
-    from pytest_gpuperf.paired.judge import AB_ROUNDS
+    from pytest_gpuperf.judging.pairedrounds import AB_ROUNDS
 
     key = ("t.py::test_r", "throughput")
     base = [level * (1 + 0.01 * (i % 3)) for i in range(len(ratios))]

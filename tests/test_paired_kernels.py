@@ -361,7 +361,8 @@ def test_a_figure_the_screen_did_not_take_is_not_kept_however_its_pairs_lie():
 
 
 def test_each_pair_beyond_reads_a_latency_the_other_way_and_takes_every_pair_of_both_looks():
-    from pytest_gpuperf.paired.judge import PairedFigure, each_pair_beyond
+    from pytest_gpuperf.judging.pairedrounds import PairedFigure
+    from pytest_gpuperf.paired.judge import each_pair_beyond
 
     base = (0.002,) * 6  # a latency's kernel time a call grew 9-10%: lower is better
     head = tuple(0.002 * x for x in (1.102, 1.103, 1.101, 1.088, 1.089, 1.087))

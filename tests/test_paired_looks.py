@@ -18,8 +18,8 @@ import types
 import pytest
 
 from pytest_gpuperf.core.figures import KERNELS
+from pytest_gpuperf.judging.pairedrounds import PairedFigure
 from pytest_gpuperf.paired.figures import extended, undecided_tests
-from pytest_gpuperf.paired.judge import PairedFigure
 from pytest_gpuperf.paired.stage import _apply
 
 from . import vclock

@@ -55,15 +55,10 @@ import numpy as np
 from pytest_gpuperf.core.results import Result, Throughput
 from pytest_gpuperf.judging.confirmation import confirm, flagged_tests
 from pytest_gpuperf.judging.judge import judge_run
+from pytest_gpuperf.judging.pairedrounds import PairedFigure
 from pytest_gpuperf.judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER
 from pytest_gpuperf.paired.figures import second_look
-from pytest_gpuperf.paired.judge import (
-    PER_PROCESS,
-    PROCESS_P,
-    PairedFigure,
-    judge_paired,
-    per_process,
-)
+from pytest_gpuperf.paired.judge import PER_PROCESS, PROCESS_P, judge_paired, per_process
 from pytest_gpuperf.paired.stage import MORE, PAIRS, STAGE_SHARE, _each_pair, candidates
 
 CODES = {"unchanged": 0, "regressed": 1, "improved": 2}  # anything else: 3 (inconclusive)

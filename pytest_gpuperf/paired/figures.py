@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..core.results import Result
+    from ..judging.pairedrounds import PairedFigure
     from ..judging.verdict import Verdict
-    from .judge import PairedFigure
 
 SIDES = ("base", "head")
 
@@ -48,7 +48,7 @@ def paired_figures(todo: Sequence[tuple[Result, str, str]], measured: Any) -> li
     per-clock twin where every round has it (judged together, as stage 1 judges them); a
     figure missing from a round has no rounds (undecided, never judged)."""
     from ..core.figures import CLOCK, TIMED, per_clock_name
-    from .judge import PairedFigure
+    from ..judging.pairedrounds import PairedFigure
 
     per, n = round_figures(measured), len(measured.pair)
     out = []

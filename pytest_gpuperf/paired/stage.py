@@ -288,22 +288,22 @@ def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
 def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: float,
            commit: str, again: Any = None, whole: bool = False,
            entries: dict[str, dict[str, Any]] | None = None) -> dict[str, int]:  # fmt: skip
-    """Judge the rounds and write the stage-2 verdicts of the figures it decides (the
-    first stage's kept in `stage1`); the count of each status. Two looks, each at half of
-    the stage's share over all the figures it re-measured (Bonferroni: together they spend
-    the share): the first on `measured`, the second on the figures the first left
-    inconclusive with the rounds of `again` after theirs; `whole`: one look, at the whole
-    share (no second look could fit, pairedlooks.one_look). A compute-bound throughput is
-    decided by its time, its per-clock twin vetoing a change that the cycles decidedly do
-    not share (power-state: stage2.clocked). A figure whose base build did not reproduce
-    the baseline's sessions at `commit` (in `entries`: judging/basecheck.py) is not judged:
-    the first stage's verdict stands (its `paired` record says why: `base_check`)."""
+    """Judge the rounds and write the stage-2 verdicts of the figures it decides (the first
+    stage's kept in `stage1`); the count of each status. Two looks, each at half the stage's
+    share over all the figures it re-measured (Bonferroni): the first on `measured`, the
+    second on those the first left inconclusive with the rounds of `again` after theirs;
+    `whole`: one look at the whole share, no second could fit (looks.one_look). A
+    compute-bound throughput is decided by its time, its per-clock twin vetoing a change the
+    cycles decidedly do not share (judge.clocked). A figure whose base build did not
+    reproduce the baseline's sessions at `commit` (`entries`: basecheck.py) keeps the first
+    stage's verdict, its `paired` record saying why (`base_check`)."""
     from ..core.settings import MAX_PAIRED_ROUNDS as MAX_ROUNDS
     from ..judging.explain import EACH_PAIR
     from ..judging.judge import verdict_dict
+    from ..judging.pairedrounds import settle_advice
     from .basecheck import check, judged
     from .figures import extended, first_look, second_look, written
-    from .judge import judge_paired, settle_advice
+    from .judge import judge_paired
 
     n = len(measured.pair)
     took = getattr(measured, "seconds", None) or {}  # each test's, over all rounds and sides
