@@ -139,9 +139,9 @@ def _what(todo: list[tuple[Result, str, str]], tests: int | None = None) -> str:
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    from ..fresh.abtree import git
+    from ..core import gitcmd
 
-    return git(root, *args)
+    return gitcmd.call(root, *args)
 
 
 def _repo(config: Any) -> Path | None:
