@@ -1,4 +1,4 @@
-"""The base check (judging/basecheck.py): a build of the baseline's commit judges code only
+"""The base check (paired/basecheck.py): a build of the baseline's commit judges code only
 where it reproduces the level the baseline saved at that commit. Replayed on the real judged
 runs' base rounds it refuses nothing; the issue's cases (a slowdown from outside the code, a
 build the base worktree lacks) are refused, and the first stage's verdict stands."""

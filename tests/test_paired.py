@@ -1,4 +1,4 @@
-"""The paired stage (run/paired.py, fresh/rounds.py, judging/stage2.py): what the first
+"""The paired stage (paired/stage.py, paired/rounds.py, paired/judge.py): what the first
 stage leaves inconclusive is re-measured against a build of the baseline's commit, in
 rounds, and judged on the paired differences."""
 

@@ -1,5 +1,5 @@
-"""What the paired stage says about a figure it cannot decide (judging/stage2.py
-`rounds_to_settle`, `settle_advice`; run/paired.py `_apply`): its rounds' spread, whether
+"""What the paired stage says about a figure it cannot decide (judging/pairedrounds.py
+`rounds_to_settle`, `settle_advice`; paired/stage.py `_apply`): its rounds' spread, whether
 its level is set each time the test runs, and how many rounds would settle it. On the H200
 (docs/performance.md, 2026-12-02, fourth session) a bf16 matmul's kernel time sat at
 271-308 us by allocation while each allocation's own figure held within ±0.3%, so its

@@ -1,5 +1,5 @@
 """The paired stage's base must be the baseline (issue 57): a base build that does not
-reproduce the level the baseline saved at its commit judges nothing (judging/basecheck.py),
+reproduce the level the baseline saved at its commit judges nothing (paired/basecheck.py),
 and a confirmed first-stage regression stands as one outside the code. Exact figures
 (`gpu_benchmark.from_samples`), so no verdict depends on the runner's load."""
 

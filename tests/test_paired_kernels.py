@@ -1,4 +1,4 @@
-"""The paired stage checks the figures the first stage found changed (run/paired.py
+"""The paired stage checks the figures the first stage found changed (paired/stage.py
 `candidates`, `_apply`): on the H200 the kernel time of nearly launch-bound matmuls moved
 3-8% with the GPU's recent load while 3 sessions saved a minute apart agreed to 0.5%, and
 the first stage called an unchanged build 4-10% faster in 6 of 6 runs; a wall time's
@@ -438,7 +438,7 @@ def test_the_line_says_which_checked_figures_a_priced_out_test_leaves_inconclusi
 
 
 def _stage_of(monkeypatch, r, cost_s, gpu_bytes=None, more=()):
-    """run/paired.run_stage on result `r` (test t.py::mm, its first-stage time `cost_s`) at a
+    """paired/stage.run_stage on result `r` (test t.py::mm, its first-stage time `cost_s`) at a
     180 s budget on a GPU of `gpu_bytes`, in a repository whose baseline commit exists (no
     git run)."""
     import pytest_gpuperf.paired.stage as paired
@@ -511,7 +511,7 @@ def test_a_stage_that_takes_a_regression_back_takes_its_derived_figures_with_it(
 
 
 def test_a_checked_figure_whose_rounds_run_out_of_budget_becomes_inconclusive(monkeypatch):
-    # priced in, then its rounds no longer fit (fresh/rounds.TooDear): as unchecked as one
+    # priced in, then its rounds no longer fit (paired/rounds.TooDear): as unchecked as one
     # priced out up front
     import pytest_gpuperf.paired.looks as looks
     from pytest_gpuperf.paired.rounds import TooDear

@@ -1,5 +1,5 @@
-"""The paired stage's two looks (run/pairedlooks.py, run/paired.py `_apply`,
-run/pairedfigs.py): the asked rounds judge every figure at half the stage's share; the
+"""The paired stage's two looks (paired/looks.py, paired/stage.py `_apply`,
+paired/figures.py): the asked rounds judge every figure at half the stage's share; the
 figures left inconclusive get up to MORE times as many rounds again, of their tests alone,
 in PAIRS more process pairs, judged on all their rounds at the other half, still over every
 figure re-measured. On the H200 a matmul's kernel time whose level is set each time the
@@ -151,7 +151,7 @@ def _fig(key, metric, base, head):
 
 
 def test_a_compute_bound_figure_its_time_decided_is_not_measured_again():
-    # the paired stage decides compute-bound work by its time (stage2.clocked): a time
+    # the paired stage decides compute-bound work by its time (judge.clocked): a time
     # unchanged is decided whatever its per-clock twin says, so no second look; a time
     # undecided goes to the second look with its twin, even where the twin is unchanged
     from pytest_gpuperf.judging.verdict import Verdict

@@ -1,9 +1,9 @@
 """The paired stage keeps one process of each build alive through a test's rounds
-(fresh/rounds.py), so both hold the test's models at once. On an H100 80GB (2026-12-06,
+(paired/rounds.py), so both hold the test's models at once. On an H100 80GB (2026-12-06,
 docs/evidence/h100-2026-12-06-c) a 70B QLoRA step (gpu_requires_vram("44GiB"), 36 GiB held
 in the first stage) failed out of memory in both builds' rounds and spent 137 s of the
 stage's time; it fits twice on an H200. A test whose two builds cannot hold their memory at
-once is now left to the first stage up front, saying so (fresh/afford.held_twice)."""
+once is now left to the first stage up front, saying so (paired/plan.held_twice)."""
 
 from __future__ import annotations
 

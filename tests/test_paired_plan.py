@@ -1,4 +1,4 @@
-"""The paired stage's plan (fresh/rounds.plan): after each round, how many rounds each
+"""The paired stage's plan (paired/rounds.plan): after each round, how many rounds each
 process pair still measures within the budget, from what the rounds cost so far. Pure: the
 costs are given, no clock is read."""
 
@@ -133,7 +133,7 @@ def test_a_plan_never_asks_for_more_than_asked_and_fits_its_budget(
     assert need <= left or (not rest and new[p] == done)
 
 
-# ------------------------------------------- what a first look can afford (fresh/afford.fit)
+# ------------------------------------------- what a first look can afford (paired/plan.fit)
 
 
 def test_the_h200s_batch_sweeps_are_left_to_the_first_stage_up_front():
@@ -226,7 +226,7 @@ def test_a_checked_figure_is_re_measured_before_cheaper_ones_and_said_when_left(
     assert kept == ["t.py::checked"] and kept_todo == [todo[1]]
     assert said.startswith("1 figure(s) of 1 test(s) not re-measured (left to the first stage): their rounds")
     # a budget that holds only the cheap one: the checked figure is left out, and said to
-    # be inconclusive unchecked (run/paired._leave makes it so: tests/test_paired_kernels.py)
+    # be inconclusive unchecked (paired/stage._leave makes it so: tests/test_paired_kernels.py)
     kept_todo, kept, said = affordable(todo, tests, [r for r, _, _ in todo], durations, 0.5,
                                        first_need(1.0, 2), 2)  # fmt: skip
     assert kept == ["t.py::cheap"]
@@ -467,7 +467,7 @@ def test_a_test_with_a_max_time_of_its_own_is_priced_at_it():
     assert kept == [] and "real 37 s" in said
 
 
-# --------------------------- a first look whose rounds no longer fit (run/pairedlooks.salvage)
+# --------------------------- a first look whose rounds no longer fit (paired/looks.salvage)
 
 
 def _got(seconds, rounds=1, start=1.4, first=None, later=None):

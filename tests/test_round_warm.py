@@ -1,5 +1,5 @@
 """The paired stage's round processes warm the GPU before a call that may follow an idle
-card (fresh/roundworker): when they do, with a clock the test controls, and that nothing of
+card (paired/worker): when they do, with a clock the test controls, and that nothing of
 it runs where it was not asked (a CPU run's rounds). tests/test_gpu.py runs the warm-up
 itself on a GPU."""
 

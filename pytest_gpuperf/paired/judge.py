@@ -1,36 +1,12 @@
-"""Stage 2 of the gate, the paired stage: what the first stage (the run against the
-baseline's history, judge.py) left undecided, re-measured in rounds against a build of the
-baseline's commit on this machine, judged on the per-round paired differences. Pure: no
-git, no processes, no files (run/paired.py runs the rounds).
-
-Why it decides what stage 1 cannot: a run judged against sessions saved on other days and
-machines carries their spread (a power-capped card moves a compute-bound block 2-5%); a
-round measures the base and the head minutes apart on one card, so what moves both cancels
-in their ratio. The rule, as gate-sim's fast simulator of the two-stage design models it
-(../shared/gate-sim/fast/evaluate.py, `paired_stage`):
-
-- the figures re-measured: every throughput-class figure stage 1 left INCONCLUSIVE;
-- d_i = log(head_i / base_i) per round; a figure's variance of d is
-  pooled over the re-measured figures of its class and kind (wall time or GPU kernel time;
-  an F screen at 1% against the pool of the others keeps a noisier figure on its own
-  variance), each kept figure judged with max(own, pooled) and the pool's degrees of
-  freedom;
-- the interval t * sqrt(var / rounds) at the stage's share of the run's false-alarm budget
-  (Bonferroni over the figures re-measured), the verdict ladder of verdict.status_of. The
-  project spends that share in two looks of a half each (run/paired.py; gate-sim's
-  `paired_project_ext`): the second judges the figures the first left undecided on all
-  their rounds, over the count of all the figures the first judged (`count`).
-
-One addition the simulator does not have: the rounds run in two or more pairs of processes
-(one per side each). A figure whose paired difference differs between process pairs more
-than its rounds within a pair explain (one-way ANOVA, F at 1%) has noise per process that
-two processes a side cannot average out: where the pairs' means are more than half the
-tolerance apart (each more than a quarter from their middle) it keeps its stage-1 verdict,
-saying so; a smaller process effect is added whole (half the pairs' range) to its interval.
-A figure the first stage decided (one it found changed, re-measured as a check) that the
-screen takes keeps that verdict only where every process pair on its own
-measured it beyond the tolerance on the same side (`each_pair_beyond`); run/paired.py
-applies it."""
+"""The paired stage's judge: each re-measured figure judged on its rounds' paired
+differences d = log(head / base), its variance pooled within its class and kind (`pooled`),
+at the stage's share of the run's false-alarm budget (`judge_paired`). A round measures both
+builds minutes apart on one card, so what moves both cancels in their ratio: what stage 1,
+judged against sessions of other days and machines, cannot decide. Noise per process (the
+process pairs disagree) is screened out (`screened`), or bears a checked change out only
+where each pair does (`each_pair_beyond`). Pure: no git, no processes, no files (stage.py
+runs the rounds). The rule as gate-sim models it, and what it adds:
+docs/evidence/paired-stage-notes.md."""
 
 from __future__ import annotations
 
@@ -134,9 +110,8 @@ def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, f
     least MIN_POOL of them agree; else its own. Kernel time and wall time never share a
     pool: their round-to-round noise has other causes (a kernel figure's level can be drawn
     per process), and a few noisy kernel figures in a pool would let a noisy wall-time
-    figure in beside them (gate-sim: all 8 kernel figures at 3% a round took the run-wide
-    A/A from 0.175% to 1.375%; pooled by kind, 0.275%). A kernel-time figure beside its
-    own wall time so never counts that benchmark twice."""
+    figure in beside them (gate-sim's figures: docs/evidence/paired-stage-notes.md).
+    A kernel-time figure beside its own wall time so never counts that benchmark twice."""
     out: dict[tuple[str, str], tuple[float, float]] = {}
     groups: dict[tuple[str, bool], list[PairedFigure]] = {}
     for f in figs:
@@ -228,16 +203,14 @@ def clocked(time_v: Verdict, cycle_v: Verdict) -> Verdict:
     per-clock twin's (each round's figure per median SM clock cycle).
 
     Stage 1 asks a regression to hold in time AND per cycle (verdict.combine_clocked): its
-    sessions ran on other cards in other power states. A round measures both builds on one
-    card minutes apart, alternating, and a round's median clock reading is coarse (on the
-    H200 the matmuls' paired time rounds agreed within 0.4-1.0% while their per-clock
-    interval read ±2.9%; a 5% slower MLP read 4.5-6.6% slower in every round and ±6.1% per
-    cycle). So the time decides, at its own interval, and the cycles can only veto a
-    change: a time slower or faster beyond the tolerance whose cycles are decidedly the
-    same, or changed the other way, is `power-state` (the clocks of the two builds'
-    rounds differed), never a regression or an improvement. Every change this gives, the
-    time alone gives (gate-sim's paired stage judges the time alone), so it adds no false
-    alarm to it, and every status but those vetoed is the time's."""
+    sessions ran on other cards in other power states. A round measures both builds on one card
+    minutes apart, alternating, and a round's median clock reading is coarse (the H200's
+    figures: docs/evidence/paired-stage-notes.md). So the time decides, at its own interval, and
+    the cycles can only veto a change: a time slower or faster beyond the tolerance whose cycles
+    are decidedly the same, or changed the other way, is `power-state` (the clocks of the two
+    builds' rounds differed), never a regression or an improvement. Every change this gives, the
+    time alone gives, so it adds no false alarm to it, and every status but those vetoed is the
+    time's."""
     if time_v.worse is None or cycle_v.worse is None:
         return time_v
     per_cycle = f"per clock cycle {relative_change_text(cycle_v)}, {cycle_v.status}"

@@ -1,7 +1,7 @@
 """The paired stage (stage 2 of the gate): the throughput figures the first stage left
 inconclusive, and those it found changed (checked; `candidates` says why), re-measured
-against a build of the baseline's commit on this machine, in rounds (fresh/rounds.py),
-judged on the paired differences (judging/stage2.py). Its verdicts replace the first
+against a build of the baseline's commit on this machine, in rounds (rounds.py), judged
+on the paired differences (judge.py). Its verdicts replace the first
 stage's for those figures and keep them (`stage1`), so a reader sees what each stage said
 and why a figure was re-measured; a checked figure it cannot decide becomes inconclusive,
 unless its noise is per process and every process pair on its own measured it beyond the
@@ -14,7 +14,7 @@ says why in one line and the first stage's verdicts stand. The run's false-alarm
 split: half for the first stage, half for this one (Bonferroni over the figures it
 re-measures), spent in two looks of a half each: the asked rounds, then up to MORE times as
 many of the tests the first look left undecided, in PAIRS more process pairs
-(run/pairedlooks.py measures them)."""
+(looks.py measures them)."""
 
 from __future__ import annotations
 
@@ -79,21 +79,15 @@ def candidates(
     results: list[Result], entries: dict[str, dict[str, Any]] | None = None,
     env: dict[str, Any] | None = None,
 ) -> list[tuple[Result, str, str]]:  # fmt: skip
-    """(result, metric, class) of each throughput-class figure the paired stage
-    re-measures: those the first stage left inconclusive, and those it found changed
-    (`checked`). A launch-bound wall time is left to the first stage (its noise is per
-    process). Why a change is checked: the first stage compares this card with the cards
-    the sessions were saved on, and its confirmation runs on this card again, so a card's
-    own residual repeats there. Measured on the processes in evidence, a figure's residual
-    in a second fresh process on the same card correlates 0.3-0.8 by class with the first's
-    (docs/evidence/same-card-2026-12-06); on the H200 the kernel time of nearly launch-bound
-    matmuls moved 3-8% with the GPU's recent load while 3 sessions saved a minute apart
-    agreed within 1%. Rounds that alternate the builds on one card share both. A figure
-    whose baseline entry was saved with other software (`software_changed`: `env` against
-    `entries`) is not checked: both builds of this machine share a new version's change,
-    so only the first stage sees it. A wall time launch-bound now (whatever class it
-    declares), or in every session it was saved in, is left to the first stage too
-    (figure.other_regime): which side of the edge a process falls on is its own."""
+    """(result, metric, class) of each throughput-class figure the paired stage re-measures:
+    those the first stage left inconclusive, and those it found changed (`checked`: the
+    first stage's confirmation runs on this card again, so a card's own residual and recent
+    load repeat there, while rounds that alternate the builds on one card share both:
+    docs/evidence/paired-stage-notes.md). Left to the first stage: a wall time launch-bound
+    now (whatever class it declares) or in every session it was saved in (which side of the
+    edge a process falls on is its own: figure.other_regime), and a change whose baseline
+    entry was saved with other software than `env` (`software_changed`: both builds here
+    share a new version's change, so only the first stage sees it)."""
     from ..core.figures import KERNEL_FIGURES, LAUNCH, MEMORY, PER_CLOCKS, RECORDED, metrics_of
 
     out = []
@@ -159,7 +153,7 @@ def run_stage(
     (`candidates`), None if nothing; replace the verdicts it decides (recap_derived caps
     their derived figures) and make a checked figure it cannot decide (`_each_pair` aside)
     or kernel-time one it does not re-measure (`_leave`) inconclusive. `costs`: each test's
-    first-stage seconds (fresh/afford.py); `doing`: told what the rounds re-measure (a Ctrl-C
+    first-stage seconds (plan.py); `doing`: told what the rounds re-measure (a Ctrl-C
     line); `run_max_s`: the run's max_time; `gpu_bytes`: the GPU memory of a round's pair."""
     todo = candidates(results, entries, env)
     if not todo:
@@ -258,12 +252,10 @@ def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
     """`todo` less the figures of the tests not in `keep` (their rounds did not fit the
     budget, or did not end), whose reasons now say `why` they were not re-measured. A
     figure the first stage left inconclusive keeps its verdict, and so does a checked wall
-    time (as before wall times were checked: a regression stands as the confirmation in a
-    fresh process left it, so an unaffordable test's regression still fails the run); a
-    checked kernel-time figure becomes inconclusive, as one the rounds cannot decide does:
-    a first-stage kernel-time change is not to be trusted alone (on the H200 an unchanged
-    build's kernel time read 4-10% faster in 6 of 6 runs, and a b1 decode's 2.92% slower on
-    another card, confirmed in a fresh process on it)."""
+    time (a regression stands as the confirmation in a fresh process left it, so an
+    unaffordable test's regression still fails the run); a checked kernel-time figure
+    becomes inconclusive, as one the rounds cannot decide does: a first-stage kernel-time
+    change is not to be trusted alone (docs/evidence/paired-stage-notes.md)."""
     from ..core.figures import KERNEL_FIGURES
 
     for r, m, _ in (t for t in todo if t[0].nodeid not in keep):
@@ -385,7 +377,7 @@ def _each_pair(f: Any, tolerance: float,
                first: dict[str, Any]) -> tuple[str, list[float]] | None:  # fmt: skip
     """Where the per-process screen took a checked figure (one the first stage decided),
     why the first stage's verdict stands, and each process pair's change: every pair on its
-    own measured it beyond the tolerance on the same side (judging/stage2.each_pair_beyond);
+    own measured it beyond the tolerance on the same side (judge.each_pair_beyond);
     None otherwise (it then reads inconclusive, not borne out)."""
     from .judge import PER_PROCESS, each_pair_beyond, pair_spread, screened
 
@@ -411,8 +403,7 @@ def _round_record(f: Any, figs: dict[tuple[str, str], Any] | None = None,
     the paired difference a round, relative (`round_spread`). A compute-bound figure's
     per-clock twin, judged with it (in `figs`, its verdict in `verdicts`), is kept the same
     way under `per_clock`, with its interval's basis (its class's pool or its own rounds):
-    on the H200 the matmuls' time rounds spread 0.4-1.0% and their per-clock interval read
-    ±2.9% on its own 5 df (the time decides; the cycles can only veto: stage2.clocked)."""
+    the time decides, the cycles can only veto (judge.clocked)."""
     from ..core.figures import per_clock_name
 
     sd = statistics.stdev(f.diffs()) if len(f.base) >= 2 else None

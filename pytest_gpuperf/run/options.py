@@ -57,7 +57,7 @@ class Options:
         self.profile_source = "--gpu-profile"  # where the profile was named, for errors
         self.false_alarm = FALSE_ALARM  # the whole run's false-alarm rate (Bonferroni over metrics)
         self.confirm = True  # re-measure a suspected regression in a fresh process
-        self.paired = "auto"  # the paired stage against the baseline's commit (run/paired.py)
+        self.paired = "auto"  # the paired stage against the baseline's commit (paired/stage.py)
         self.paired_rounds = 6
         self.paired_budget: float | None = None  # seconds; None: the run's test time (paired.py)
         self.paired_setup: str | None = None  # a shell command run in the base worktree first
