@@ -49,15 +49,15 @@ def _env(gpu: str | None, select: Path, cuda: bool = False) -> dict[str, str]:
     its tests ran on CUDA, each process loads the GPU for WARM_S before a call that may
     follow an idle card (worker.warm)."""
     from ..fresh.confirm import ENV_FLAG, fresh_environment
-    from . import worker as roundworker
+    from . import worker
 
     env = fresh_environment()
     env[ENV_FLAG] = "1"
-    env[roundworker.SELECT] = str(select)
+    env[worker.SELECT] = str(select)
     if gpu:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     if cuda:
-        env[roundworker.WARM] = f"{WARM_S:g}"
+        env[worker.WARM] = f"{WARM_S:g}"
     return env
 
 

@@ -34,7 +34,7 @@ from ..fresh.abprobe import OUT as PROBE_OUT
 from ..fresh.abprobe import WATCH
 from ..fresh.abtree import PROBE, foreign_import, imported_files, install_probe
 from ..fresh.provenance import write_own, wrong_build
-from . import worker as roundworker
+from . import worker
 from .plan import MIN_PER_PAIR, STOP_S, round_cap
 
 SIDES = ("base", "head")
@@ -114,7 +114,7 @@ def install_worker(work: Path) -> Path:
     """The probe directory (abprobe's copy, `-p gpuperf_ab_probe`) with the round worker
     beside it (`-p gpuperf_rounds_worker`)."""
     folder = install_probe(work)
-    shutil.copyfile(roundworker.__file__, folder / f"{roundworker.NAME}.py")
+    shutil.copyfile(worker.__file__, folder / f"{worker.NAME}.py")
     return folder
 
 
@@ -178,11 +178,11 @@ def _start(build: Build, work: Path, name: str, env: dict[str, str], probe: Path
         "raise SystemExit(pytest.main())"
     )
     flags: list[str] = getattr(subprocess, "_args_from_interpreter_flags", list)()
-    cmd = [sys.executable, *flags, "-c", boot, "-p", PROBE, "-p", roundworker.NAME, *build.args,
+    cmd = [sys.executable, *flags, "-c", boot, "-p", PROBE, "-p", worker.NAME, *build.args,
            f"--gpuperf-json={out / 'results.json'}", f"--basetemp={out / 'basetemp'}"]  # fmt: skip
     full = dict(env)
     full.update({
-        roundworker.FDS: f"{c_r},{c_w}", roundworker.OUT: str(out),
+        worker.FDS: f"{c_r},{c_w}", worker.OUT: str(out),
         PROBE_OUT: str(imports),
     })  # fmt: skip
     if build.pythonpath:
@@ -402,7 +402,7 @@ def measure_rounds(
     if not probe.is_dir():
         install_worker(work)
     env = {**env, WATCH: os.pathsep.join(str(p.resolve()) for p in (root, tree)),
-           roundworker.OWN: write_own(tree, work / "own.json")}  # fmt: skip
+           worker.OWN: write_own(tree, work / "own.json")}  # fmt: skip
     t0 = time.monotonic()
     deadline = t0 + budget_s
     got = Measured(asked=rounds)
