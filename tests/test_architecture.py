@@ -9,6 +9,7 @@ imported): the layers of docs/architecture.md, lowest first, each a subpackage w
     judging   pure judges: the verdict rule, noise, the run-wide gate, A/B rounds
     outputs   renderers and writers (outputs/, the report in outputs/report/), runfile
     fresh     fresh pytest processes: confirmation's, deferred tests', xdist workers
+    paired    the paired stage: plan, rounds and their worker, looks, judge, verdicts
     run       one pytest run's state and its baseline (judge, confirm, save)
     plugin    the hooks, options, fixtures, hookspec
     cli       the `gpuperf` command, and the package's own lazy public API
@@ -43,7 +44,7 @@ ROOT = "pytest_gpuperf"
 
 LAYERS = (
     "core", "hardware", "measure", "workloads", "baseline", "judging", "outputs", "fresh",
-    "run", "plugin", "cli",
+    "paired", "run", "plugin", "cli",
 )  # fmt: skip
 # the top-level names outside a layer's subpackage, and the layer each belongs to
 TOP_LEVEL = {"": "cli", "__main__": "cli", "distributed": "workloads"}

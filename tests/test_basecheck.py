@@ -1,4 +1,4 @@
-"""The base check (judging/basecheck.py): a build of the baseline's commit judges code only
+"""The base check (paired/basecheck.py): a build of the baseline's commit judges code only
 where it reproduces the level the baseline saved at that commit. Replayed on the real judged
 runs' base rounds it refuses nothing; the issue's cases (a slowdown from outside the code, a
 build the base worktree lacks) are refused, and the first stage's verdict stands."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuperf.core.verdict import from_json
-from pytest_gpuperf.judging.basecheck import Refusal, check, held, line
+from pytest_gpuperf.paired.basecheck import Refusal, check, held, line
 
 ROOT = Path(__file__).resolve().parents[1]
 EVIDENCE = ROOT / "docs" / "evidence"
@@ -122,7 +122,7 @@ def test_a_refused_base_never_clears_a_regression_the_rounds_found(first):
     found the head worse than that base (REGRESSED), a verdict a base off its level cannot
     explain away: that verdict stands, saying how far the base was off. Any other verdict
     of the rounds (UNCHANGED, IMPROVED, undecided) is the first stage's."""
-    from pytest_gpuperf.judging.basecheck import judged
+    from pytest_gpuperf.paired.basecheck import judged
 
     no = Refusal("t.py::a", "throughput", -0.2, 0.07, 3, "c" * 40)
     stage1 = {"status": first, "change": -0.12, "reason": "stage 1"}

@@ -103,3 +103,13 @@ def test_the_readme_says_why_cpu_timings_never_fail_this_repositorys_ci():
     assert "a CPU baseline you save yourself does gate" in text
     assert "CPU timings never fail a run there" not in text
     assert not sorted((ROOT / "baselines").glob("cpu*.json"))
+
+
+def test_every_docs_page_the_package_names_is_there():
+    """A docstring says why in a few lines and names the page of docs/ with the evidence
+    (docs/evidence/paired-stage-notes.md for the paired stage's): each page it names exists."""
+    named: set[str] = set()
+    for path in (ROOT / "pytest_gpuperf").rglob("*.py"):
+        named |= set(re.findall(r"\bdocs/[\w./-]*\w", path.read_text(encoding="utf-8")))
+    assert "docs/evidence/paired-stage-notes.md" in named
+    assert sorted(n for n in named if not (ROOT / n).exists()) == []

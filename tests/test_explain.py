@@ -100,7 +100,7 @@ def test_a_first_stage_verdict_the_paired_stage_left_standing_is_not_called_its_
 
 
 def test_a_first_stage_verdict_each_process_pair_bore_out_says_so_and_names_the_ab_line():
-    # run/paired.py _each_pair: noise per process, every pair beyond the tolerance; stage
+    # paired/stage.py _each_pair: noise per process, every pair beyond the tolerance; stage
     # 1's verdict stands, unconfirmed here (--gpuperf-no-confirm): not "NOT re-measured"
     commit = "0123456789abcdef0123"
     r = _regressed(paired=commit, stage1=False, each_pair=[-0.0977, -0.084])

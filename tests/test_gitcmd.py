@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 from pathlib import Path
 
@@ -42,3 +43,49 @@ def test_without_git_every_question_goes_unanswered(tmp_path: Path,
     assert gitcmd.out(repo, "rev-parse", "HEAD") is None
     assert not gitcmd.ok(repo, "status")
     assert gitcmd.status(repo, "status") is None
+
+
+def test_call_runs_in_the_repository_and_gives_a_failure_back(tmp_path: Path) -> None:
+    repo, head = _repo(tmp_path)
+    done = gitcmd.call(repo, "rev-parse", "HEAD")
+    assert (done.returncode, done.stdout.strip()) == (0, head)
+    failed = gitcmd.call(repo, "rev-parse", "--verify", "no-such-ref")
+    assert failed.returncode != 0 and failed.stderr  # the caller says what failed
+
+
+def test_call_lets_a_missing_git_and_a_hang_through(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Unlike the short questions, a worktree build's git error is the caller's to report."""
+    repo, _ = _repo(tmp_path)
+    monkeypatch.setattr(gitcmd, "BUILD_S", 1e-9)
+    with pytest.raises(subprocess.TimeoutExpired):
+        gitcmd.call(repo, "status")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(FileNotFoundError):
+        gitcmd.call(repo, "status")
+
+
+def _runs_git(tree: ast.AST) -> list[int]:
+    """The lines of a list or tuple literal that begins with the string "git": a command
+    line handed to a subprocess."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.List | ast.Tuple)
+        and node.elts
+        and isinstance(node.elts[0], ast.Constant)
+        and node.elts[0].value == "git"
+    ]
+
+
+def test_git_runs_from_core_gitcmd_only() -> None:
+    """One git wrapper: every git command line of the package is spelled in core/gitcmd.py;
+    the rest call it (its short questions, or `call` for the worktree builds)."""
+    assert _runs_git(ast.parse('subprocess.run(["git", *args], cwd=repo)')) == [1]
+    package = Path(gitcmd.__file__).resolve().parent.parent
+    found = {
+        str(path.relative_to(package)): lines
+        for path in sorted(package.rglob("*.py"))
+        if (lines := _runs_git(ast.parse(path.read_text(encoding="utf-8"))))
+    }
+    assert list(found) == ["core/gitcmd.py"], found

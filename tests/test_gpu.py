@@ -237,7 +237,7 @@ def test_a_round_processs_warm_up_loads_the_gpu_and_gives_its_memory_back(gpu_de
     so one runs first)."""
     import torch
 
-    from pytest_gpuperf.fresh.roundworker import warm
+    from pytest_gpuperf.paired.worker import warm
 
     x = torch.ones(64, 64, device="cuda", dtype=torch.bfloat16)
     x @ x

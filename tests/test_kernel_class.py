@@ -16,8 +16,9 @@ from pytest_gpuperf.core.verdict import from_json, make
 from pytest_gpuperf.judging.judge import judge_run
 from pytest_gpuperf.judging.noise import OFFSET_CLASSES
 from pytest_gpuperf.judging.offsets import ClassShift
-from pytest_gpuperf.judging.stage2 import PairedFigure, judge_paired, pooled
-from pytest_gpuperf.run.envshift import environment_shifts
+from pytest_gpuperf.judging.pairedrounds import PairedFigure
+from pytest_gpuperf.paired.envshift import environment_shifts
+from pytest_gpuperf.paired.judge import judge_paired, pooled
 
 from .test_kernel_time import launch_bound
 
@@ -126,7 +127,7 @@ def test_the_hosts_shift_of_the_wall_times_never_reaches_the_kernel_figures(tmp_
 def test_a_machine_whose_kernels_all_run_slower_reads_each_kernel_figure_slower(tmp_path):
     """No offset absorbs a shift of every kernel figure: a GPU state (or a change of the
     code) that slows every kernel 10% reads as each figure 10% slower. A GPU state is what
-    the paired stage's kernel check re-measures (run/paired.py candidates); a whole class
+    the paired stage's kernel check re-measures (paired/stage.py candidates); a whole class
     of kernels slowed by the code stays caught."""
     entries = _baseline(tmp_path)
     run = _run(kernels=1.10)
@@ -241,7 +242,7 @@ def test_an_environment_shift_counts_the_class_lines_benchmarks_not_their_kernel
 
 def test_a_class_figure_each_process_pair_bore_out_as_improved_blocks_an_environment_shift():
     # 3 of 6 benchmarks re-measured: 2 unchanged, 1 kept improved (stage 1's verdict, every
-    # process pair beyond the tolerance, run/paired.py _each_pair): the code may have moved
+    # process pair beyond the tolerance, paired/stage.py _each_pair): the code may have moved
     keys = tuple(f"t.py::b{i}" for i in range(6))
     same = {"status": "unchanged", "paired": {"commit": "c"}, "stage1": {"status": "inconclusive"}}
     kept = {"status": "improved", "paired": {"commit": "c", "each_pair": [0.06, 0.05]}}

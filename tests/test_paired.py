@@ -1,4 +1,4 @@
-"""The paired stage (run/paired.py, fresh/rounds.py, judging/stage2.py): what the first
+"""The paired stage (paired/stage.py, paired/rounds.py, paired/judge.py): what the first
 stage leaves inconclusive is re-measured against a build of the baseline's commit, in
 rounds, and judged on the paired differences."""
 
@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_gpuperf.core.verdict import amend, from_json, make
-from pytest_gpuperf.judging.stage2 import PairedFigure, judge_paired, per_process, pooled
+from pytest_gpuperf.judging.pairedrounds import PairedFigure
+from pytest_gpuperf.paired.judge import judge_paired, per_process, pooled
 
 from . import vclock
 from .gateproject import FAST
@@ -88,7 +89,7 @@ def test_process_pairs_that_disagree_leave_the_figure_to_the_first_stage():
 )
 def test_each_pair_beyond_is_every_pairs_own_mean_beyond_the_tolerance(levels, per, higher,
                                                                        status, tol):  # fmt: skip
-    from pytest_gpuperf.judging.stage2 import each_pair_beyond
+    from pytest_gpuperf.paired.judge import each_pair_beyond
 
     pair = [p for p in range(len(levels)) for _ in range(per)]
     wobble = [(-1) ** i * 1e-4 for i in range(per)] * len(levels)  # mean 0 in a pair of 2, 4
@@ -274,7 +275,7 @@ def test_a_class_shift_the_paired_stage_finds_in_no_figure_is_the_environment():
     from pytest_gpuperf.core.results import Result, Throughput
     from pytest_gpuperf.judging.judge import Judgement
     from pytest_gpuperf.judging.offsets import ClassShift
-    from pytest_gpuperf.run.paired import environment_shifts
+    from pytest_gpuperf.paired.stage import environment_shifts
 
     line = ClassShift("compute", None, make("regressed", -0.08, 0.08, 0.02, 0.03, "x"), 4,
                       ("t.py::a", "t.py::b"))  # fmt: skip
@@ -518,7 +519,7 @@ def test_a_compute_bound_head_slower_only_at_a_lower_clock_is_not_a_regression()
 
     from pytest_gpuperf.core.results import Result, Throughput
     from pytest_gpuperf.core.stats import summarize
-    from pytest_gpuperf.run.paired import _apply
+    from pytest_gpuperf.paired.stage import _apply
 
     def measured_at(seconds, mhz, i):
         r = Result("t.py::mlp", None, "flop", 1e12, bound="compute")
@@ -557,7 +558,7 @@ def test_a_compute_bound_time_inside_the_tolerance_is_unchanged_whatever_its_cyc
 
     from pytest_gpuperf.core.results import Result, Throughput
     from pytest_gpuperf.core.stats import summarize
-    from pytest_gpuperf.run.paired import _apply
+    from pytest_gpuperf.paired.stage import _apply
 
     rng = random.Random(4)
 
@@ -714,7 +715,7 @@ def test_a_stage_that_measured_nothing_still_names_the_tests_it_left(two_tests, 
     """On the H200 the generation part's line said only why its one kept test was not
     measured (its base's rounds did not fit); the two decoder tests it had left to the
     first stage up front were named on their figures but not in the line."""
-    import pytest_gpuperf.fresh.rounds as rounds
+    import pytest_gpuperf.paired.rounds as rounds
 
     def fail(*args, **kwargs):
         if error == "rounds":
@@ -737,7 +738,7 @@ def test_a_stage_cut_by_ctrl_c_says_what_its_rounds_were_re_measuring(two_tests,
     """A CI job's time limit (timeout -s INT) cut the stage on the H200 twice, and its line
     said only "interrupted": what it was re-measuring, and what it had left to the first
     stage, was lost."""
-    import pytest_gpuperf.fresh.rounds as rounds
+    import pytest_gpuperf.paired.rounds as rounds
 
     def cut(*args, **kwargs):
         raise KeyboardInterrupt
@@ -764,8 +765,8 @@ def test_a_first_look_whose_rounds_do_not_fit_measures_the_rest_without_its_dear
     rounds a pair fit, and the stage measured nothing of either. Now the dearest by what its
     rounds took is left to the first stage and the rest is measured in new process pairs.
     The first look's rounds here are a stand-in (no clock needed); the second try is real."""
-    import pytest_gpuperf.fresh.rounds as rounds
-    from pytest_gpuperf.fresh import roundworker
+    import pytest_gpuperf.paired.rounds as rounds
+    from pytest_gpuperf.paired import worker as roundworker
 
     real, calls = rounds.measure_rounds, []
 
@@ -782,7 +783,7 @@ def test_a_first_look_whose_rounds_do_not_fit_measures_the_rest_without_its_dear
         exc.got = got
         raise exc
 
-    import pytest_gpuperf.run.pairedfigs as pairedfigs
+    import pytest_gpuperf.paired.figures as pairedfigs
 
     more = []  # a second look asked for every test it is given: the one still measured
 

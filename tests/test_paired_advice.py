@@ -1,5 +1,5 @@
-"""What the paired stage says about a figure it cannot decide (judging/stage2.py
-`rounds_to_settle`, `settle_advice`; run/paired.py `_apply`): its rounds' spread, whether
+"""What the paired stage says about a figure it cannot decide (judging/pairedrounds.py
+`rounds_to_settle`, `settle_advice`; paired/stage.py `_apply`): its rounds' spread, whether
 its level is set each time the test runs, and how many rounds would settle it. On the H200
 (docs/performance.md, 2026-12-02, fourth session) a bf16 matmul's kernel time sat at
 271-308 us by allocation while each allocation's own figure held within ±0.3%, so its
@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 
 from pytest_gpuperf.core.figures import KERNELS
 from pytest_gpuperf.core.verdict import amend
-from pytest_gpuperf.judging.stage2 import (
+from pytest_gpuperf.judging.pairedrounds import (
     SETTLE_CAP,
     PairedFigure,
     rounds_to_settle,
     settle_advice,
 )
 from pytest_gpuperf.judging.verdict import quantile
-from pytest_gpuperf.run.paired import _apply
+from pytest_gpuperf.paired.stage import _apply
 
 from .test_paired_kernels import _rounds, _run
 
@@ -159,7 +159,7 @@ def test_one_figure_gets_one_advice_from_gpuperf_ab_and_the_paired_stage(ratios,
     stage "not even 1000 paired rounds would narrow it". Given the same rounds, both now
     say the same, each naming its own options."""
     from pytest_gpuperf.cli.ab import judge_rounds
-    from pytest_gpuperf.judging.stage2 import AB_ROUNDS
+    from pytest_gpuperf.judging.pairedrounds import AB_ROUNDS
 
     key = ("t.py::test_r", "throughput")
     base = [level * (1 + 0.01 * (i % 3)) for i in range(len(ratios))]

@@ -1,5 +1,5 @@
 """The paired stage's base must be the baseline (issue 57): a base build that does not
-reproduce the level the baseline saved at its commit judges nothing (judging/basecheck.py),
+reproduce the level the baseline saved at its commit judges nothing (paired/basecheck.py),
 and a confirmed first-stage regression stands as one outside the code. Exact figures
 (`gpu_benchmark.from_samples`), so no verdict depends on the runner's load."""
 
@@ -185,7 +185,7 @@ def test_a_setup_that_outlasts_the_stages_budget_is_stopped_in_one_line(tmp_path
     hung the run. It gets the stage's budget; past it the command's process group is
     stopped and the stage says so in one line (stage 1 stands)."""
     from pytest_gpuperf.fresh.abtree import run_setup
-    from pytest_gpuperf.judging.paired import ABError
+    from pytest_gpuperf.judging.abjudge import ABError
 
     with pytest.raises(ABError) as err:
         run_setup("sleep 60", tmp_path, "--gpuperf-paired-setup", 0.5)

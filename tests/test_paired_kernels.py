@@ -1,4 +1,4 @@
-"""The paired stage checks the figures the first stage found changed (run/paired.py
+"""The paired stage checks the figures the first stage found changed (paired/stage.py
 `candidates`, `_apply`): on the H200 the kernel time of nearly launch-bound matmuls moved
 3-8% with the GPU's recent load while 3 sessions saved a minute apart agreed to 0.5%, and
 the first stage called an unchanged build 4-10% faster in 6 of 6 runs; a wall time's
@@ -21,7 +21,7 @@ import pytest
 from pytest_gpuperf.core.figures import KERNEL_TIME, KERNELS, metrics_of
 from pytest_gpuperf.core.results import Result
 from pytest_gpuperf.core.verdict import amend, from_json, to_json
-from pytest_gpuperf.run.paired import _apply, _leave, _what, candidates
+from pytest_gpuperf.paired.stage import _apply, _leave, _what, candidates
 
 from .test_kernel_time import launch_bound
 
@@ -112,7 +112,7 @@ def test_other_software_in_the_baselines_environment_leaves_stage_1s_verdict(sav
 def test_the_stage_checks_against_the_runs_own_environment(monkeypatch):
     # after_judgement hands the run's environment to the stage: a driver the baseline was
     # not saved with leaves the figure to stage 1, so no rounds are measured for it
-    import pytest_gpuperf.run.paired as paired
+    import pytest_gpuperf.paired.stage as paired
 
     r = _run("regressed", change=-0.08)
     r.verdicts["throughput"] = from_json({"status": "unchanged", "reason": "launch-bound wall"})
@@ -318,8 +318,8 @@ def _times(figures: list[float]) -> list[float]:
 
 
 def test_h200_a_regression_every_process_pair_bears_out_stays_regressed():
-    from pytest_gpuperf.judging.stage2 import PER_PROCESS, screened
-    from pytest_gpuperf.run.pairedfigs import first_look
+    from pytest_gpuperf.paired.figures import first_look
+    from pytest_gpuperf.paired.judge import PER_PROCESS, screened
 
     r = _run("regressed", change=-0.0836)
     rounds = _rounds(_times(H200_BASE), _times(H200_HEAD))
@@ -367,7 +367,8 @@ def test_a_figure_the_screen_did_not_take_is_not_kept_however_its_pairs_lie():
 
 
 def test_each_pair_beyond_reads_a_latency_the_other_way_and_takes_every_pair_of_both_looks():
-    from pytest_gpuperf.judging.stage2 import PairedFigure, each_pair_beyond
+    from pytest_gpuperf.judging.pairedrounds import PairedFigure
+    from pytest_gpuperf.paired.judge import each_pair_beyond
 
     base = (0.002,) * 6  # a latency's kernel time a call grew 9-10%: lower is better
     head = tuple(0.002 * x for x in (1.102, 1.103, 1.101, 1.088, 1.089, 1.087))
@@ -431,7 +432,7 @@ def test_a_checked_wall_time_whose_rounds_do_not_fit_keeps_the_first_stages_verd
 
 
 def test_the_line_says_which_checked_figures_a_priced_out_test_leaves_inconclusive():
-    from pytest_gpuperf.fresh.afford import left_said
+    from pytest_gpuperf.paired.plan import left_said
 
     worth = {"t.py::a": (2, 3), "t.py::b": (1, 1)}  # checked figures, figures
     said = left_said(["t.py::a", "t.py::b"], {"t.py::a": 90.0, "t.py::b": 80.0}, worth, 180.0,
@@ -444,10 +445,10 @@ def test_the_line_says_which_checked_figures_a_priced_out_test_leaves_inconclusi
 
 
 def _stage_of(monkeypatch, r, cost_s, gpu_bytes=None, more=()):
-    """run/paired.run_stage on result `r` (test t.py::mm, its first-stage time `cost_s`) at a
+    """paired/stage.run_stage on result `r` (test t.py::mm, its first-stage time `cost_s`) at a
     180 s budget on a GPU of `gpu_bytes`, in a repository whose baseline commit exists (no
     git run)."""
-    import pytest_gpuperf.run.paired as paired
+    import pytest_gpuperf.paired.stage as paired
 
     entries = {"t.py::mm": {"environment": ENV, "metrics": {}, "commit": "c" * 40}}
     monkeypatch.setattr(paired, "_repo", lambda config: Path("/repo"))
@@ -497,8 +498,8 @@ def test_a_stage_that_affords_no_test_keeps_a_checked_wall_times_verdict(monkeyp
 def test_a_stage_that_takes_a_regression_back_takes_its_derived_figures_with_it(monkeypatch):
     # run_stage end to end on rounds of both builds alike: the confirmed stage-1 regression
     # of a GPU-bound wall time reads unchanged, and samples/s derived from it no longer fails
-    import pytest_gpuperf.run.pairedlooks as looks
-    from pytest_gpuperf.fresh.rounds import Measured
+    import pytest_gpuperf.paired.looks as looks
+    from pytest_gpuperf.paired.rounds import Measured
 
     r = _gpu_bound(0.010)
     r.verdicts = {"throughput": from_json({
@@ -520,10 +521,10 @@ def test_a_stage_that_takes_a_regression_back_takes_its_derived_figures_with_it(
 
 
 def test_a_checked_figure_whose_rounds_run_out_of_budget_becomes_inconclusive(monkeypatch):
-    # priced in, then its rounds no longer fit (fresh/rounds.TooDear): as unchecked as one
+    # priced in, then its rounds no longer fit (paired/rounds.TooDear): as unchecked as one
     # priced out up front
-    import pytest_gpuperf.run.pairedlooks as looks
-    from pytest_gpuperf.fresh.rounds import TooDear
+    import pytest_gpuperf.paired.looks as looks
+    from pytest_gpuperf.paired.rounds import TooDear
 
     def too_dear(*args, **kwargs):
         raise TooDear("2 rounds a process pair do not fit the budget")

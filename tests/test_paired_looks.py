@@ -1,5 +1,5 @@
-"""The paired stage's two looks (run/pairedlooks.py, run/paired.py `_apply`,
-run/pairedfigs.py): the asked rounds judge every figure at half the stage's share; the
+"""The paired stage's two looks (paired/looks.py, paired/stage.py `_apply`,
+paired/figures.py): the asked rounds judge every figure at half the stage's share; the
 figures left inconclusive get up to MORE times as many rounds again, of their tests alone,
 in PAIRS more process pairs, judged on all their rounds at the other half, still over every
 figure re-measured. On the H200 a matmul's kernel time whose level is set each time the
@@ -19,9 +19,9 @@ import pytest
 
 from pytest_gpuperf.core.figures import KERNELS
 from pytest_gpuperf.core.verdict import from_json, make
-from pytest_gpuperf.judging.stage2 import PairedFigure
-from pytest_gpuperf.run.paired import _apply
-from pytest_gpuperf.run.pairedfigs import extended, undecided_tests
+from pytest_gpuperf.judging.pairedrounds import PairedFigure
+from pytest_gpuperf.paired.figures import extended, undecided_tests
+from pytest_gpuperf.paired.stage import _apply
 
 from . import vclock
 from .gateproject import FAST
@@ -152,10 +152,10 @@ def _fig(key, metric, base, head):
 
 
 def test_a_compute_bound_figure_its_time_decided_is_not_measured_again():
-    # the paired stage decides compute-bound work by its time (stage2.clocked): a time
+    # the paired stage decides compute-bound work by its time (judge.clocked): a time
     # unchanged is decided whatever its per-clock twin says, so no second look; a time
     # undecided goes to the second look with its twin, even where the twin is unchanged
-    from pytest_gpuperf.run.pairedfigs import second_look, written
+    from pytest_gpuperf.paired.figures import second_look, written
 
     r = _two("t.py::mlp")
     r.bound = "compute"
@@ -183,7 +183,7 @@ def test_a_compute_bound_figure_its_time_decided_is_not_measured_again():
 
 
 def test_the_second_look_starts_only_where_the_budget_left_holds_two_rounds_a_pair():
-    from pytest_gpuperf.fresh.rounds import Measured, measure_more
+    from pytest_gpuperf.paired.rounds import Measured, measure_more
 
     got = Measured(pair=[0, 0, 0, 1, 1, 1], seconds={"t.py::a": 60.0, "t.py::b": 6.0})
     got.timing.start_s = 3.0
@@ -197,7 +197,7 @@ def test_the_second_look_starts_only_where_the_budget_left_holds_two_rounds_a_pa
 def test_a_pairs_first_round_counts_in_what_the_second_look_needs():
     # the H200 own file (2026-12-02, fifth session): with 47 s left the second look started,
     # its first round of two small tests took 22.1 s, and it stopped unmeasured
-    from pytest_gpuperf.fresh.rounds import Measured, measure_more, more_need
+    from pytest_gpuperf.paired.rounds import Measured, measure_more, more_need
 
     got = Measured(pair=[0, 0, 1, 1], seconds={"t.py::a": 80.0, "t.py::b": 12.0})
     got.timing.start_s, got.timing.first_s, got.timing.round_s = 1.5, 35.0, 17.5
@@ -210,8 +210,8 @@ def test_a_pairs_first_round_counts_in_what_the_second_look_needs():
 
 
 def test_where_no_second_look_can_fit_the_first_look_takes_the_whole_share():
-    from pytest_gpuperf.fresh.rounds import Measured
-    from pytest_gpuperf.run.pairedlooks import one_look
+    from pytest_gpuperf.paired.looks import one_look
+    from pytest_gpuperf.paired.rounds import Measured
 
     got = Measured(pair=[0, 0, 1, 1], seconds={"t.py::a": 80.0, "t.py::b": 12.0})
     got.timing.start_s, got.timing.first_s, got.timing.round_s = 1.5, 35.0, 17.5
@@ -238,8 +238,8 @@ def test_where_no_second_look_can_fit_the_first_look_takes_the_whole_share():
 
 
 def test_the_second_looks_line_says_what_it_took_and_where_the_budget_cut_it():
-    from pytest_gpuperf.fresh.rounds import Measured
-    from pytest_gpuperf.run.pairedlooks import more_said
+    from pytest_gpuperf.paired.looks import more_said
+    from pytest_gpuperf.paired.rounds import Measured
 
     again = Measured(pair=[2] * 4 + [3] * 4, asked=12)
     again.rounds = {"base": [[{"nodeid": "t.py::b"}]] * 8, "head": [[{"nodeid": "t.py::b"}]] * 8}

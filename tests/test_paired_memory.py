@@ -1,9 +1,9 @@
 """The paired stage keeps one process of each build alive through a test's rounds
-(fresh/rounds.py), so both hold the test's models at once. On an H100 80GB (2026-12-06,
+(paired/rounds.py), so both hold the test's models at once. On an H100 80GB (2026-12-06,
 docs/evidence/h100-2026-12-06-c) a 70B QLoRA step (gpu_requires_vram("44GiB"), 36 GiB held
 in the first stage) failed out of memory in both builds' rounds and spent 137 s of the
 stage's time; it fits twice on an H200. A test whose two builds cannot hold their memory at
-once is now left to the first stage up front, saying so (fresh/afford.held_twice)."""
+once is now left to the first stage up front, saying so (paired/plan.held_twice)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from pytest_gpuperf.core.results import Result
 from pytest_gpuperf.core.verdict import from_json
-from pytest_gpuperf.fresh.afford import affordable, held_twice
 from pytest_gpuperf.hardware.device import DeviceSnapshot, GPUInfo
 from pytest_gpuperf.hardware.marks import usable_memory
 from pytest_gpuperf.measure.bench import GpuBenchmark
+from pytest_gpuperf.paired.plan import affordable, held_twice
 from pytest_gpuperf.plugin.fixtures import _vram_asked
 
 from .fakes import snapshot
@@ -181,7 +181,7 @@ def test_a_run_whose_test_cannot_be_held_twice_says_so_and_its_checked_figure_is
 def test_the_run_hands_its_gpus_memory_through_to_the_stage(monkeypatch):
     """run/session.py's paired_stage gives after_judgement the GPU's memory (an emulated
     card's where smaller), and after_judgement gives it to run_stage."""
-    import pytest_gpuperf.run.paired as paired
+    import pytest_gpuperf.paired.stage as paired
     from pytest_gpuperf.run.options import Options
     from pytest_gpuperf.run.session import GpuPerfSession
 

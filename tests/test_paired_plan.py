@@ -1,4 +1,4 @@
-"""The paired stage's plan (fresh/rounds.plan): after each round, how many rounds each
+"""The paired stage's plan (paired/rounds.plan): after each round, how many rounds each
 process pair still measures within the budget, from what the rounds cost so far. Pure: the
 costs are given, no clock is read."""
 
@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_gpuperf.core.verdict import from_json
-from pytest_gpuperf.fresh.afford import (
+from pytest_gpuperf.paired.looks import salvage
+from pytest_gpuperf.paired.plan import (
     affordable,
     first_need,
     fit,
@@ -17,7 +18,7 @@ from pytest_gpuperf.fresh.afford import (
     round_cap_of,
     saved,
 )
-from pytest_gpuperf.fresh.rounds import (
+from pytest_gpuperf.paired.rounds import (
     MIN_PER_PAIR,
     STOP_S,
     Measured,
@@ -27,7 +28,6 @@ from pytest_gpuperf.fresh.rounds import (
     more_need,
     plan,
 )
-from pytest_gpuperf.run.pairedlooks import salvage
 
 
 def costs(start=8.0, first=20.0, round_s=10.0):
@@ -134,7 +134,7 @@ def test_a_plan_never_asks_for_more_than_asked_and_fits_its_budget(
     assert need <= left or (not rest and new[p] == done)
 
 
-# ------------------------------------------- what a first look can afford (fresh/afford.fit)
+# ------------------------------------------- what a first look can afford (paired/plan.fit)
 
 
 def test_the_h200s_batch_sweeps_are_left_to_the_first_stage_up_front():
@@ -227,7 +227,7 @@ def test_a_checked_figure_is_re_measured_before_cheaper_ones_and_said_when_left(
     assert kept == ["t.py::checked"] and kept_todo == [todo[1]]
     assert said.startswith("1 figure(s) of 1 test(s) not re-measured (left to the first stage): their rounds")
     # a budget that holds only the cheap one: the checked figure is left out, and said to
-    # be inconclusive unchecked (run/paired._leave makes it so: tests/test_paired_kernels.py)
+    # be inconclusive unchecked (paired/stage._leave makes it so: tests/test_paired_kernels.py)
     kept_todo, kept, said = affordable(todo, tests, [r for r, _, _ in todo], durations, 0.5,
                                        first_need(1.0, 2), 2)  # fmt: skip
     assert kept == ["t.py::cheap"]
@@ -468,7 +468,7 @@ def test_a_test_with_a_max_time_of_its_own_is_priced_at_it():
     assert kept == [] and "real 37 s" in said
 
 
-# --------------------------- a first look whose rounds no longer fit (run/pairedlooks.salvage)
+# --------------------------- a first look whose rounds no longer fit (paired/looks.salvage)
 
 
 def _got(seconds, rounds=1, start=1.4, first=None, later=None):
@@ -540,7 +540,7 @@ def test_a_pair_whose_plan_no_longer_fits_hands_on_what_it_measured(monkeypatch,
     measure_rounds raises carries the rounds measured (process starts and rounds faked)."""
     import types
 
-    from pytest_gpuperf.fresh import rounds
+    from pytest_gpuperf.paired import rounds
 
     def fake_round(procs, got, i, last, deadline, tree):
         for side in ("base", "head"):

@@ -105,7 +105,7 @@ def test_marker_settings_override_the_command_line(pytester):
 
 def test_a_result_names_the_settings_its_test_set_even_at_the_runs_own_value(pytester):
     """A paired round's cap on the command line yields to the test's own max_time, so the
-    stage prices the round at it (fresh/afford.round_cap_of): a marker's max_time equal to
+    stage prices the round at it (paired/plan.round_cap_of): a marker's max_time equal to
     the run's is the test's own all the same."""
     pytester.makepyfile(
         test_m="""

@@ -16,6 +16,7 @@ HEAVY = (
     "pytest_gpuperf.measure.timing",
     "pytest_gpuperf.measure.bench",
     "pytest_gpuperf.judging",
+    "pytest_gpuperf.paired",
     "pytest_gpuperf.baseline.store",
     "pytest_gpuperf.baseline.schema",
     "pytest_gpuperf.baseline.history",  # and with it the results model (core.results, stats)

@@ -1,5 +1,5 @@
 """The paired stage's round processes warm the GPU before a call that may follow an idle
-card (fresh/roundworker): when they do, with a clock the test controls, and that nothing of
+card (paired/worker): when they do, with a clock the test controls, and that nothing of
 it runs where it was not asked (a CPU run's rounds). tests/test_gpu.py runs the warm-up
 itself on a GPU."""
 
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_gpuperf.fresh import roundworker
+from pytest_gpuperf.paired import worker as roundworker
 
 
 class Clock:
@@ -114,15 +114,15 @@ def test_a_warm_up_without_cuda_takes_no_time():
 
 
 def test_only_a_cuda_runs_round_processes_are_asked_to_warm(tmp_path):
-    from pytest_gpuperf.run.pairedlooks import WARM_S, _env
+    from pytest_gpuperf.paired.looks import WARM_S, _env
 
     assert _env(None, tmp_path / "s.json", cuda=True)[roundworker.WARM] == f"{WARM_S:g}"
     assert roundworker.WARM not in _env(None, tmp_path / "s.json")
 
 
 def test_the_stage_line_says_how_long_the_gpu_was_warmed():
-    from pytest_gpuperf.fresh.rounds import Measured
-    from pytest_gpuperf.run.pairedlooks import rounds_said
+    from pytest_gpuperf.paired.looks import rounds_said
+    from pytest_gpuperf.paired.rounds import Measured
 
     got = Measured(pair=[0, 0, 1, 1], asked=4)
     got.timing = SimpleNamespace(round_cost=10.0, first_s=20.0, start_s=1.5)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_gpuperf.core.stats import StopRule, decide, median, median_ci_ranks, summarize
+from pytest_gpuperf.core.stats import StopRule, median, median_ci_ranks, stop_decision, summarize
 
 times = st.floats(min_value=1e-6, max_value=10.0, allow_nan=False, allow_infinity=False)
 samples = st.lists(times, min_size=1, max_size=300)
@@ -57,14 +57,14 @@ def test_ci_ranks_are_symmetric_and_ordered(n):
 @given(times, st.integers(min_value=1, max_value=500))
 def test_rule_stops_on_constant_samples(value, n):
     rule = StopRule(min_samples=1, min_time=0.0, max_time=100.0, target=0.005)
-    d = decide([value] * max(n, 6), elapsed=1.0, rule=rule)
+    d = stop_decision([value] * max(n, 6), elapsed=1.0, rule=rule)
     assert d.stop and d.reason == "converged" and d.rel_ci == 0
 
 
 @given(samples, st.floats(min_value=0, max_value=20))
 def test_rule_always_stops_at_the_budget(xs, elapsed):
     rule = StopRule(min_samples=1000, min_time=0, max_time=5.0, target=1e-9, hopeless_factor=1e9)
-    d = decide(xs, elapsed, rule)
+    d = stop_decision(xs, elapsed, rule)
     if elapsed >= 5.0:
         assert d.stop
     if d.stop and d.reason == "budget":
@@ -73,26 +73,26 @@ def test_rule_always_stops_at_the_budget(xs, elapsed):
 
 def test_rule_waits_for_minimums():
     rule = StopRule(min_samples=10, min_time=1.0, max_time=10.0, target=0.01)
-    assert not decide([1.0] * 9, 5.0, rule).stop
-    assert not decide([1.0] * 50, 0.5, rule).stop
-    assert decide([1.0] * 10, 1.0, rule).reason == "converged"
+    assert not stop_decision([1.0] * 9, 5.0, rule).stop
+    assert not stop_decision([1.0] * 50, 0.5, rule).stop
+    assert stop_decision([1.0] * 10, 1.0, rule).reason == "converged"
 
 
 def test_rule_gives_up_when_the_target_is_hopeless():
     rule = StopRule(min_samples=10, min_time=0.1, max_time=10.0, target=0.001)
     noisy = [1.0, 2.0] * 15  # CI spans 50% of the median: a 0.1% target needs ~10^6 samples
-    d = decide(noisy, 0.2, rule)
+    d = stop_decision(noisy, 0.2, rule)
     assert d.stop and d.reason == "noise-limited"
     # ... but not from a noise estimate of fewer than 30 samples
-    assert not decide(noisy[:20], 0.2, rule).stop
+    assert not stop_decision(noisy[:20], 0.2, rule).stop
 
 
 @given(samples)
 def test_rule_scale_invariant(xs):
     assume(len(xs) >= 6)
     rule = StopRule(min_samples=1, min_time=0, max_time=100.0, target=0.01)
-    a = decide(xs, 1.0, rule)
-    b = decide([x * 1000 for x in xs], 1.0, rule)
+    a = stop_decision(xs, 1.0, rule)
+    b = stop_decision([x * 1000 for x in xs], 1.0, rule)
     assert a.stop == b.stop and a.reason == b.reason
 
 

@@ -277,13 +277,13 @@ _half = st.floats(0.0, 0.2, allow_nan=False)
 
 @given(_log, _half, _log, _half, st.booleans(), st.sampled_from([0.01, 0.03, 0.05]))
 def test_the_paired_clock_rule_changes_nothing_the_time_does_not(dt, ht, dc, hc, higher, tol):
-    """stage2.clocked, the paired stage's compute-bound rule: its status is the time's,
+    """judge.clocked, the paired stage's compute-bound rule: its status is the time's,
     at the time's interval, but where the cycles decidedly contradict a change in time
     (the same, or changed the other way): then power-state, never a change. So every
     regression or improvement it gives, the time alone gives (gate-sim's paired stage
     judges the time alone: the rule adds no false alarm to what it measured)."""
-    from pytest_gpuperf.judging.stage2 import clocked
     from pytest_gpuperf.judging.verdict import status_of
+    from pytest_gpuperf.paired.judge import clocked
 
     time_v = status_of(dt, ht, higher_is_better=higher, tolerance=tol)
     cycle_v = status_of(dc, hc, higher_is_better=higher, tolerance=tol)

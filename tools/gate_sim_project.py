@@ -12,10 +12,10 @@ Prints gate-sim's columns for the rule (run-wide false alarms, the worst metric'
 of 5% and 7.5% slowdowns, inconclusive shares). About 10 minutes per 1,000 runs and k on a
 2-core machine. docs/performance.md has the figures.
 
---paired adds stage 2 (run/paired.py) after stage 1 and its confirmation: the figures
-run.paired.candidates picks (throughput classes left inconclusive or found changed,
+--paired adds stage 2 (paired/stage.py) after stage 1 and its confirmation: the figures
+paired.stage.candidates picks (throughput classes left inconclusive or found changed,
 launch-bound wall time excluded)
-are judged by judging.stage2.judge_paired on simulated paired rounds, log(head/base) per
+are judged by paired.judge.judge_paired on simulated paired rounds, log(head/base) per
 round = the run's true change + sqrt(2) * the figure's within-machine spread (W_CLASS, as
 gate-sim's fast/evaluate.py `paired_stage`) * a standard normal, in PAIRS process pairs with
 no process effect. The run's budget (--false-alarm) is split as the plugin splits it:
@@ -35,7 +35,7 @@ correlated RHO with the run's (measured 0.3-0.8 by class, docs/evidence/same-car
 without it the confirmation draws a fresh machine (gate-sim's). The runs' other draws are the
 same either way.
 
---more M (default run.paired.MORE, as the plugin): stage 2 in two looks, each at half of its
+--more M (default paired.looks.MORE, as the plugin): stage 2 in two looks, each at half of its
 share over all the figures it re-measured; a figure the first look (--pair-rounds) leaves
 inconclusive gets M times as many rounds more, in PAIRS more process pairs (drawn after the
 first look's, so the first look sees the draws --more 0 sees), and is judged on all of
@@ -56,16 +56,11 @@ from pytest_gpuperf.core.results import Result, Throughput
 from pytest_gpuperf.core.verdict import amend
 from pytest_gpuperf.judging.confirmation import confirm, flagged_tests
 from pytest_gpuperf.judging.judge import judge_run
-from pytest_gpuperf.judging.stage2 import (
-    PER_PROCESS,
-    PROCESS_P,
-    PairedFigure,
-    judge_paired,
-    per_process,
-)
+from pytest_gpuperf.judging.pairedrounds import PairedFigure
 from pytest_gpuperf.judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER
-from pytest_gpuperf.run.paired import MORE, PAIRS, STAGE_SHARE, _each_pair, candidates
-from pytest_gpuperf.run.pairedfigs import second_look
+from pytest_gpuperf.paired.figures import second_look
+from pytest_gpuperf.paired.judge import PER_PROCESS, PROCESS_P, judge_paired, per_process
+from pytest_gpuperf.paired.stage import MORE, PAIRS, STAGE_SHARE, _each_pair, candidates
 
 SIM = "simulated paired rounds"
 STAGE = "paired stage"
@@ -105,7 +100,7 @@ def pair_draws(rng, n, cls, sigma, slow, rounds=PAIR_R):
 
 def _pair_labels(rounds, first):
     """Each round's process pair: `rounds` split over PAIRS pairs numbered from `first`, in
-    order, as fresh/rounds.measure_rounds splits them."""
+    order, as paired/rounds.measure_rounds splits them."""
     per = [rounds // PAIRS + (1 if p < rounds % PAIRS else 0) for p in range(PAIRS)]
     return tuple(first + p for p, c in enumerate(per) for _ in range(c))
 
@@ -114,7 +109,7 @@ def paired(results, x, tol, false_alarm):
     """Stage 2 on one run: the project's candidates re-measured as the rounds `x` (metrics x
     rounds, log ratios), judged by judge_paired; a decided verdict replaces stage 1's, and
     a checked figure (one stage 1 found changed) it cannot decide becomes inconclusive
-    unless each process pair bears stage 1 out (run/paired.py `_each_pair`), as `_apply`
+    unless each process pair bears stage 1 out (paired/stage.py `_each_pair`), as `_apply`
     writes them. Where `x` holds more than LOOK1 rounds, in two looks as `_apply` judges them."""
     todo = candidates(results)
     PAIRED_STATS["runs"] += 1
@@ -132,7 +127,7 @@ def paired(results, x, tol, false_alarm):
     verdicts, _ = judge_paired(figs, tols, share)
     final = {(f.key, f.metric): f for f in figs}  # each figure as its last look judged it
     if total > rounds:  # the second look: the undecided figures on all their rounds, the
-        # extra ones in PAIRS more process pairs (in order, as run/paired.py measures them)
+        # extra ones in PAIRS more process pairs (in order, as paired/stage.py measures them)
         pair2 = _pair_labels(total - rounds, PAIRS)
         more = [replace(f, base=(1.0,) * total,
                         head=tuple(math.exp(v) for v in x[int(f.key[1:])]), pair=pair + pair2)

@@ -52,8 +52,8 @@ from ..fresh.abtree import (  # Stopped: also ab's own interface
     stop_on_signals,
 )
 from ..fresh.provenance import write_own, wrong_build
+from ..judging.abjudge import SIDES, ABError, Round, judge_rounds  # ABError: also ab's interface
 from ..judging.judge import failing
-from ..judging.paired import SIDES, ABError, Round, judge_rounds  # ABError: also ab's interface
 from ..judging.verdict import INCOMPARABLE, INCONCLUSIVE
 from ..measure.hostload import describe as describe_load
 from ..outputs.markdown import COMMENT_LIMIT, fit_markdown
@@ -261,7 +261,7 @@ def environment_line(report: dict[str, Any]) -> str:
     """The sides' environments in one line: what differs (base -> head), or what both ran
     with (python and torch, where recorded). A slowdown from outside the code is the same
     on both sides: gpuperf ab compares code, never the environment."""
-    from ..judging.basecheck import differences
+    from ..paired.basecheck import differences
 
     env = report.get("environment") or {}
     base, head = env.get("base") or {}, env.get("head") or {}

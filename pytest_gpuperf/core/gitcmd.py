@@ -1,26 +1,41 @@
-"""git, asked about the repository a baseline or a checkout lives in: the one place the
-plugin's short questions go through (the A/B and paired stages' worktree builds use
-fresh.abtree.git, which waits longer and lets errors through)."""
+"""git, the one place the package runs it: the short questions about the repository a
+baseline or a checkout lives in (`run`, `out`, `ok`, `status`: at most 10 s, an unanswered
+question reads as no answer), and the worktree builds of `gpuperf ab` and the paired stage
+(`call`: longer, its errors go through to the caller, which says what failed)."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
+QUESTION_S = 10.0  # a short question: git missing or hung is asked as if unanswered
+BUILD_S = 120.0  # a worktree's add or removal, a submodule listing, of a large repository
+
+
+def _git(cwd: Path, args: tuple[str, ...], timeout: float,
+         errors: str | None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                          errors=errors, timeout=timeout, check=False)  # fmt: skip
+
 
 def run(where: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
-    """`git ARGS` in `where`'s nearest existing folder, at most 10 s; None where git is
+    """`git ARGS` in `where`'s nearest existing folder, at most QUESTION_S; None where git is
     missing or hangs (a question it cannot answer is asked as if unanswered). Output that is
     not UTF-8 (a file name in Latin-1 in a warning) is read with replacement characters."""
     here = where
     while not here.exists() and here != here.parent:
         here = here.parent
     try:
-        return subprocess.run(["git", *args], cwd=here if here.is_dir() else here.parent,
-                              capture_output=True, text=True, errors="replace", timeout=10,
-                              check=False)  # fmt: skip
+        return _git(here if here.is_dir() else here.parent, args, QUESTION_S, "replace")
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+def call(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`git ARGS` in `repo`, at most BUILD_S seconds: the A/B and paired stages' worktree
+    builds (fresh/abtree.py, paired/stage.py). Its errors go through (TimeoutExpired;
+    FileNotFoundError where git is missing)."""
+    return _git(repo, args, BUILD_S, None)
 
 
 def out(where: Path, *args: str) -> str | None:

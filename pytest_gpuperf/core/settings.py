@@ -95,6 +95,7 @@ def thread_count(value: Any) -> int:
 
 MAX_SAMPLES = 100_000  # the engine's own cap on samples per benchmark
 FALSE_ALARM = 0.01  # the default run-wide false-alarm rate (--gpuperf-false-alarm)
+MAX_PAIRED_ROUNDS = 50  # the most rounds --gpuperf-paired-rounds asks of the paired stage
 
 
 def sample_count(value: Any) -> int:

@@ -167,29 +167,33 @@ NOISE_MIN_SAMPLES = 30
 
 
 @dataclass(frozen=True)
-class Decision:
+class StopDecision:
+    """What the stopping rule (`stop_decision`) says after a sample."""
+
     stop: bool
     reason: str  # converged | noise-limited | budget | max-samples | "" (go on)
     rel_ci: float
 
 
-def decide(samples: Sequence[float], elapsed: float, rule: StopRule) -> Decision:
+def stop_decision(samples: Sequence[float], elapsed: float, rule: StopRule) -> StopDecision:
+    """The measurement's stopping rule: whether to stop sampling after `samples`, taken in
+    `elapsed` seconds, under `rule`, and why (the verdict rule is judging/verdict.decide)."""
     n = len(samples)
     if n == 0:
         over = elapsed >= rule.max_time
-        return Decision(over, "budget" if over else "", math.inf)
+        return StopDecision(over, "budget" if over else "", math.inf)
     summ = summarize(samples, rule.confidence)
     rel = summ.rel_ci_halfwidth if summ.ci_exact else math.inf
     if summ.median == 0 and summ.max == 0:
         rel = 0.0
     enough = n >= rule.min_samples and elapsed >= rule.min_time
     if enough and rel <= rule.target:
-        return Decision(True, "converged", rel)
+        return StopDecision(True, "converged", rel)
     if n >= rule.max_samples:
-        return Decision(True, "max-samples", rel)
+        return StopDecision(True, "max-samples", rel)
     overrun = n >= rule.min_samples and elapsed * (n + 1) / n > rule.max_time
     if elapsed >= rule.max_time or overrun:
-        return Decision(True, "budget", rel)  # spent, or the next sample would overrun it
+        return StopDecision(True, "budget", rel)  # spent, or the next sample would overrun it
     # giving up on the target needs a noise estimate worth trusting: not from fewer than
     # NOISE_MIN_SAMPLES samples (10 samples of an H200 under power capping stopped with a
     # +-6% interval of the median, where 30 would have narrowed it several-fold)
@@ -197,5 +201,5 @@ def decide(samples: Sequence[float], elapsed: float, rule: StopRule) -> Decision
         needed_n = n * (rel / rule.target) ** 2
         projected = elapsed / n * needed_n
         if projected > rule.max_time * rule.hopeless_factor:
-            return Decision(True, "noise-limited", rel)
-    return Decision(False, "", rel)
+            return StopDecision(True, "noise-limited", rel)
+    return StopDecision(False, "", rel)

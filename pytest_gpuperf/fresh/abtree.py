@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..judging.paired import ABError
+from ..core.gitcmd import call as git
+from ..judging.abjudge import ABError
 
 PREFIX = "gpuperf-ab-"  # of the temporary directory that holds the base worktree
 OWNER = "owner"  # in it: "<pid> <host>" of the run that made it
@@ -112,12 +113,6 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
-
-
-def git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args], cwd=repo, capture_output=True, text=True, check=False, timeout=120
-    )
 
 
 @dataclass(frozen=True)

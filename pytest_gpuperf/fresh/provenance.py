@@ -1,7 +1,7 @@
 """Import proof: a fresh process that claims to run a build shows it imported that build's
 own files, or its figures are refused in one line naming the file. The one place for it;
 its callers are the confirmation's and the deferred tests' fresh process (confirm.py,
-deferred.py), the paired stage's rounds (rounds.py, roundworker.py) and `gpuperf ab`'s
+deferred.py), the paired stage's rounds (paired/rounds.py, paired/worker.py) and `gpuperf ab`'s
 rounds (cli/ab.py, abprobe.py); `gpuperf bisect` will reuse it.
 
 Two builds, two proofs:

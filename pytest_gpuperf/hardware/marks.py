@@ -244,7 +244,7 @@ def usable_memory(gpu: GPUInfo | None, vram_cap: int | None) -> int | None:
     """The bytes of GPU memory a test may use on `gpu`: its own, or the emulated card's
     `vram_cap` where smaller or where NVML could not tell; None without a GPU, or where
     neither is known. A gpu_requires_vram marker is judged against it, and the paired
-    stage fits two builds of a test in it (fresh/afford.held_twice)."""
+    stage fits two builds of a test in it (paired/plan.held_twice)."""
     if gpu is None:
         return None
     have = gpu.memory_total

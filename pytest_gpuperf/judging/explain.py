@@ -85,7 +85,7 @@ EACH_PAIR = "each_pair"  # in `paired`: each process pair's change, where they b
 def borne_out(verdict: Verdict) -> bool:
     """Whether the paired stage re-measured a verdict the first stage decided and every one
     of its process pairs bore it out, so that the first stage's verdict stands (its noise
-    per process: run/paired.py `_each_pair`)."""
+    per process: paired/stage.py `_each_pair`)."""
     paired = verdict.paired
     return paired is not None and isinstance(paired.get(EACH_PAIR), list | tuple)
 

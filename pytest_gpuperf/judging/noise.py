@@ -67,7 +67,7 @@ from .verdict import ratio_change
 
 OFFSET_CLASSES = (BANDWIDTH, COMPUTE, MODEL, CLOCK)  # one machine moves them together
 # (not KERNEL_TIME: a GPU state that moves every kernel reads as each figure changed, and the
-# paired stage re-measures a kernel-time figure stage 1 finds changed: run/paired.py)
+# paired stage re-measures a kernel-time figure stage 1 finds changed: paired/stage.py)
 UNPOOLED = (RECORDED,)  # a user's own figures: nothing in common to pool
 MIN_OFFSET_METRICS = 4  # metrics of a class in one session to estimate its offset ...
 FULL_OFFSET_METRICS = 6  # ... or this many where the class has them (a steadier median)
@@ -338,7 +338,7 @@ def pooled_variance(spreads: Mapping[Any, tuple[float, float]],
     `spreads`, weighted by its degrees of freedom) and its degrees of freedom; NaN with none.
     Summed in key order: a sum over a set is added in hash order, which differs between
     processes (PYTHONHASHSEED), and the run and its confirmation must agree. Stage 1's class
-    pools and screen use it, and the paired stage's (stage2.pooled)."""
+    pools and screen use it, and the paired stage's (paired/judge.pooled)."""
     ks = sorted(keys)
     df = sum(spreads[k][1] for k in ks)
     return (sum(spreads[k][0] * spreads[k][1] for k in ks) / df if df > 0 else math.nan), df
@@ -349,7 +349,7 @@ def _screened(voters: Mapping[str, tuple[float, float]]) -> tuple[set[str], set[
     metrics kept (F test at SCREEN_P), so that one very noisy metric (a benchmark that is
     launch-bound in some sessions and not in others) cannot widen the pool enough to
     pass its own test and blind its quiet class-mates; iterated until it settles. Fewer
-    than MIN_POOL left is no pool (`_pool`), as in the paired stage (stage2.pooled): a class
+    than MIN_POOL left is no pool (`_pool`), as in the paired stage (paired/judge.pooled): a class
     of three with one noisy member no longer pools it with the two quiet ones (on the own
     file of 2026-12-02 a kernel time whose level is drawn per run, 4.7% between sessions,
     took a launch-bound step's quiet kernel time, 0.03%, from ±3.2% to ±28%). Returns the

@@ -174,8 +174,8 @@ def combine_clocked(
     A change in time that the clock explains is reported as such, never as a regression.
     A time whose whole interval lies inside the tolerance is UNCHANGED with its own
     interval even where the cycles' is too wide to say: neither of the verdicts that need
-    time AND cycles can hold (on the H200 the matmuls' paired time rounds spread 0.4-1.0%
-    and their per-clock figures' interval read ±2.9%, which left them undecided).
+    time AND cycles can hold (a per-clock interval can be far wider than the time's:
+    docs/evidence/paired-stage-notes.md).
     `clocks`: the text naming the clocks where no one pair of them applies (a class line)."""
     tol = time_v.tolerance
     clocks = clocks or (

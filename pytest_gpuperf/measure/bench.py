@@ -44,11 +44,11 @@ class GpuBenchmark:
     ) -> None:
         self.nodeid = nodeid
         # the settings the test's own marker sets: with a call's keywords they outrank the
-        # command line, a paired round's cap included (fresh/afford.round_cap_of); its
+        # command line, a paired round's cap included (paired/plan.round_cap_of); its
         # sampling times, which the fixture checks against the command line before a call's
-        # keywords apply (fresh/afford.own_minimum)
+        # keywords apply (paired/plan.own_minimum)
         self._test_settings = dict(test_settings or {})
-        self.vram_asked = vram_asked  # its gpu_requires_vram's bytes (fresh/afford.held_twice)
+        self.vram_asked = vram_asked  # its gpu_requires_vram's bytes (paired/plan.held_twice)
         # the other processes on the GPU, read around each measurement (gpushare.py)
         self._processes = processes
         # bytes of another test's memory resident now (memory.foreign_now), None without CUDA

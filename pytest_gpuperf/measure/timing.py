@@ -24,7 +24,7 @@ from typing import Any
 
 from ..core.results import Result, check_work, resolve_unit, throughput_of
 from ..core.settings import MAX_SAMPLES, MeasureConfig
-from ..core.stats import Decision, StopRule, decide, median, summarize
+from ..core.stats import StopDecision, StopRule, median, stop_decision, summarize
 from . import hostload, kernels, memory
 from .clock import synchronized_perf_counter  # noqa: F401  (re-exported)
 
@@ -380,7 +380,7 @@ def _sample(
     per_call: float,
     k: int,
     sampler: Any,
-) -> tuple[list[float], Decision]:
+) -> tuple[list[float], StopDecision]:
     """The wall-time samples, in chunks with one synchronisation each, until the stopping
     rule is met, with the telemetry sampler running around exactly them (its clocks and
     energy are the samples'). Never under the profiler: it adds host work to each launch."""
@@ -407,15 +407,15 @@ def _sample(
             elapsed = time.perf_counter() - t0
             # judged on the undisturbed samples where enough are (the ones summarised)
             kept, found = run.clock.kept(samples, cfg.min_samples)
-            decision = decide(kept, elapsed, rule)
+            decision = stop_decision(kept, elapsed, rule)
             if found and not found["enough"]:
                 if decision.reason in ("converged", "noise-limited") and (
                         elapsed < DISTURBED_GRACE * cfg.max_time):  # fmt: skip
-                    decision = Decision(False, "", decision.rel_ci)  # precise, but disturbed
+                    decision = StopDecision(False, "", decision.rel_ci)  # precise, but disturbed
                 if 2 * found["preempted"] > found["samples"]:
                     k = max(1, k // 2)  # most were preempted: shorter samples, more run whole
             if not decision.stop and len(samples) >= rule.max_samples:
-                decision = Decision(True, "max-samples", decision.rel_ci)
+                decision = StopDecision(True, "max-samples", decision.rel_ci)
             if decision.stop:
                 break
             if elapsed <= 0:  # a coarse clock that has not moved yet: grow the chunk
@@ -436,7 +436,7 @@ def _sample(
 
 
 def _summarize_time(
-    result: Result, samples: list[float], decision: Decision, cfg: MeasureConfig
+    result: Result, samples: list[float], decision: StopDecision, cfg: MeasureConfig
 ) -> None:
     """The time per call and the throughput from the samples kept (the undisturbed ones,
     where enough were), and the notes a reader needs about them (why sampling stopped

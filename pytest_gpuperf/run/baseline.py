@@ -115,7 +115,7 @@ class RunBaseline:
         """judge_run with this run's baseline entries and options (and, for a confirmation,
         the offsets the first judgement removed from each figure)."""
         from ..judging.judge import judge_run
-        from .paired import STAGE_SHARE
+        from ..paired.stage import STAGE_SHARE
 
         share = 1.0 - STAGE_SHARE if self.paired_possible() else 1.0
         return judge_run(

@@ -7,12 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core.settings import FALSE_ALARM
+from ..core.settings import FALSE_ALARM, MAX_PAIRED_ROUNDS
 
 AUTO = "auto"
 BASELINE_MODES = ("auto", "compare", "save", "off")
-MAX_PAIRED_ROUNDS = 50
-PAIRED_MODES = ("auto", "off")  # the paired stage (run/paired.py): where it can run, or never
+PAIRED_MODES = ("auto", "off")  # the paired stage (paired/stage.py): where it can run, or never
 # the files a run writes where its command line says, (option, help), declared here for the
 # option table (plugin/options.py); Options.output_files gives their paths
 OUTPUT_FILES = (
@@ -58,7 +57,7 @@ class Options:
         self.profile_source = "--gpu-profile"  # where the profile was named, for errors
         self.false_alarm = FALSE_ALARM  # the whole run's false-alarm rate (Bonferroni over metrics)
         self.confirm = True  # re-measure a suspected regression in a fresh process
-        self.paired = "auto"  # the paired stage against the baseline's commit (run/paired.py)
+        self.paired = "auto"  # the paired stage against the baseline's commit (paired/stage.py)
         self.paired_rounds = 6
         self.paired_budget: float | None = None  # seconds; None: the run's test time (paired.py)
         self.paired_setup: str | None = None  # a shell command run in the base worktree first

@@ -250,11 +250,11 @@ class GpuPerfSession:
         self.base.confirm(self.results, again, env, self.options.allow_mismatch, failure)
 
     def paired_stage(self, config: pytest.Config) -> None:
-        """Stage 2 (run/paired.py: after_judgement): what the first stage left inconclusive
+        """Stage 2 (paired/stage.py: after_judgement): what the first stage left inconclusive
         or found changed, re-measured against a build of the baseline's commit."""
         if self.base.paired_wanted():
             from ..hardware.marks import usable_memory
-            from .paired import after_judgement
+            from ..paired.stage import after_judgement
 
             notes, stopped = after_judgement(
                 config, self.base, self.results, self.options, self.durations,

@@ -1,4 +1,4 @@
-"""The paired stage's figures from its rounds (run/paired.py measures and judges them): each
+"""The paired stage's figures from its rounds (stage.py measures and judges them): each
 round's figures of both builds, each re-measured figure's rounds, and a figure's rounds over
 both looks of the stage (the asked rounds, then more rounds of the tests the first look left
 undecided: `second_look`, `undecided_tests`)."""
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..core.results import Result
-    from ..judging.stage2 import PairedFigure
+    from ..judging.pairedrounds import PairedFigure
     from ..judging.verdict import Verdict
 
 SIDES = ("base", "head")
@@ -48,7 +48,7 @@ def paired_figures(todo: Sequence[tuple[Result, str, str]], measured: Any) -> li
     per-clock twin where every round has it (judged together, as stage 1 judges them); a
     figure missing from a round has no rounds (undecided, never judged)."""
     from ..core.figures import CLOCK, TIMED, per_clock_name
-    from ..judging.stage2 import PairedFigure
+    from ..judging.pairedrounds import PairedFigure
 
     per, n = round_figures(measured), len(measured.pair)
     out = []
@@ -91,11 +91,11 @@ def extended(figures: Sequence[PairedFigure], measured: Any) -> list[PairedFigur
 
 def written(r: Result, metric: str, verdicts: Mapping[tuple[str, str], Verdict]) -> Verdict:
     """The verdict the stage writes for the figure `metric` of `r`: a compute-bound
-    throughput's decided by its time with its per-clock twin's veto (stage2.clocked: a
+    throughput's decided by its time with its per-clock twin's veto (judge.clocked: a
     time changed where the cycles decidedly are not is power-state); else the figure's
     own."""
     from ..core.figures import TIMED, per_clock_name
-    from ..judging.stage2 import clocked
+    from .judge import clocked
 
     v = verdicts[(r.key, metric)]
     twin = verdicts.get((r.key, per_clock_name(metric))) if metric in TIMED else None
@@ -126,10 +126,10 @@ def first_look(todo: Sequence[tuple[Result, str, str]], measured: Any, false_ala
                           dict[tuple[str, str], Verdict], float]:  # fmt: skip
     """The first look: each key's tolerance, the stage's figures from the asked rounds
     (`paired_figures`), their verdicts at `false_alarm` (the look's share) over all of them,
-    and the confidence each was judged at. run/paired.py `_apply` judges with it, and
+    and the confidence each was judged at. stage.py `_apply` judges with it, and
     `undecided_tests` picks the second look's tests with it, so the two agree."""
     from ..judging.judge import tolerances
-    from ..judging.stage2 import judge_paired
+    from .judge import judge_paired
 
     tol = {r.key: tolerances(r, None, None)[0] for r, _, _ in todo}
     figures = paired_figures(todo, measured)

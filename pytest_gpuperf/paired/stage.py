@@ -1,7 +1,7 @@
 """The paired stage (stage 2 of the gate): the throughput figures the first stage left
 inconclusive, and those it found changed (checked; `candidates` says why), re-measured
-against a build of the baseline's commit on this machine, in rounds (fresh/rounds.py),
-judged on the paired differences (judging/stage2.py). Its verdicts replace the first
+against a build of the baseline's commit on this machine, in rounds (rounds.py), judged
+on the paired differences (judge.py). Its verdicts replace the first
 stage's for those figures and keep them (`stage1`), so a reader sees what each stage said
 and why a figure was re-measured; a checked figure it cannot decide becomes inconclusive,
 unless its noise is per process and every process pair on its own measured it beyond the
@@ -14,7 +14,7 @@ says why in one line and the first stage's verdicts stand. The run's false-alarm
 split: half for the first stage, half for this one (Bonferroni over the figures it
 re-measures), spent in two looks of a half each: the asked rounds, then up to MORE times as
 many of the tests the first look left undecided, in PAIRS more process pairs
-(run/pairedlooks.py measures them)."""
+(looks.py measures them)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from ..core.verdict import Verdict, after, amend, stage1_record
 from ..judging.offsets import recap_derived
 from ..judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER
 from .envshift import environment_shifts, software_changed
-from .pairedlooks import MORE, PAIRS, more_said, rounds_said
+from .looks import MORE, PAIRS, more_said, rounds_said
 
 if TYPE_CHECKING:
     from ..core.results import Result
@@ -85,21 +85,15 @@ def candidates(
     results: list[Result], entries: dict[str, dict[str, Any]] | None = None,
     env: dict[str, Any] | None = None,
 ) -> list[tuple[Result, str, str]]:  # fmt: skip
-    """(result, metric, class) of each throughput-class figure the paired stage
-    re-measures: those the first stage left inconclusive, and those it found changed
-    (`checked`). A launch-bound wall time is left to the first stage (its noise is per
-    process). Why a change is checked: the first stage compares this card with the cards
-    the sessions were saved on, and its confirmation runs on this card again, so a card's
-    own residual repeats there. Measured on the processes in evidence, a figure's residual
-    in a second fresh process on the same card correlates 0.3-0.8 by class with the first's
-    (docs/evidence/same-card-2026-12-06); on the H200 the kernel time of nearly launch-bound
-    matmuls moved 3-8% with the GPU's recent load while 3 sessions saved a minute apart
-    agreed within 1%. Rounds that alternate the builds on one card share both. A figure
-    whose baseline entry was saved with other software (`software_changed`: `env` against
-    `entries`) is not checked: both builds of this machine share a new version's change,
-    so only the first stage sees it. A wall time launch-bound now (whatever class it
-    declares), or in every session it was saved in, is left to the first stage too
-    (figure.other_regime): which side of the edge a process falls on is its own."""
+    """(result, metric, class) of each throughput-class figure the paired stage re-measures:
+    those the first stage left inconclusive, and those it found changed (`checked`: the
+    first stage's confirmation runs on this card again, so a card's own residual and recent
+    load repeat there, while rounds that alternate the builds on one card share both:
+    docs/evidence/paired-stage-notes.md). Left to the first stage: a wall time launch-bound
+    now (whatever class it declares) or in every session it was saved in (which side of the
+    edge a process falls on is its own: figure.other_regime), and a change whose baseline
+    entry was saved with other software than `env` (`software_changed`: both builds here
+    share a new version's change, so only the first stage sees it)."""
     from ..core.figures import KERNEL_FIGURES, LAUNCH, MEMORY, PER_CLOCKS, RECORDED, metrics_of
 
     out = []
@@ -145,9 +139,9 @@ def _what(todo: list[tuple[Result, str, str]], tests: int | None = None) -> str:
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    from ..fresh.abtree import git
+    from ..core import gitcmd
 
-    return git(root, *args)
+    return gitcmd.call(root, *args)
 
 
 def _repo(config: Any) -> Path | None:
@@ -165,7 +159,7 @@ def run_stage(
     (`candidates`), None if nothing; replace the verdicts it decides (recap_derived caps
     their derived figures) and make a checked figure it cannot decide (`_each_pair` aside)
     or kernel-time one it does not re-measure (`_leave`) inconclusive. `costs`: each test's
-    first-stage seconds (fresh/afford.py); `doing`: told what the rounds re-measure (a Ctrl-C
+    first-stage seconds (plan.py); `doing`: told what the rounds re-measure (a Ctrl-C
     line); `run_max_s`: the run's max_time; `gpu_bytes`: the GPU memory of a round's pair."""
     todo = candidates(results, entries, env)
     if not todo:
@@ -193,9 +187,9 @@ def run_stage(
                      "clone (a shallow clone? git fetch --unshallow, or fetch that commit); "
                      "the first stage's verdicts stand")  # fmt: skip
     from ..baseline.schema import expected_durations
-    from ..fresh.afford import affordable, round_cap
-    from ..fresh.rounds import RoundsError
-    from .pairedlooks import measure_looks
+    from .looks import measure_looks
+    from .plan import affordable, round_cap
+    from .rounds import RoundsError
 
     asked, base_s = todo, expected_durations(entries, tests)  # the base's own time a test
     todo, tests, dear = affordable(todo, tests, results, costs or {}, round_cap(config),
@@ -211,7 +205,7 @@ def run_stage(
                                  f"{budget_s:.0f} s{'; ' + dear if dear else ''}")  # fmt: skip
 
     def undecided(measured: Any, of: list[str]) -> list[str]:  # the first look's undecided
-        from .pairedfigs import undecided_tests  # figures' tests, of the tests it measured
+        from .figures import undecided_tests  # figures' tests, of the tests it measured
 
         return undecided_tests([t for t in todo if t[0].nodeid in of], measured, false_alarm / 2)
 
@@ -242,7 +236,7 @@ def _base_said(todo: list[tuple[Result, str, str]], entries: dict[str, dict[str,
     """The line's words on the figures the base check refused ("" where none), naming the
     recorded environment of their baseline entries that differs from this run's."""
     from ..baseline.history import env_for
-    from ..judging.basecheck import Refusal, differences, line
+    from .basecheck import Refusal, differences, line
 
     refused = [Refusal(r.key, m, **rec) for r, m, _ in todo
                if (rec := (r.verdicts[m].paired or {}).get("base_check"))]  # fmt: skip
@@ -264,12 +258,10 @@ def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
     """`todo` less the figures of the tests not in `keep` (their rounds did not fit the
     budget, or did not end), whose reasons now say `why` they were not re-measured. A
     figure the first stage left inconclusive keeps its verdict, and so does a checked wall
-    time (as before wall times were checked: a regression stands as the confirmation in a
-    fresh process left it, so an unaffordable test's regression still fails the run); a
-    checked kernel-time figure becomes inconclusive, as one the rounds cannot decide does:
-    a first-stage kernel-time change is not to be trusted alone (on the H200 an unchanged
-    build's kernel time read 4-10% faster in 6 of 6 runs, and a b1 decode's 2.92% slower on
-    another card, confirmed in a fresh process on it)."""
+    time (a regression stands as the confirmation in a fresh process left it, so an
+    unaffordable test's regression still fails the run); a checked kernel-time figure
+    becomes inconclusive, as one the rounds cannot decide does: a first-stage kernel-time
+    change is not to be trusted alone (docs/evidence/paired-stage-notes.md)."""
     from ..core.figures import KERNEL_FIGURES
 
     for r, m, _ in (t for t in todo if t[0].nodeid not in keep):
@@ -293,21 +285,21 @@ def _leave(todo: list[tuple[Result, str, str]], keep: set[str],
 def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: float,
            commit: str, again: Any = None, whole: bool = False,
            entries: dict[str, dict[str, Any]] | None = None) -> dict[str, int]:  # fmt: skip
-    """Judge the rounds and write the stage-2 verdicts of the figures it decides (the
-    first stage's kept in `stage1`); the count of each status. Two looks, each at half of
-    the stage's share over all the figures it re-measured (Bonferroni: together they spend
-    the share): the first on `measured`, the second on the figures the first left
-    inconclusive with the rounds of `again` after theirs; `whole`: one look, at the whole
-    share (no second look could fit, pairedlooks.one_look). A compute-bound throughput is
-    decided by its time, its per-clock twin vetoing a change that the cycles decidedly do
-    not share (power-state: stage2.clocked). A figure whose base build did not reproduce
-    the baseline's sessions at `commit` (in `entries`: judging/basecheck.py) is not judged:
-    the first stage's verdict stands (its `paired` record says why: `base_check`)."""
-    from ..judging.basecheck import check, judged
+    """Judge the rounds and write the stage-2 verdicts of the figures it decides (the first
+    stage's kept in `stage1`); the count of each status. Two looks, each at half the stage's
+    share over all the figures it re-measured (Bonferroni): the first on `measured`, the
+    second on those the first left inconclusive with the rounds of `again` after theirs;
+    `whole`: one look at the whole share, no second could fit (looks.one_look). A
+    compute-bound throughput is decided by its time, its per-clock twin vetoing a change the
+    cycles decidedly do not share (judge.clocked). A figure whose base build did not
+    reproduce the baseline's sessions at `commit` (`entries`: basecheck.py) keeps the first
+    stage's verdict, its `paired` record saying why (`base_check`)."""
+    from ..core.settings import MAX_PAIRED_ROUNDS as MAX_ROUNDS
     from ..judging.explain import EACH_PAIR
-    from ..judging.stage2 import judge_paired, settle_advice
-    from .options import MAX_PAIRED_ROUNDS as MAX_ROUNDS
-    from .pairedfigs import extended, first_look, second_look, written
+    from ..judging.pairedrounds import settle_advice
+    from .basecheck import check, judged
+    from .figures import extended, first_look, second_look, written
+    from .judge import judge_paired
 
     n = len(measured.pair)
     took = getattr(measured, "seconds", None) or {}  # each test's, over all rounds and sides
@@ -387,9 +379,9 @@ def _each_pair(f: Any, tolerance: float,
                first: Verdict) -> tuple[str, list[float]] | None:  # fmt: skip
     """Where the per-process screen took a checked figure (one the first stage decided),
     why the first stage's verdict stands, and each process pair's change: every pair on its
-    own measured it beyond the tolerance on the same side (judging/stage2.each_pair_beyond);
+    own measured it beyond the tolerance on the same side (judge.each_pair_beyond);
     None otherwise (it then reads inconclusive, not borne out)."""
-    from ..judging.stage2 import PER_PROCESS, each_pair_beyond, pair_spread, screened
+    from .judge import PER_PROCESS, each_pair_beyond, pair_spread, screened
 
     p = screened(f, tolerance) if f is not None and f.usable() else None
     changes = each_pair_beyond(f, tolerance, str(first.status)) if p is not None else None
@@ -413,8 +405,7 @@ def _round_record(f: Any, figs: dict[tuple[str, str], Any] | None = None,
     the paired difference a round, relative (`round_spread`). A compute-bound figure's
     per-clock twin, judged with it (in `figs`, its verdict in `verdicts`), is kept the same
     way under `per_clock`, with its interval's basis (its class's pool or its own rounds):
-    on the H200 the matmuls' time rounds spread 0.4-1.0% and their per-clock interval read
-    ±2.9% on its own 5 df (the time decides; the cycles can only veto: stage2.clocked)."""
+    the time decides, the cycles can only veto (judge.clocked)."""
     from ..core.figures import per_clock_name
 
     sd = statistics.stdev(f.diffs()) if len(f.base) >= 2 else None

@@ -1,15 +1,13 @@
-"""The paired stage's measurement (run/paired.py judges it): the rounds of both builds
-(fresh/rounds.measure_rounds) in a worktree of the baseline's commit, in two looks: the
+"""The paired stage's measurement (stage.py judges it): the rounds of both builds
+(rounds.measure_rounds) in a worktree of the baseline's commit, in two looks: the
 asked rounds in PAIRS process pairs, then up to MORE times as many of the tests the first
 look left undecided, alone, in PAIRS more pairs (so that noise per process stays as
 visible as in the first look), with what is left of the budget.
 
 Where the first look's rounds show that its tests no longer fit the budget (a test priced
-up front at far less than its rounds take: on the H200 a realistic-length QLoRA step
-priced at about 13 s a side made its pair's first round of both builds, beside a cheap
-test, 110.5 s and the second 73.1 s, and the stage measured nothing of either), the
-dearest tests by what their rounds took are left to the first stage and the rest measured
-again in new process pairs (`salvage`), instead of none."""
+up front at far less than its rounds take: docs/evidence/paired-stage-notes.md), the dearest
+tests by what their rounds took are left to the first stage and the rest measured again in
+new process pairs (`salvage`), instead of none."""
 
 from __future__ import annotations
 
@@ -49,17 +47,17 @@ def _env(gpu: str | None, select: Path, cuda: bool = False) -> dict[str, str]:
     the step summary and PYTEST_ADDOPTS (the arguments hold them), as a fresh process of
     the gate's own (no confirmation, no paired stage of its own), on the run's GPU; where
     its tests ran on CUDA, each process loads the GPU for WARM_S before a call that may
-    follow an idle card (fresh/roundworker.warm)."""
-    from ..fresh import roundworker
+    follow an idle card (worker.warm)."""
     from ..fresh.confirm import ENV_FLAG, fresh_environment
+    from . import worker
 
     env = fresh_environment()
     env[ENV_FLAG] = "1"
-    env[roundworker.SELECT] = str(select)
+    env[worker.SELECT] = str(select)
     if gpu:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     if cuda:
-        env[roundworker.WARM] = f"{WARM_S:g}"
+        env[worker.WARM] = f"{WARM_S:g}"
     return env
 
 
@@ -77,11 +75,11 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
     command run in the base worktree first (--gpuperf-paired-setup, `base_ready`)."""
     import json
 
-    from ..fresh import rounds as r
     from ..fresh.abtree import base_path, base_worktree, prune_stale
     from ..fresh.confirm import gpu_of
-    from ..judging.paired import ABError
+    from ..judging.abjudge import ABError
     from ..measure.memory import release_cached
+    from . import rounds as r
 
     def select(name: str, chosen: list[str]) -> dict[str, str]:  # their rounds' environment
         (work / name).write_text(json.dumps(chosen), encoding="utf-8")
@@ -143,7 +141,7 @@ def base_ready(root: Path, tree: Path, setup: str | None,
     leaves them empty: the base would import nothing, or another copy). ABError in one
     line, naming the command or the submodules."""
     from ..fresh.abtree import missing_submodules, run_setup
-    from ..judging.paired import ABError
+    from ..judging.abjudge import ABError
 
     if setup:  # within the stage's budget: a setup that hangs must not hang the run
         run_setup(setup, tree, "--gpuperf-paired-setup", budget_s)
@@ -170,13 +168,13 @@ def _salvaged(looks: Looks, exc: Any, tests: list[str], left: float,
 def salvage(tests: list[str], got: Any, left_s: float, pairs: int,
             keep_first: Collection[str] = ()) -> tuple[list[str], list[str]]:  # fmt: skip
     """After the first look's rounds `got` showed that its tests no longer fit
-    (fresh/rounds.TooDear): the tests to measure again in `pairs` new process pairs within
+    (rounds.TooDear): the tests to measure again in `pairs` new process pairs within
     `left_s`, and those left to the first stage. The dearest by what their rounds took
     (`got.seconds`) go first, a test of `keep_first` (a checked figure) last, until the rest
-    fit as fresh/rounds.more_need prices them (each pair its start, the first look's first
+    fit as rounds.more_need prices them (each pair its start, the first look's first
     round's extra, MIN_PER_PAIR rounds at the tests' mean a round so far, a first round's
     build included, and its end). The dearest goes in any case: all of them did not fit."""
-    from ..fresh.rounds import more_need
+    from .rounds import more_need
 
     cost = {t: got.seconds.get(t, 0.0) for t in tests}
     order = sorted(tests, key=lambda t: (t in keep_first, -cost[t], t))  # first to go first
@@ -201,10 +199,10 @@ def salvage_said(dropped: list[str], kept: list[str], got: Any) -> str:
 def one_look(got: Any, tests: list[str], left: float) -> str:
     """Why the stage judges its first look at its whole share ("" where a second look
     could fit): the `left` seconds of its budget cannot hold a second look of even the
-    cheapest of `tests` (fresh/rounds.more_need, by what the first look's rounds `got`
+    cheapest of `tests` (rounds.more_need, by what the first look's rounds `got`
     cost). It reads the rounds' durations, not their figures: a duration follows a figure's
     noise only through its capped sampling, so each way spends about the stage's share."""
-    from ..fresh.rounds import more_need
+    from .rounds import more_need
 
     least = min((more_need(got, [t], PAIRS) for t in tests), default=0.0)
     if left >= least:
@@ -244,6 +242,6 @@ def rounds_said(measured: Any, budget_s: float) -> str:
         text += "; a test's measurement in a round, slowest: " + ", ".join(
             f"{nodeid.split('::')[-1]} {took / (2 * n):.1f} s" for nodeid, took in per
         )
-    if getattr(measured, "warmed", 0.0) > 0:  # fresh/roundworker.warm
+    if getattr(measured, "warmed", 0.0) > 0:  # worker.warm
         text += f"; the GPU warmed {measured.warmed:.0f} s before calls after idling"
     return text + ")"

@@ -1,11 +1,11 @@
-"""Rounds in long-lived processes of two builds: the paired stage's measurement (run/paired.py
-decides what to re-measure and judges it, judging/stage2.py).
+"""Rounds in long-lived processes of two builds: the paired stage's measurement (stage.py
+decides what to re-measure, judge.py judges it).
 
 The base is a detached worktree of the baseline's commit (abtree, as `gpuperf ab` makes
 it); the head is the code this run measured. For each of `pairs` process pairs, one fresh
 pytest process per side is started as the run was started (confirm.command: the run's
 arguments, settings and ini file; for the base, every path of the checkout mapped to the
-worktree), collects only the tests to re-measure, and runs the roundworker plugin: the
+worktree), collects only the tests to re-measure, and runs the worker plugin (worker.py): the
 coordinator asks each process in turn to measure one round (base then head, then head then
 base, so a drifting card favours neither side) and reads the round's results from a file.
 A process builds its models once for all its rounds; two pairs of processes let the judge
@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from . import roundworker
-from .abprobe import OUT as PROBE_OUT
-from .abprobe import WATCH
-from .abtree import PROBE, foreign_import, imported_files, install_probe
-from .afford import MIN_PER_PAIR, STOP_S, round_cap
-from .provenance import write_own, wrong_build
+from ..fresh.abprobe import OUT as PROBE_OUT
+from ..fresh.abprobe import WATCH
+from ..fresh.abtree import PROBE, foreign_import, imported_files, install_probe
+from ..fresh.provenance import write_own, wrong_build
+from . import worker
+from .plan import MIN_PER_PAIR, STOP_S, round_cap
 
 SIDES = ("base", "head")
 
@@ -50,7 +50,7 @@ class OutOfTime(RoundsError):
 
 class TooDear(RoundsError):
     """The rounds measured show that not even MIN_PER_PAIR a process pair fit the budget
-    left (`plan`); `got`: what they measured (run/pairedlooks.py drops the dearest tests)."""
+    left (`plan`); `got`: what they measured (looks.py drops the dearest tests)."""
 
     got: Measured | None = None
 
@@ -107,14 +107,14 @@ class Measured:
     cut: str = ""  # why fewer rounds were measured than planned, when the budget ran out
     timing: Timing = field(default_factory=Timing)  # what a pair's start and a round cost
     seconds: dict[str, float] = field(default_factory=dict)  # each test's, all rounds and sides
-    warmed: float = 0.0  # seconds the processes loaded the GPU before a call (roundworker.warm)
+    warmed: float = 0.0  # seconds the processes loaded the GPU before a call (worker.warm)
 
 
 def install_worker(work: Path) -> Path:
     """The probe directory (abprobe's copy, `-p gpuperf_ab_probe`) with the round worker
     beside it (`-p gpuperf_rounds_worker`)."""
     folder = install_probe(work)
-    shutil.copyfile(roundworker.__file__, folder / f"{roundworker.NAME}.py")
+    shutil.copyfile(worker.__file__, folder / f"{worker.NAME}.py")
     return folder
 
 
@@ -178,11 +178,11 @@ def _start(build: Build, work: Path, name: str, env: dict[str, str], probe: Path
         "raise SystemExit(pytest.main())"
     )
     flags: list[str] = getattr(subprocess, "_args_from_interpreter_flags", list)()
-    cmd = [sys.executable, *flags, "-c", boot, "-p", PROBE, "-p", roundworker.NAME, *build.args,
+    cmd = [sys.executable, *flags, "-c", boot, "-p", PROBE, "-p", worker.NAME, *build.args,
            f"--gpuperf-json={out / 'results.json'}", f"--basetemp={out / 'basetemp'}"]  # fmt: skip
     full = dict(env)
     full.update({
-        roundworker.FDS: f"{c_r},{c_w}", roundworker.OUT: str(out),
+        worker.FDS: f"{c_r},{c_w}", worker.OUT: str(out),
         PROBE_OUT: str(imports),
     })  # fmt: skip
     if build.pythonpath:
@@ -301,12 +301,12 @@ def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
     `left` seconds of the budget left: every pair from `p` on gets the same count, the most
     that fits (its own `asked` at the most, MIN_PER_PAIR at the least), so a plan cut on
     dearer rounds grows back when they get cheaper; RoundsError when even the least does
-    not fit, naming what a round and a pair cost. Before any later round than a pair's
-    first was measured, the plan stands: a first round builds the models and warms the
-    GPU (on an H200 22.1 s for two tests that each measure for at most 1.6 s a build and
-    round), so its cost says little of the rounds after it; the next round re-plans,
-    unless not even the later pairs' starts and ends fit. A pair whose last round was sent
-    as its last (its worker has ended the session's fixtures) measures no more."""
+    not fit, naming what a round and a pair cost. Before any later round than a pair's first was
+    measured, the plan stands: a first round builds the models and warms the GPU
+    (docs/evidence/paired-stage-notes.md), so its cost says little of the rounds after it; the
+    next round re-plans, unless not even the later pairs' starts and ends fit. A pair whose last
+    round was sent as its last (its worker has ended the session's fixtures) measures no
+    more."""
     later = len(per) - p - 1
     if (timing.round_s is None and done < max(per[p:])
             and left > 0 and later * (timing.start_s + STOP_S) < left):  # fmt: skip
@@ -402,7 +402,7 @@ def measure_rounds(
     if not probe.is_dir():
         install_worker(work)
     env = {**env, WATCH: os.pathsep.join(str(p.resolve()) for p in (root, tree)),
-           roundworker.OWN: write_own(tree, work / "own.json")}  # fmt: skip
+           worker.OWN: write_own(tree, work / "own.json")}  # fmt: skip
     t0 = time.monotonic()
     deadline = t0 + budget_s
     got = Measured(asked=rounds)
@@ -463,7 +463,7 @@ def head_build(config: Any) -> Build:
     afford.round_cap (0.5 s, the run's own max_time when smaller, at least its own minimum):
     a round needs its median only as precise as the rounds' spread, and twelve measurements
     a figure must fit a night."""
-    from .confirm import SYS_PATH_KEY, command, entry, start_dir
+    from ..fresh.confirm import SYS_PATH_KEY, command, entry, start_dir
 
     path = config.stash.get(SYS_PATH_KEY, None) or list(sys.path)
     args = command(config, Path("unused") / "results.json")[len(entry(config)) :]

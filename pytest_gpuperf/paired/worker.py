@@ -15,11 +15,9 @@ So each process builds its models once however many rounds it measures.
 Where ROUNDS_WARM names seconds (the rounds of a CUDA run), the process loads the GPU for
 that long right before a test's call where the GPU may have idled: before its first test,
 and before a test whose call starts IDLE_S or more after the previous one of its round
-ended (a model built in its setup). On the H200 the first test a fresh process measured, a
-power-capped bf16 MLP block, read 10-15% faster in the process's first round than in its
-later ones, where every other round meets a card the other build's round just loaded; a
-copy measured before it took that away, a 1 s warm-up before "ready" (an idle wait after
-it) did not (docs/performance.md). Each side's process warms alike, so neither build gains.
+ended (a model built in its setup): a call on a card that idled reads faster than one on a
+card the other build's round just loaded (docs/evidence/paired-stage-notes.md). Each
+side's process warms alike, so neither build gains.
 """
 
 from __future__ import annotations

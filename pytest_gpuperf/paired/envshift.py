@@ -1,4 +1,4 @@
-"""The paired stage's reading of the environment (run/paired.py): whether a baseline entry
+"""The paired stage's reading of the environment (stage.py): whether a baseline entry
 was saved with other software than this run's (the figures the first stage found changed are
 then not checked against the baseline's commit: both builds run on this run's software), and
 the class lines that moved while the paired stage measured their figures unchanged, a shift

@@ -1,9 +1,8 @@
 """What the paired stage's first look can afford, priced before any round was measured
-(run/paired.py leaves the rest to the first stage, saying so): each test's round at its own
+(stage.py leaves the rest to the first stage, saying so): each test's round at its own
 time in the first stage, less the sampling and the kernel-time pass a round caps (`price`).
-On the H200 the stage started rounds of two QLoRA batch sweeps (87 s each in the first
-stage) in a budget of 200 s and spent all of it before the head's first round answered; a
-test whose rounds cannot fit is now left out up front."""
+A test whose rounds cannot fit is left out up front, before it spends the budget that the
+others' rounds need (docs/evidence/paired-stage-notes.md)."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from ..core.units import format_size
 from ..judging.verdict import CHANGED
 
 MIN_PER_PAIR = 2  # rounds a process pair measures at the least: its own spread needs two
-STOP_S = 5.0  # seconds a process pair is given to end, in the plan (fresh/rounds.plan)
+STOP_S = 5.0  # seconds a process pair is given to end, in the plan (rounds.plan)
 ROUND_MAX_TIME = 0.5  # seconds of sampling a round's measurement takes at most
 START_GUESS_S = 10.0  # a process pair's start before one was measured (H200: 1.7-7.9 s)
 
@@ -121,7 +120,7 @@ def left_said(left: list[str], costs: dict[str, float], worth: dict[str, tuple[i
     """Why the tests `left` are not re-measured, in words: their figures (and how many of
     them are checked figures: `kernels`, each test's checked kernel-time figures, now
     inconclusive, the other checked ones keeping the first stage's verdict:
-    run/paired._leave), the dearest three by their price a round, and the budget every test
+    stage._leave), the dearest three by their price a round, and the budget every test
     of the stage would need."""
     dearest = sorted(left, key=lambda t: -costs.get(t, 0.0))
     named = ", ".join(f"{t.split('::')[-1]} {costs.get(t, 0.0):.0f} s" for t in dearest[:3])
@@ -150,10 +149,9 @@ def round_cap_of(r: Any, cap_s: float, run_max_s: float | None) -> float:
     """The sampling budget a round gives measurement `r`: the round's cap `cap_s`, given on
     its command line, unless `r`'s test set a max_time of its own (its marker or a keyword
     of the call, which outrank the command line), so that its rounds sample as its first
-    stage did. On the H200 a realistic-length QLoRA step (max_time=30 in its marker, 25 s
-    of samples) was priced at about 13 s a side a round; its pair's first round of both
-    builds, beside a cheap test, took 110.5 s. A measurement names the settings its test
-    set (`set_by_test` in `r.config`), so a marker's max_time equal to the run's is the
+    stage did (priced at the cap, a long step's rounds overran it:
+    docs/evidence/paired-stage-notes.md). A measurement names the settings its test set
+    (`set_by_test` in `r.config`), so a marker's max_time equal to the run's is the
     test's own too; where a result predates that, a resolved max_time other than the run's
     own `run_max_s` is taken for the test's."""
     cfg = getattr(r, "config", None) or {}
@@ -191,16 +189,15 @@ def own_minimum(r: Any, cap_s: float) -> float | None:
 
 def held_twice(tests: Iterable[str], results: Iterable[Any], have: int | None) -> dict[str, int]:
     """Of `tests`, those whose two builds cannot hold their GPU memory at once, each with
-    what one build needs: a round keeps one process a side alive (fresh/rounds.py), both
+    what one build needs: a round keeps one process a side alive (rounds.py), both
     holding the test's models, so 2 x a build's need must fit in `have` (the GPU's bytes, or
     an emulated card's). A build's need is the most of what the test's gpu_requires_vram
     marker asks (`vram_asked` in its results' config: what it says it needs, so a test
     asking more than half the card is left out whatever it held) and what its measurements
     held (their resident bytes less another test's, plus the timed calls' reserved peak,
-    else their allocated one: a floor, for building a model may take more). On an H100
-    (79.6 GiB) a 70B QLoRA step asking 44 GiB, 36 GiB held, failed out of memory in both
-    builds' rounds, 137 s of the stage's time (2026-12-06); what it held alone would have
-    fit twice. Empty where `have` is unknown."""
+    else their allocated one: a floor, for building a model may take more; what a test
+    held alone can fit twice where what it asks cannot:
+    docs/evidence/paired-stage-notes.md). Empty where `have` is unknown."""
     if not have:
         return {}
     need = dict.fromkeys(tests, 0)
@@ -224,15 +221,14 @@ def affordable(todo: list[tuple[Any, str, str]], tests: list[str], results: Iter
     and its `results`' sampling, a figure the first stage found regressed or improved
     counted as checked), and why it leaves the rest to the first stage ("" if none).
 
-    A round measures both builds: a test's cost a side is the mean of the head's price and
-    the base's, from `base_durations` (the test's seconds when the baseline was saved at the
-    base's commit, `duration_s` in its entries) less the same savings; without one the
-    base costs what the head does. On the H200 a base saved before the profiler's trace was
-    read raw made a static decoder's round of both builds 53.9 s where the head's price
-    alone was 14.5 s a side. A measurement whose test set a max_time of its own is capped
-    at that in its rounds (`round_cap_of`, against the run's own max_time `run_max_s`); a
-    test that asks more sampling of itself than the cap allows is left out (`own_minimum`),
-    as is one whose two builds cannot hold their GPU memory at once on a GPU of `gpu_bytes`
+    A round measures both builds: a test's cost a side is the mean of the head's price and the
+    base's, from `base_durations` (the test's seconds when the baseline was saved at the base's
+    commit, `duration_s` in its entries) less the same savings; without one the base costs what
+    the head does (an older base can be far dearer than the head:
+    docs/evidence/paired-stage-notes.md). A measurement whose test set a max_time of its own is
+    capped at that in its rounds (`round_cap_of`, against the run's own max_time `run_max_s`); a
+    test that asks more sampling of itself than the cap allows is left out (`own_minimum`), as
+    is one whose two builds cannot hold their GPU memory at once on a GPU of `gpu_bytes`
     (`held_twice`)."""
     worth: dict[str, tuple[int, int]] = {}
     kernels: dict[str, int] = {}  # each test's checked kernel-time figures

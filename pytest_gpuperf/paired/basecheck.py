@@ -24,9 +24,7 @@ figure the tolerance is added: an offset the gate would call unchanged between m
 changes no verdict the rounds may reach. A regression the first stage found and confirmed
 is taken back only by a base within the larger of the two: a base off by more than the
 tolerance and the machines' band measured what the head measured, outside the code.
-On the recorded rounds of the real judged runs (docs/evidence runs 5-9: 65 figures, offsets
--6.3% to +5.1%) it refuses none (tests/test_basecheck.py); the issue's cases measured
-23-50% off.
+What it refuses on recorded runs: docs/evidence/paired-stage-notes.md.
 """
 
 from __future__ import annotations
@@ -40,8 +38,8 @@ from typing import Any
 from ..baseline.history import window
 from ..core.figures import BANDWIDTH, CLOCK, COMPUTE, KERNEL_TIME, LAUNCH, MODEL
 from ..core.verdict import Verdict, amend
-from .noise import LAUNCH_FLOOR, better
-from .verdict import CONFIDENCE, REGRESSED, z_quantile
+from ..judging.noise import LAUNCH_FLOOR, better
+from ..judging.verdict import CONFIDENCE, REGRESSED, z_quantile
 
 Z = z_quantile(CONFIDENCE)
 # One figure's spread between machines (one session about its level, relative sd), by class:
@@ -49,7 +47,7 @@ Z = z_quantile(CONFIDENCE)
 # sessions (../shared/gate-sim/noise_model.json; DESIGN.md "A gate needs a noise model"):
 # model steps 0.71% / 0.21%, bandwidth 0.36% / 0.44%, compute 0.50% / 1.1%, combined; the
 # per-clock figures are compute-bound work's. The GPU's kernel time moves with the card's
-# state: an unchanged build's read 4-10% off on other H200s in 6 of 6 runs (run/paired._leave),
+# state: an unchanged build's read 4-10% off on other H200s in 6 of 6 runs (stage._leave),
 # so 10% is taken as its 99% band. Launch-bound wall time: its floor between processes
 # (noise.LAUNCH_FLOOR). Another class: compute's, the widest of the wall-time classes.
 MACHINE_SD = {

@@ -1,48 +1,24 @@
-"""Stage 2 of the gate, the paired stage: what the first stage (the run against the
-baseline's history, judge.py) left undecided, re-measured in rounds against a build of the
-baseline's commit on this machine, judged on the per-round paired differences. Pure: no
-git, no processes, no files (run/paired.py runs the rounds).
-
-Why it decides what stage 1 cannot: a run judged against sessions saved on other days and
-machines carries their spread (a power-capped card moves a compute-bound block 2-5%); a
-round measures the base and the head minutes apart on one card, so what moves both cancels
-in their ratio. The rule, as gate-sim's fast simulator of the two-stage design models it
-(../shared/gate-sim/fast/evaluate.py, `paired_stage`):
-
-- the figures re-measured: every throughput-class figure stage 1 left INCONCLUSIVE;
-- d_i = log(head_i / base_i) per round; a figure's variance of d is
-  pooled over the re-measured figures of its class and kind (wall time or GPU kernel time;
-  an F screen at 1% against the pool of the others keeps a noisier figure on its own
-  variance), each kept figure judged with max(own, pooled) and the pool's degrees of
-  freedom;
-- the interval t * sqrt(var / rounds) at the stage's share of the run's false-alarm budget
-  (Bonferroni over the figures re-measured), the verdict ladder of verdict.status_of. The
-  project spends that share in two looks of a half each (run/paired.py; gate-sim's
-  `paired_project_ext`): the second judges the figures the first left undecided on all
-  their rounds, over the count of all the figures the first judged (`count`).
-
-One addition the simulator does not have: the rounds run in two or more pairs of processes
-(one per side each). A figure whose paired difference differs between process pairs more
-than its rounds within a pair explain (one-way ANOVA, F at 1%) has noise per process that
-two processes a side cannot average out: where the pairs' means are more than half the
-tolerance apart (each more than a quarter from their middle) it keeps its stage-1 verdict,
-saying so; a smaller process effect is added whole (half the pairs' range) to its interval.
-A figure the first stage decided (one it found changed, re-measured as a check) that the
-screen takes keeps that verdict only where every process pair on its own
-measured it beyond the tolerance on the same side (`each_pair_beyond`); run/paired.py
-applies it."""
+"""The paired stage's judge: each re-measured figure judged on its rounds' paired
+differences d = log(head / base), its variance pooled within its class and kind (`pooled`),
+at the stage's share of the run's false-alarm budget (`judge_paired`). A round measures both
+builds minutes apart on one card, so what moves both cancels in their ratio: what stage 1,
+judged against sessions of other days and machines, cannot decide. Noise per process (the
+process pairs disagree) is screened out (`screened`), or bears a checked change out only
+where each pair does (`each_pair_beyond`). Pure: no git, no processes, no files (stage.py
+runs the rounds). The rule as gate-sim models it, and what it adds:
+docs/evidence/paired-stage-notes.md."""
 
 from __future__ import annotations
 
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from ..core.figures import kernels_of
 from ..core.verdict import Verdict, amend, make
-from .noise import f_isf, pooled_variance
-from .verdict import (
+from ..judging.noise import f_isf, pooled_variance
+from ..judging.pairedrounds import PairedFigure
+from ..judging.verdict import (
     CHANGED,
     IMPROVED,
     INCONCLUSIVE,
@@ -55,38 +31,10 @@ from .verdict import (
     status_of,
 )
 
-SETTLE_CAP = 1000  # paired rounds: a projection beyond this says "more than"
-LEVEL_RATIO = 4.0  # base rounds spread this many times a round's own interval: set per run
 SCREEN_P = 0.01  # a figure this unlikely under its class pool keeps its own variance
 PROCESS_P = 0.01  # process pairs this unlikely to agree: the figure's noise is per process
 MIN_POOL = 3  # figures of a class with a variance before they pool
 PER_PROCESS = "its noise is per process"  # the screen's reason begins so
-
-
-@dataclass(frozen=True)
-class PairedFigure:
-    """One figure's rounds: round i measured `base[i]` and `head[i]` back to back, in the
-    process pair `pair[i]`."""
-
-    key: str  # the result's baseline key
-    metric: str
-    cls: str  # its noise class
-    higher: bool  # higher is better
-    base: tuple[float, ...]
-    head: tuple[float, ...]
-    pair: tuple[int, ...]
-    # each round's own interval of the base build's figure, relative half-width (its
-    # samples' spread within the round); () where the rounds did not record one
-    within: tuple[float, ...] = ()
-
-    def diffs(self) -> list[float]:
-        """log(head / base) per round."""
-        return [math.log(h / b) for b, h in zip(self.base, self.head, strict=True)]
-
-    def usable(self) -> bool:
-        n = len(self.base)
-        values = (*self.base, *self.head)
-        return n >= 2 and n == len(self.head) and all(math.isfinite(v) and v > 0 for v in values)
 
 
 def _groups(fig: PairedFigure) -> dict[int, list[float]]:
@@ -161,9 +109,8 @@ def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, f
     least MIN_POOL of them agree; else its own. Kernel time and wall time never share a
     pool: their round-to-round noise has other causes (a kernel figure's level can be drawn
     per process), and a few noisy kernel figures in a pool would let a noisy wall-time
-    figure in beside them (gate-sim: all 8 kernel figures at 3% a round took the run-wide
-    A/A from 0.175% to 1.375%; pooled by kind, 0.275%). A kernel-time figure beside its
-    own wall time so never counts that benchmark twice."""
+    figure in beside them (gate-sim's figures: docs/evidence/paired-stage-notes.md).
+    A kernel-time figure beside its own wall time so never counts that benchmark twice."""
     out: dict[tuple[str, str], tuple[float, float]] = {}
     groups: dict[tuple[str, bool], list[PairedFigure]] = {}
     for f in figs:
@@ -261,16 +208,14 @@ def clocked(time_v: Verdict, cycle_v: Verdict) -> Verdict:
     per-clock twin's (each round's figure per median SM clock cycle).
 
     Stage 1 asks a regression to hold in time AND per cycle (verdict.combine_clocked): its
-    sessions ran on other cards in other power states. A round measures both builds on one
-    card minutes apart, alternating, and a round's median clock reading is coarse (on the
-    H200 the matmuls' paired time rounds agreed within 0.4-1.0% while their per-clock
-    interval read ±2.9%; a 5% slower MLP read 4.5-6.6% slower in every round and ±6.1% per
-    cycle). So the time decides, at its own interval, and the cycles can only veto a
-    change: a time slower or faster beyond the tolerance whose cycles are decidedly the
-    same, or changed the other way, is `power-state` (the clocks of the two builds'
-    rounds differed), never a regression or an improvement. Every change this gives, the
-    time alone gives (gate-sim's paired stage judges the time alone), so it adds no false
-    alarm to it, and every status but those vetoed is the time's."""
+    sessions ran on other cards in other power states. A round measures both builds on one card
+    minutes apart, alternating, and a round's median clock reading is coarse (the H200's
+    figures: docs/evidence/paired-stage-notes.md). So the time decides, at its own interval, and
+    the cycles can only veto a change: a time slower or faster beyond the tolerance whose cycles
+    are decidedly the same, or changed the other way, is `power-state` (the clocks of the two
+    builds' rounds differed), never a regression or an improvement. Every change this gives, the
+    time alone gives, so it adds no false alarm to it, and every status but those vetoed is the
+    time's."""
     if time_v.worse is None or cycle_v.worse is None:
         return time_v
     per_cycle = f"per clock cycle {relative_change_text(cycle_v)}, {cycle_v.status}"
@@ -287,75 +232,3 @@ def clocked(time_v: Verdict, cycle_v: Verdict) -> Verdict:
     return amend(time_v, VETO, STAGE, figures=cycles,
                  reason=f"{time_v.reason} in time; {per_cycle} ({clocks})",
                  per_cycle=str(cycle_v.status), per_cycle_worse=cycle_v.worse)  # fmt: skip
-
-
-def rounds_to_settle(var: float, confidence: float, tolerance: float) -> int | None:
-    """The paired rounds after which a figure whose paired difference varies `var` a round
-    (log units) has an interval of half the tolerance at `confidence` on its own degrees
-    of freedom: it is decided then whether it moved 1.5 times the tolerance or less than
-    half of it. None when not even SETTLE_CAP rounds would do, or `var` is not finite."""
-    if not (math.isfinite(var) and var >= 0):
-        return None
-    target = math.log1p(tolerance) / 2
-
-    def fits(n: int) -> bool:  # monotone in n: both t and 1/sqrt(n) fall
-        return quantile(confidence, n - 1) * math.sqrt(var / n) <= target
-
-    lo, hi = 2, SETTLE_CAP
-    if fits(lo):
-        return lo
-    if not fits(hi):
-        return None
-    while hi - lo > 1:  # fits(hi), not fits(lo)
-        mid = (lo + hi) // 2
-        hi, lo = (mid, lo) if fits(mid) else (hi, mid)
-    return hi
-
-
-# how the paired stage asks for rounds (the option with its value, its name) and widens a
-# tolerance; gpuperf ab's (AB_ROUNDS): one advice, each tool's own options
-STAGE_ROUNDS = ("--gpuperf-paired-rounds={n}{cost}, --gpuperf-paired-budget",
-                "--gpuperf-paired-rounds", "@pytest.mark.gpuperf(tolerance=...)")
-AB_ROUNDS = ("--rounds {n}{cost}", "--rounds", "--tolerance")
-
-
-def settle_advice(fig: PairedFigure, tolerance: float, confidence: float,
-                  round_s: float | None = None, more: int = 0,
-                  most: int | None = None, asked: tuple[str, str, str] = STAGE_ROUNDS,
-                  ) -> str:  # fmt: skip
-    """What would settle a figure left inconclusive on paired rounds, in words, the one
-    advice of the paired stage and gpuperf ab (`asked`: how each asks for rounds,
-    STAGE_ROUNDS or AB_ROUNDS): its rounds' spread, whether its level is set each time the
-    test runs (the base build's rounds, the same code each time, spread far more than a
-    round's own interval), the rounds that would narrow it to half the tolerance and the
-    option that buys them (a second look adds `more` times the asked; `most`, the most that
-    option takes), and its test's time a round of both builds (`round_s`, where known). ""
-    for a figure without two usable rounds."""
-    if not fig.usable():
-        return ""
-    n, sd = len(fig.base), statistics.stdev(fig.diffs())
-    tips = [f"its paired difference varies ±{math.expm1(sd) * 100:.1f}% a round (sd over "
-            f"{n} rounds)"]  # fmt: skip
-    base_sd = statistics.stdev(math.log(b) for b in fig.base)
-    own = [w for w in fig.within if w > 0]  # 0: a round that recorded no interval
-    within = statistics.median(own) if own else None
-    if within is not None and base_sd > max(LEVEL_RATIO * within, math.log1p(tolerance) / 4):
-        tips.append(
-            f"the base build's own rounds spread ±{math.expm1(base_sd) * 100:.1f}% where a "
-            f"round's own interval is ±{within * 100:.2g}%: its level is set each time the "
-            "test runs (where its tensors land in memory, what they hold), not by the code, "
-            "so more rounds narrow it and longer ones do not"
-        )
-    r = rounds_to_settle(sd * sd, confidence, tolerance)
-    if r is None:
-        tips.append(f"not even {SETTLE_CAP} paired rounds would narrow it to half the tolerance")
-    else:
-        cost = f"; its test takes {round_s:.1f} s a round of both builds" if round_s else ""
-        n = max(2, math.ceil(r / (1 + more)))  # the second look adds `more` times these
-        how = asked[0].format(n=n, cost=cost)
-        if most is not None and n > most:
-            how = f"more than the stage measures: {asked[1]} is at most {most}"
-        tips.append(f"about {r} paired rounds would narrow its interval to half the tolerance "
-                    f"({how})")  # fmt: skip
-    tips.append(f"or widen this benchmark's tolerance ({asked[2]})")
-    return "; ".join(tips)

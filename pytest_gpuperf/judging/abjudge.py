@@ -150,8 +150,8 @@ def judge_rounds(figures: Any, tolerance: Any, false_alarm: Any) -> dict[str, An
 def _more_rounds(base: list[float], head: list[float], confidence: float, tolerance: float,
                  higher: bool = True) -> str:  # fmt: skip
     """The advice for an inconclusive A/B figure: the paired stage's for the same rounds
-    (stage2.settle_advice, asked for with --rounds), so one figure gets one advice."""
-    from .stage2 import AB_ROUNDS, PairedFigure, settle_advice
+    (pairedrounds.settle_advice, asked for with --rounds), so one figure gets one advice."""
+    from .pairedrounds import AB_ROUNDS, PairedFigure, settle_advice
 
     fig = PairedFigure("", "", "", higher, tuple(base), tuple(head), (0,) * len(base))
     return (settle_advice(fig, tolerance, confidence, asked=AB_ROUNDS)
