@@ -18,6 +18,11 @@ def test_one_compact_table_by_default_details_with_v(project):
     assert "verdict    benchmark" in quiet
     widths = [len(line) for line in quiet.splitlines() if str(project.path) not in line]
     assert max(widths) <= 120, quiet  # no 190-character lines (file paths aside)
+    # -v: how each verdict was reached, one numbered line a rule; none without -v
+    assert "how each verdict was reached" not in default
+    trail = verbose.split("how each verdict was reached", 1)[1].splitlines()
+    heads = [line for line in trail if line.split(" ")[0] in ("UNCHANGED", "INCONCLUSIVE")]
+    assert heads and all("  1. stage 1, " in trail[trail.index(h) + 1] for h in heads)
 
 
 SWEEP = """
