@@ -303,7 +303,7 @@ def test_a_class_shift_the_paired_stage_finds_in_no_figure_is_the_environment():
     results[1].verdicts["throughput"] = second
     # one figure the paired stage found regressed: the code moved, the line stands
     first = results[0].verdicts["throughput"]
-    results[0].verdicts["throughput"] = amend(first, None, status="regressed")
+    results[0].verdicts["throughput"] = amend(first, "the test sets it", status="regressed")
     j2 = Judgement(0.999, 4, [line])
     assert environment_shifts(j2.shifts, results, entries, {}) == [] and j2.failing(results)
 

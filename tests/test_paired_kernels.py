@@ -65,7 +65,7 @@ def test_a_wall_time_figure_the_first_stage_found_changed_is_checked(status):
     # saved with another driver: both builds here share its change, stage 1's verdict stands
     assert candidates([r], _entries({**ENV, "driver": "570.1"}), ENV) == []
     # decided unchanged: not re-measured
-    r.verdicts["throughput"] = amend(r.verdicts["throughput"], None, status="unchanged")
+    r.verdicts["throughput"] = amend(r.verdicts["throughput"], "the test sets it", status="unchanged")
     assert candidates([r], _entries(ENV), ENV) == []
 
 

@@ -68,6 +68,7 @@ def _verdict_json(run: Path, baseline: Path) -> str:
         summary.results, base.entries,
         environment(data["device"], devices.pop() if len(devices) == 1 else None),
     )  # fmt: skip
+    assert all(v.trail for r in summary.results for v in r.verdicts.values())  # each: a rule
     out: dict[str, object] = {
         r.key: {name: _untrailed(to_json(v)) for name, v in r.verdicts.items()}
         for r in summary.results

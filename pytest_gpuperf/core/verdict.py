@@ -35,6 +35,20 @@ class Status(StrEnum):
     POWER_STATE = "power-state"  # a change in time that the SM clock explains
 
 
+def _built_here() -> None:
+    """Refuse a record or step built anywhere but this module (the constructor, or
+    dataclasses.replace from outside): only make, amend and from_json build them."""
+    frame = sys._getframe(3)
+    while frame.f_back is not None and frame.f_globals.get("__name__") == "dataclasses":
+        frame = frame.f_back
+    caller = frame.f_globals.get("__name__")
+    if caller != __name__:
+        raise TypeError(
+            f"a Verdict is built by pytest_gpuperf.core.verdict (make, amend, from_json), "
+            f"not by {caller}"
+        )
+
+
 @dataclass(frozen=True)
 class Step:
     """One rule's part in a verdict: which `rule`, at which `stage`, the `status` it left,
@@ -45,6 +59,9 @@ class Step:
     status: Status
     figures: Mapping[str, Any] = field(default_factory=dict)
     note: str = ""
+
+    def __post_init__(self) -> None:
+        _built_here()
 
     def text(self) -> str:
         """ "stage 1, ladder: regressed (change -8.30%, tolerance 3.00%)" """
@@ -60,7 +77,7 @@ def _figure(name: str, v: Any) -> str:
     if isinstance(v, float) and math.isfinite(v):
         if "uncertainty" in name or "tolerance" in name:
             return f"{'±' * ('uncertainty' in name)}{v * 100:.2f}%"
-        if "change" in name or "worse" in name or "off" in name:
+        if any(w in name for w in ("change", "worse", "off", "bound", "moved")):
             return f"{v * 100:+.2f}%"
         return f"{v:.4g}"
     return "-" if v is None else str(v)
@@ -96,16 +113,7 @@ class Verdict:
     trail: tuple[Step, ...] = ()
 
     def __post_init__(self) -> None:
-        # only this module builds or changes a record (dataclasses.replace included)
-        frame = sys._getframe(2)
-        while frame.f_back is not None and frame.f_globals.get("__name__") == "dataclasses":
-            frame = frame.f_back
-        caller = frame.f_globals.get("__name__")
-        if caller != __name__:
-            raise TypeError(
-                f"a Verdict is built by pytest_gpuperf.core.verdict (make, amend, from_json), "
-                f"not by {caller}"
-            )
+        _built_here()
 
     @property
     def failed(self) -> bool:
@@ -154,7 +162,10 @@ def amend(
     **changes: Any,
 ) -> Verdict:
     """`v` with `changes`, and one step appended naming `rule` (None: an annotation that
-    decides nothing, such as advice, appends none)."""
+    decides nothing, such as advice, appends none, and may change neither the status nor
+    the trail)."""
+    if rule is None and ("status" in changes or "trail" in changes):
+        raise ValueError("a change of status or trail names its rule: the trail must hold it")
     if "status" in changes:
         changes["status"] = Status(changes["status"])
     for name in ("stage1", "paired"):
@@ -174,7 +185,9 @@ def _stepped(
 def after(first: Verdict, later: Verdict, **changes: Any) -> Verdict:
     """`later` (a later stage's own verdict of the figure `first` judged) with `changes`,
     its trail continuing `first`'s."""
-    return amend(later, None, trail=(*first.trail, *later.trail), **changes)
+    if "status" in changes or "trail" in changes:
+        raise ValueError("after() keeps the later stage's status and both trails")
+    return replace(amend(later, None, **changes), trail=(*first.trail, *later.trail))
 
 
 def stage1_record(first: Verdict) -> dict[str, Any]:
@@ -213,6 +226,7 @@ def _plain(x: Any) -> Any:
     return x
 
 
+_NOT_READ = ("trail", "extra", "status")  # a file's "extra" key is one it holds, kept as is
 _NUMBERS = ("change", "worse", "uncertainty", "tolerance", "mde", "spread", "per_cycle_worse")
 _TEXTS = ("reason", "advice", "basis", "per_cycle", "restarted")
 
@@ -236,6 +250,8 @@ def problem(d: Any) -> str | None:
     needed = d.get("sessions_needed")
     if needed is not None and (isinstance(needed, bool) or not isinstance(needed, int)):
         return f"sessions_needed must be a whole number or null, got {_show(needed)}"
+    if d.get("confirmed") is not None and not isinstance(d["confirmed"], bool):
+        return f"confirmed must be true, false or null, got {_show(d['confirmed'])}"
     for name in ("stage1", "paired"):
         if d.get(name) is not None and not isinstance(d[name], dict):
             return f"{name} must be an object or null, got {_show(d[name])}"
@@ -247,7 +263,8 @@ def problem(d: Any) -> str | None:
 
 def _step_ok(s: Any) -> bool:
     return (isinstance(s, dict) and isinstance(s.get("rule"), str)
-            and isinstance(s.get("stage"), str) and s.get("status") in set(Status)
+            and isinstance(s.get("stage"), str) and isinstance(s.get("status"), str)
+            and s["status"] in set(Status)
             and isinstance(s.get("figures", {}), dict)
             and isinstance(s.get("note", ""), str))  # fmt: skip
 
@@ -263,7 +280,7 @@ def from_json(d: Any) -> Verdict:
     why = problem(d)
     if why is not None:
         raise ValueError(why)
-    known = {k: d[k] for k in d if k in _FIELDS and k not in ("trail", "extra", "status")}
+    known = {k: d[k] for k in d if k in _FIELDS and k not in _NOT_READ}
     for k in ("stage1", "paired"):
         if known.get(k) is not None:
             known[k] = MappingProxyType(dict(known[k]))
@@ -272,7 +289,7 @@ def from_json(d: Any) -> Verdict:
     known["reason"] = str(known.get("reason") or "")
     for k in ("change", "worse", "uncertainty"):
         known.setdefault(k, None)
-    extra = {k: d[k] for k in d if k not in _FIELDS}
+    extra = {k: d[k] for k in d if k not in _FIELDS or k == "extra"}
     trail = tuple(
         Step(s["rule"], s["stage"], Status(s["status"]),
              MappingProxyType(dict(s.get("figures") or {})), s.get("note", ""))

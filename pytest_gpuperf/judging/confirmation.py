@@ -46,7 +46,7 @@ def confirm(
             why = (
                 f"{s.verdict.reason}; confirmed in a fresh process (its class median: {again_text})"
             )
-            v = amend(s.verdict, CONFIRM, FRESH, figures={"there": shift_twin.verdict.worse},
+            v = amend(s.verdict, CONFIRM, FRESH, figures={"worse there": shift_twin.verdict.worse},
                       confirmed=True, reason=why)  # fmt: skip
         elif failure is None:
             seen = (
@@ -85,11 +85,11 @@ def _merge(
         return amend(vd, CONFIRM, FRESH, note=f"not re-measured ({why})",
                      basis=(vd.basis or "") + f"; not re-measured ({why})")  # fmt: skip
     clocked = vd.per_cycle is not None and v2.per_cycle is not None
-    there = {"there": v2.change, "there status": str(v2.status)}
+    there = {"change there": v2.change, "status there": str(v2.status)}
     if clocked:  # like with like: the clock the card ran at differs between the two runs
         held = vd.per_cycle == REGRESSED and v2.per_cycle == REGRESSED
         seen = f"per SM clock cycle {v2.per_cycle} ({worse_text(v2.per_cycle_worse)})"
-        there = {"there per cycle": v2.per_cycle, "there per cycle worse": v2.per_cycle_worse}
+        there = {"per cycle there": v2.per_cycle, "per cycle worse there": v2.per_cycle_worse}
     else:
         held = v2.status == REGRESSED
         seen = f"{_change_text(v2)} ({v2.status})"

@@ -371,7 +371,8 @@ def recap_derived(results: list[Result]) -> None:
         source = sv.status
         if not carried(v.status, source):
             r.verdicts = {**r.verdicts, "value": amend(
-                v, DERIVED, "paired stage", figures={"source": src.key, "source status": source},
+                v, DERIVED, "paired stage",
+                figures={"source": src.key, "source status": str(source)},
                 status=INCONCLUSIVE, stage1=stage1_record(v),
                 reason=(f"derived from {src.key}, which the paired stage found {source}: a "
                         "derived figure is never decided more strongly than the measurement "

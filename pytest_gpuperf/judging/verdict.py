@@ -102,7 +102,7 @@ def decide(
     if not (tolerance > 0 and math.isfinite(tolerance)):
         raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
     if not all(math.isfinite(x) for x in (d, s_cur, var, extra_var)) or var < 0 or s_cur < 0:
-        return make(INCONCLUSIVE, None, None, None, tolerance, "not a finite value")
+        return make(INCONCLUSIVE, None, None, None, tolerance, "not a finite value", rule=LADDER)
     z = z_quantile(confidence)
     t = quantile(confidence, df)
     # hypot: a current interval near a float's limit gives an infinite half-width, never
@@ -251,10 +251,12 @@ def paired(
     if not (tolerance > 0 and math.isfinite(tolerance)):
         raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
     if any(not (math.isfinite(x) and x > 0) for x in (*base, *head)):
-        return make(INCONCLUSIVE, None, None, None, tolerance, "not a finite positive value")
+        return make(INCONCLUSIVE, None, None, None, tolerance, "not a finite positive value",
+                    rule=LADDER, stage="gpuperf ab")  # fmt: skip
     n = len(base)
     if n < 2:
-        return make(INCONCLUSIVE, None, None, None, tolerance, f"{n} round(s): 2 needed")
+        return make(INCONCLUSIVE, None, None, None, tolerance, f"{n} round(s): 2 needed",
+                    rule=LADDER, stage="gpuperf ab")  # fmt: skip
     d = [math.log(h / b) for b, h in zip(base, head, strict=True)]
     # the half-width in log units, as the judge's stages store it (2 rounds that differ 6x
     # at 99.9%: t(1) = 637 gives a half-width near 7, finite here, infinite as exp(h) - 1)
