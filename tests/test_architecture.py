@@ -645,12 +645,14 @@ def test_a_record_cannot_be_built_or_replaced_outside_the_verdict_module():
     called from anywhere else raises, so a rule cannot skip the trail."""
     import dataclasses
 
-    from pytest_gpuperf.core.verdict import Status, Verdict, amend, make
+    from pytest_gpuperf.core.verdict import Rule, Status, Verdict, amend, make
 
-    v = make("regressed", -0.1, 0.1, 0.01, 0.03, "slower", rule="ladder")
+    v = make("regressed", -0.1, 0.1, 0.01, 0.03, "slower", rule=Rule.LADDER)
     with pytest.raises(TypeError, match=r"built by pytest_gpuperf\.core\.verdict"):
         dataclasses.replace(v, status=Status.INCONCLUSIVE)
     with pytest.raises(TypeError, match=r"built by pytest_gpuperf\.core\.verdict"):
         Verdict(Status.NEW, None, None, None, 0.03, "no baseline")
-    w = amend(v, "busy host", status="inconclusive", reason="busy")
-    assert [s.rule for s in w.trail] == ["ladder", "busy host"] and v.status == "regressed"
+    w = amend(v, Rule.BUSY, status="inconclusive", reason="busy")
+    assert [s.rule for s in w.trail] == [Rule.LADDER, Rule.BUSY] and v.status == "regressed"
+    with pytest.raises(ValueError, match="a change of status or trail names its rule"):
+        amend(v, None, status="unchanged")  # an unrecorded change

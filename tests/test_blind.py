@@ -239,3 +239,23 @@ def test_an_incomparable_figure_and_a_refused_base_are_undecided_and_counted():
     line = b.line()
     assert line is not None and "1 incomparable with its baseline" in line
     assert "1 the base build off its own sessions" in line
+
+
+def test_the_paired_stages_leaving_a_figure_out_is_read_from_its_trail():
+    """A figure the paired stage left out says so by its trail's rule, whatever its reason
+    reads; a file written before trails is read by its reason's words, as before."""
+    from pytest_gpuperf.core.verdict import Rule, amend
+    from pytest_gpuperf.judging.blind import why_undecided
+
+    r = _result("t::k", {})
+    first = from_json({"status": "regressed", "reason": "beyond", "tolerance": 0.03,
+                       "trail": [{"rule": Rule.LADDER, "stage": "stage 1",
+                                  "status": "regressed", "figures": {}}]})  # fmt: skip
+    left = amend(first, Rule.LEFT_OUT, "paired stage", status="inconclusive",
+                 reason="worded in any way")  # fmt: skip
+    assert why_undecided(r, "throughput_kernels", left, {})[0] == "not-paired"
+    undecided = amend(first, Rule.LADDER, "paired stage", status="inconclusive",
+                      reason="x; not re-measured by the paired stage: words alone")  # fmt: skip
+    assert why_undecided(r, "throughput_kernels", undecided, {})[0] != "not-paired"
+    old = _v("inconclusive", "x; not checked by the paired stage: its test was left out")
+    assert why_undecided(r, "throughput_kernels", old, {})[0] == "not-paired"

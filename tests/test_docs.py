@@ -113,3 +113,11 @@ def test_every_docs_page_the_package_names_is_there():
         named |= set(re.findall(r"\bdocs/[\w./-]*\w", path.read_text(encoding="utf-8")))
     assert "docs/evidence/paired-stage-notes.md" in named
     assert sorted(n for n in named if not (ROOT / n).exists()) == []
+
+
+def test_gating_md_lists_every_rule_a_trail_can_name():
+    """`-v` prints each verdict's rules by name: the docs list every one of them."""
+    from pytest_gpuperf.core.verdict import Rule
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "gating.md").read_text()
+    assert [r.value for r in Rule if f"| {r.value} |" not in text] == []

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_gpuperf.core.verdict import amend, from_json, make
+from pytest_gpuperf.core.verdict import Rule, amend, from_json, make
 from pytest_gpuperf.judging.pairedrounds import PairedFigure
 from pytest_gpuperf.paired.judge import judge_paired, per_process, pooled
 
@@ -303,7 +303,7 @@ def test_a_class_shift_the_paired_stage_finds_in_no_figure_is_the_environment():
     results[1].verdicts["throughput"] = second
     # one figure the paired stage found regressed: the code moved, the line stands
     first = results[0].verdicts["throughput"]
-    results[0].verdicts["throughput"] = amend(first, "the test sets it", status="regressed")
+    results[0].verdicts["throughput"] = amend(first, Rule.LADDER, status="regressed")
     j2 = Judgement(0.999, 4, [line])
     assert environment_shifts(j2.shifts, results, entries, {}) == [] and j2.failing(results)
 

@@ -20,7 +20,7 @@ import pytest
 
 from pytest_gpuperf.core.figures import KERNEL_TIME, KERNELS, metrics_of
 from pytest_gpuperf.core.results import Result
-from pytest_gpuperf.core.verdict import amend, from_json, to_json
+from pytest_gpuperf.core.verdict import Rule, amend, from_json, to_json
 from pytest_gpuperf.paired.stage import _apply, _leave, _what, candidates
 
 from .test_kernel_time import launch_bound
@@ -65,7 +65,7 @@ def test_a_wall_time_figure_the_first_stage_found_changed_is_checked(status):
     # saved with another driver: both builds here share its change, stage 1's verdict stands
     assert candidates([r], _entries({**ENV, "driver": "570.1"}), ENV) == []
     # decided unchanged: not re-measured
-    r.verdicts["throughput"] = amend(r.verdicts["throughput"], "the test sets it", status="unchanged")
+    r.verdicts["throughput"] = amend(r.verdicts["throughput"], Rule.LADDER, status="unchanged")
     assert candidates([r], _entries(ENV), ENV) == []
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_gpuperf.core.verdict import amend, make
+from pytest_gpuperf.core.verdict import Rule, amend, make
 from pytest_gpuperf.judging.verdict import (
     IMPROVED,
     INCONCLUSIVE,
@@ -327,5 +327,5 @@ def test_stage1_unchanged_in_time_is_unchanged_where_cycles_cannot_say():
     v = combine_clocked(same, wide, 1980, 1980)
     assert (v.status, v.uncertainty, v.per_cycle) == (UNCHANGED, 0.01, INCONCLUSIVE)
     assert v.basis == "±1.00% from the spread (in time)"
-    near = amend(same, "the test sets it", status=INCONCLUSIVE, uncertainty=0.035)  # its interval crosses it
+    near = amend(same, Rule.LADDER, status=INCONCLUSIVE, uncertainty=0.035)  # its interval crosses it
     assert combine_clocked(near, wide, 1980, 1980).status == INCONCLUSIVE

@@ -53,7 +53,7 @@ from dataclasses import replace
 import numpy as np
 
 from pytest_gpuperf.core.results import Result, Throughput
-from pytest_gpuperf.core.verdict import amend
+from pytest_gpuperf.core.verdict import Rule, amend
 from pytest_gpuperf.judging.confirmation import confirm, flagged_tests
 from pytest_gpuperf.judging.judge import judge_run
 from pytest_gpuperf.judging.pairedrounds import PairedFigure
@@ -62,8 +62,8 @@ from pytest_gpuperf.paired.figures import second_look
 from pytest_gpuperf.paired.judge import PER_PROCESS, PROCESS_P, judge_paired, per_process
 from pytest_gpuperf.paired.stage import MORE, PAIRS, STAGE_SHARE, _each_pair, candidates
 
-SIM = "simulated paired rounds"
-STAGE = "paired stage"
+SIM = Rule.LADDER  # the simulated rounds' verdict, as the stage's ladder gives it
+STAGE = "paired stage (simulated)"
 
 CODES = {"unchanged": 0, "regressed": 1, "improved": 2}  # anything else: 3 (inconclusive)
 

@@ -49,6 +49,34 @@ def _built_here() -> None:
         )
 
 
+class Rule(StrEnum):
+    """Every rule a trail can name, in the order a run applies them: a closed set, so a
+    reader learns them once (docs/gating.md) and a new rule shows in review."""
+
+    LADDER = "ladder (beyond the tolerance and its interval)"
+    APART = "decided apart (no statistics: informational, new, incomparable)"
+    ZERO = "judged by the difference from 0"
+    NO_FIGURE = "no figure"
+    ONE_SESSION = "one baseline session"
+    SET_ASIDE = "the way a set-aside session went"
+    OFFSET_ALONE = "never decided by the offset alone"
+    CLOCKED = "in time and per SM clock cycle (a regression must hold in both)"
+    CLASS_BOUND = "bounded by the class line"
+    DERIVED = "a derived figure never decided more strongly than its source"
+    OTHER_REGIME = "an improvement timed otherwise"
+    BUSY = "a busy host decides nothing"
+    CONFIRM = "a regression stands only if a fresh process shows it too"
+    LEFT_OUT = "left out of the paired rounds"
+    TOO_FEW_ROUNDS = "too few usable paired rounds"
+    PER_PROCESS = "its noise is per process"
+    VETO = "the time decides; its per-clock twin can only veto a change"
+    STAGE1_STANDS = "undecided rounds leave the first stage's verdict standing"
+    EACH_PAIR = "each process pair bore the first stage out on its own"
+    BASE_CHECK = "the base build must reproduce the baseline's sessions at its commit"
+    ENVIRONMENT = "a class line the paired stage found unchanged: the environment's"
+    AB = "gpuperf ab: base and head rounds, interleaved"
+
+
 @dataclass(frozen=True)
 class Step:
     """One rule's part in a verdict: which `rule`, at which `stage`, the `status` it left,
@@ -149,7 +177,7 @@ def make(
 ) -> Verdict:
     """A new record; with `rule`, its trail opens with that rule's step."""
     v = Verdict(Status(status), change, worse, uncertainty, tolerance, reason, **more)
-    return v if rule is None else _stepped(v, rule, stage, figures, "")
+    return v if rule is None else _stepped(v, Rule(rule), stage, figures, "")
 
 
 def amend(
@@ -172,13 +200,13 @@ def amend(
         if changes.get(name) is not None:
             changes[name] = MappingProxyType(dict(changes[name]))
     new = replace(v, **changes)
-    return new if rule is None else _stepped(new, rule, stage, figures, note)
+    return new if rule is None else _stepped(new, Rule(rule), stage, figures, note)
 
 
 def _stepped(
     v: Verdict, rule: str, stage: str, figures: Mapping[str, Any] | None, note: str
 ) -> Verdict:
-    step = Step(rule, stage, v.status, MappingProxyType(dict(figures or {})), note)
+    step = Step(str(rule), stage, v.status, MappingProxyType(dict(figures or {})), note)
     return replace(v, trail=(*v.trail, step))
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.settings import MIN_FALSE_ALARM
-from ..core.verdict import amend, make, to_json
+from ..core.verdict import Rule, amend, make, to_json
 from .verdict import INCOMPARABLE, INCONCLUSIVE, NEW, paired, per_metric_confidence
 
 SIDES = ("base", "head")
@@ -22,7 +22,7 @@ class ABError(Exception):
     """Bad input or a failed run: exit 2 with this message."""
 
 
-AB = "gpuperf ab: base and head rounds, interleaved"
+AB = Rule.AB
 
 
 def _number(x: Any) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..baseline.history import HISTORY, since_restart
-from ..core.verdict import Verdict
+from ..core.verdict import Rule, Verdict
 from .verdict import (
     CONFIDENCE,
     IMPROVED,
@@ -32,6 +32,7 @@ from .verdict import (
 UNDECIDED = (INCONCLUSIVE, INCONCLUSIVE_POWER)  # a gated figure the run could not decide
 JUDGED = (*UNDECIDED, UNCHANGED, REGRESSED, IMPROVED)  # judged against its history
 PER_PROCESS_RATIO = 4.0  # between-session spread this many times the sessions' own: per process
+# a verdict's reason when the paired stage left it out, in files written before the trail
 PAIRED_LEFT = ("not re-measured by the paired stage", "not checked by the paired stage")
 
 
@@ -225,7 +226,10 @@ def why_undecided(r: Any, name: str, v: Verdict, base_m: Mapping[str, Any],
     if v.status == INCONCLUSIVE_POWER:
         return "power-state", ""
     reason = v.reason if reason is None else reason
-    if any(s in reason for s in PAIRED_LEFT):
+    # the trail names the rule; a file written before verdicts had one, its reason's words
+    left = (any(s.rule == Rule.LEFT_OUT for s in v.trail) if v.trail
+            else any(s in reason for s in PAIRED_LEFT))  # fmt: skip
+    if left:
         return "not-paired", ""
     if (v.paired or {}).get("base_check"):
         return "base-off", ""

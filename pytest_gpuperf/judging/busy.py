@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..core.verdict import Rule
 from ..measure.gpushare import describe as describe_shared
 from ..measure.hostload import describe
 
@@ -33,7 +34,7 @@ def _contended(results: list[Any]) -> dict[str, tuple[str, str]]:
     return out
 
 
-BUSY = "a busy host decides nothing"
+BUSY = Rule.BUSY
 
 
 def busy_verdicts(results: Iterable[Any], judgement: Any = None) -> None:

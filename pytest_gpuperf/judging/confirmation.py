@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..core.results import Result
-from ..core.verdict import Verdict, amend
+from ..core.verdict import Rule, Verdict, amend
 from .judge import Judgement
 from .verdict import FAILED, INCONCLUSIVE, REGRESSED, worse_text
 
-CONFIRM = "a regression stands only if a fresh process shows it too"
+CONFIRM = Rule.CONFIRM
 FRESH = "fresh process"
 
 

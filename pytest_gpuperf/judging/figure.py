@@ -12,7 +12,7 @@ from typing import Any
 from ..baseline.history import launch_bound_throughout, values_of
 from ..core.figures import CLASS_NAMES, LAUNCH
 from ..core.results import fmt_number, format_figure
-from ..core.verdict import amend, make
+from ..core.verdict import Rule, amend, make
 from .noise import LAUNCH_FLOOR, NoiseModel, Spread, better
 from .offsets import Item, MetricOffsets, after_text, never_by_the_offset, value_d
 from .verdict import (
@@ -37,8 +37,7 @@ def _s_cur(m: dict[str, Any]) -> float:
     return half / med / Z95 if med > 0 else 0.0
 
 
-APART = "decided apart (no statistics: informational, new, incomparable)"
-ZERO = "judged by the difference from 0"
+APART, ZERO = Rule.APART, Rule.ZERO
 
 
 def decided_apart(
@@ -128,7 +127,7 @@ def set_aside_improvements(figures: dict[str, dict[str, dict[str, Any]]],
             why = other_regime(m, base_m, exclude_session)
             if why:
                 change = f"{abs(v.change or 0) * 100:.1f}%"
-                verdicts[name] = amend(v, "an improvement timed otherwise", status=INCONCLUSIVE,
+                verdicts[name] = amend(v, Rule.OTHER_REGIME, status=INCONCLUSIVE,
                                        reason=f"{change} faster, but {why}")  # fmt: skip
 
 
@@ -187,7 +186,7 @@ def judge_item(
         )
         return make(INCONCLUSIVE, change, -change if it.higher else change, None,
                     it.tolerance, why, mde=it.tolerance, basis="one baseline session",
-                    rule="one baseline session")  # fmt: skip
+                    rule=Rule.ONE_SESSION)  # fmt: skip
     fit = model.classes.get(it.cls)
     g, extra, df, after = it.g, 0.0, sp.df, ""
     found = None
@@ -214,7 +213,7 @@ def judge_item(
         )
         return make(INCONCLUSIVE, change, -change if it.higher else change, None,
                     it.tolerance, why, basis="; ".join(sp.set_aside),
-                    rule="the way a set-aside session went")  # fmt: skip
+                    rule=Rule.SET_ASIDE)  # fmt: skip
     v = decide(d, higher_is_better=it.higher, s_cur=_s_cur(it.metric), var=sp.var, df=df,
                k=sp.k, tolerance=it.tolerance, confidence=confidence,
                extra_var=extra)  # fmt: skip

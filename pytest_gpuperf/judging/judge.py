@@ -31,7 +31,7 @@ from ..core.figures import (
 )
 from ..core.results import Result
 from ..core.settings import BY_NAME, FALSE_ALARM
-from ..core.verdict import amend, make
+from ..core.verdict import Rule, amend, make
 from .busy import busy_verdicts
 from .figure import base_clock, decided_apart, judge_item, set_aside_improvements
 from .noise import NoiseModel, better
@@ -311,7 +311,7 @@ def _failed(
     for name in (base or {}).get("metrics", {}):
         if name not in PER_CLOCKS:
             why = r.error or "the benchmark produced no result"
-            verdicts[name] = make(FAILED, None, None, None, tol, why, rule="no figure")
+            verdicts[name] = make(FAILED, None, None, None, tol, why, rule=Rule.NO_FIGURE)
 
 
 def _why_incomparable(

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.figures import CLASS_NAMES, TIMED, per_clock_name
 from ..core.results import Result
-from ..core.verdict import amend, stage1_record
+from ..core.verdict import Rule, amend, stage1_record
 from .noise import MIN_OFFSET_METRICS, SCREEN_P, ClassFit, NoiseModel, Spread, f_isf, leave_one_out
 from .verdict import (
     CHANGED,
@@ -119,7 +119,7 @@ def bounded_by_class_line(
             "more baseline sessions (on the runners this gate uses), or gpuperf ab, can tell"
         )
         out[it.result.key][it.name] = amend(
-            v, "bounded by the class line", figures={"class moved": ratio_change(found[0]),
+            v, Rule.CLASS_BOUND, figures={"class moved": ratio_change(found[0]),
                                                      "class line": str(seen)},
             status=INCONCLUSIVE, reason=why)  # fmt: skip
 
@@ -302,7 +302,7 @@ def never_by_the_offset(v: Verdict, it: Item) -> Verdict:
         "against the baseline): this run cannot tell a faster or slower machine from a change "
         "of the code here; see the class-wide line"
     )
-    return amend(v, "never decided by the offset alone", figures={"measured change": raw},
+    return amend(v, Rule.OFFSET_ALONE, figures={"measured change": raw},
                  status=INCONCLUSIVE, reason=why)  # fmt: skip
 
 
@@ -314,7 +314,7 @@ def carried(status: str, source: object) -> bool:
     return status != UNCHANGED or source in (UNCHANGED, *CHANGED)
 
 
-DERIVED = "a derived figure never decided more strongly than its source"
+DERIVED = Rule.DERIVED
 
 
 def cap_derived(results: list[Result], out: dict[str, dict[str, Verdict]]) -> None:

@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Sequence
 
 from ..baseline.history import HISTORY
-from ..core.verdict import Status, Verdict, amend, make
+from ..core.verdict import Rule, Status, Verdict, amend, make
 
 REGRESSED = Status.REGRESSED
 IMPROVED = Status.IMPROVED
@@ -35,8 +35,8 @@ SEVERITY: dict[str, int] = {
     UNCHANGED: 6, IMPROVED: 7, INFO: 8, INCONCLUSIVE_POWER: 2,
 }  # fmt: skip
 
-LADDER = "ladder (beyond the tolerance and its interval)"
-CLOCKED = "in time and per SM clock cycle (a regression must hold in both)"
+LADDER = Rule.LADDER
+CLOCKED = Rule.CLOCKED
 CONFIDENCE = 0.99  # of one metric's verdict, before the run-wide false-alarm budget
 
 

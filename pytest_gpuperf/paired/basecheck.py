@@ -37,7 +37,7 @@ from typing import Any
 
 from ..baseline.history import window
 from ..core.figures import BANDWIDTH, CLOCK, COMPUTE, KERNEL_TIME, LAUNCH, MODEL
-from ..core.verdict import Verdict, amend
+from ..core.verdict import Rule, Verdict, amend
 from ..judging.noise import LAUNCH_FLOOR, better
 from ..judging.verdict import CONFIDENCE, REGRESSED, z_quantile
 
@@ -131,7 +131,7 @@ def differences(saved: dict[str, Any], now: dict[str, Any]) -> str:
                      and saved[name] != now[name])  # fmt: skip
 
 
-BASE_CHECK = "the base build must reproduce the baseline's sessions at its commit"
+BASE_CHECK = Rule.BASE_CHECK
 
 
 def held(first: Verdict, paired: Mapping[str, Any], refusal: Refusal) -> Verdict:

@@ -47,7 +47,7 @@ def environment_shifts(
     `shifts` (the judgement's class lines) is updated in place."""
     from dataclasses import replace
 
-    from ..core.verdict import amend
+    from ..core.verdict import Rule, amend
     from ..judging.explain import borne_out
     from ..judging.verdict import CHANGED, INCONCLUSIVE, REGRESSED, UNCHANGED
 
@@ -74,7 +74,7 @@ def environment_shifts(
             f"machine; {changed or 'no recorded version differs (the machine itself)'}"
         )
         shifts[i] = replace(line, verdict=amend(
-            line.verdict, "a class line the paired stage found unchanged: the environment's",
+            line.verdict, Rule.ENVIRONMENT,
             "paired stage", figures={"unchanged": len(paired)}, status=INCONCLUSIVE,
             reason=why))  # fmt: skip
         lines.append(shifts[i].line())

@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 
 from ..core.figures import kernels_of
-from ..core.verdict import Verdict, amend, make
+from ..core.verdict import Rule, Verdict, amend, make
 from ..judging.noise import f_isf, pooled_variance
 from ..judging.pairedrounds import PairedFigure
 from ..judging.verdict import (
@@ -148,7 +148,7 @@ def _fits(out: dict[tuple[str, str], tuple[float, float]], keep: set[tuple[str, 
 
 
 STAGE = "paired stage"
-VETO = "the time decides; its per-clock twin can only veto a change"
+VETO = Rule.VETO
 
 
 def judge_paired(
@@ -170,7 +170,7 @@ def judge_paired(
         if not f.usable():
             why = f"{len(f.base)} paired round(s) of finite positive figures: 2 needed"
             out[(f.key, f.metric)] = make(INCONCLUSIVE, None, None, None, tol, why,
-                                          rule="rounds", stage=STAGE)  # fmt: skip
+                                          rule=Rule.TOO_FEW_ROUNDS, stage=STAGE)  # fmt: skip
             continue
         p = screened(f, tol)
         if p is not None:
@@ -179,7 +179,7 @@ def judge_paired(
                 f"difference (p = {p:.2g}); two processes a side cannot average it out"
             )
             out[(f.key, f.metric)] = make(INCONCLUSIVE, None, None, None, tol, why,
-                                          rule=PER_PROCESS, stage=STAGE)  # fmt: skip
+                                          rule=Rule.PER_PROCESS, stage=STAGE)  # fmt: skip
             continue
         good.append(f)
     variances = pooled(good)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.verdict import Verdict, after, amend, stage1_record
+from ..core.verdict import Rule, Verdict, after, amend, stage1_record
 from ..judging.offsets import recap_derived
 from ..judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER
 from .envshift import environment_shifts, software_changed
@@ -41,9 +41,7 @@ BUDGET_FLOOR_S = 180.0  # the least budget: 4 process starts, 6 rounds of a smal
 LEFT_TO_STAGE1 = "launch-bound"  # wall time whose noise is per process: stage 2 cannot help
 # the stage's rules, as a verdict's trail names them
 STAGE = "paired stage"
-NOT_MEASURED = "left out of the paired rounds"
-UNDECIDED = "undecided rounds leave the first stage's verdict standing"
-EACH = "each process pair bore the first stage out on its own"
+NOT_MEASURED, UNDECIDED, EACH = Rule.LEFT_OUT, Rule.STAGE1_STANDS, Rule.EACH_PAIR
 
 
 @dataclass
