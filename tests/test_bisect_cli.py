@@ -1,0 +1,166 @@
+"""`gpuperf bisect` (cli/bisect.py) on git repositories of made-up commits. The test under
+bisection reports exact figures (`gpu_benchmark.from_samples`), so no timing luck is
+involved: a commit is 5% slower because its module says so."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pytest_gpuperf.cli.bisect import choose_figure, commit_range
+from pytest_gpuperf.cli.main import main
+from pytest_gpuperf.judging.bisection import BisectError
+
+TEST = """
+import lib
+
+def test_x(gpu_benchmark):
+    gpu_benchmark.from_samples([lib.LEVEL] * 5, work=1, unit="calls")
+"""
+
+
+def git(path, *args):
+    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout
+
+
+def commit(path, message, level=None, extra=""):
+    if level is not None:
+        (path / "lib.py").write_text(f"LEVEL = {level!r}\n{extra}")
+    else:
+        (path / "notes.txt").write_text(message + "\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", message)
+    return git(path, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.setenv("PYTHONPATH", ".")
+    path = tmp_path / "proj"
+    path.mkdir()
+    git(path, "init", "-q")
+    git(path, "config", "user.email", "dev@example.invalid")
+    git(path, "config", "user.name", "Dev")
+    (path / "test_x.py").write_text(TEST)
+    commit(path, "good", 0.01)
+    monkeypatch.chdir(path)
+    return path
+
+
+def bisect_cli(path, *args):
+    return subprocess.run([sys.executable, "-m", "pytest_gpuperf", "bisect", *args],
+                          cwd=path, capture_output=True, text=True)  # fmt: skip
+
+
+def err(capsys, *argv):
+    code = main(["bisect", *argv])
+    return code, capsys.readouterr().err
+
+
+def test_a_dirty_tree_is_refused_saying_so(repo, capsys):
+    commit(repo, "second")
+    (repo / "lib.py").write_text("LEVEL = 0.02\n")
+    code, said = err(capsys, "--good", "HEAD~1", "--", "test_x.py")
+    assert code == 2
+    assert "uncommitted changes to 1 tracked file(s): bisect measures commits only" in said
+    assert "(refused)" in said
+
+
+def test_a_shallow_clone_is_one_line_naming_git_fetch_unshallow(repo, tmp_path, capsys, monkeypatch):
+    for i in range(3):
+        commit(repo, f"c{i}")
+    clone = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(clone)], check=True)
+    monkeypatch.chdir(clone)
+    code, said = err(capsys, "--good", "HEAD~2", "--", "test_x.py")
+    assert code == 2 and len(said.strip().splitlines()) == 1
+    assert "shallow clone" in said and "git fetch --unshallow" in said
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--good", "nope", "--", "test_x.py"], "ref 'nope' does not exist"),
+        (["--good", "HEAD", "--", "test_x.py"], "are the same commit"),
+        (["--good", "HEAD", "--bad", "HEAD~1", "--", "test_x.py"], "is not an ancestor of --bad HEAD~1"),
+        (["--good", "HEAD~1"], "name the tests after --"),
+        (["--good", "HEAD~1", "--rounds", "1", "--", "test_x.py"], "--rounds must be between 2 and"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(repo, capsys, argv, message):
+    commit(repo, "second")
+    code, said = err(capsys, *argv)
+    assert code == 2 and message in said and len(said.strip().splitlines()) == 1
+
+
+def test_merges_are_first_parent_by_default_and_entered_with_all_parents(repo):
+    good = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-qb", "side")
+    side = [commit(repo, f"side {i}") for i in range(2)]
+    git(repo, "checkout", "-q", "-")
+    main_one = commit(repo, "main one", 0.01, "# main\n")
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    merge = git(repo, "rev-parse", "HEAD").strip()
+    _, first = commit_range(repo, good, "HEAD", all_parents=False)
+    assert first == [good, main_one, merge]
+    _, every = commit_range(repo, good, "HEAD", all_parents=True)
+    assert set(every) == {good, main_one, merge, *side} and every[0] == good and every[-1] == merge
+
+
+def test_an_unfinished_state_is_not_overwritten_without_resume(repo, capsys):
+    commit(repo, "second")
+    state = repo / ".git" / "gpuperf-bisect-state.json"
+    state.write_text(json.dumps({"key": {}, "finished": False, "engine": {}}))
+    code, said = err(capsys, "--good", "HEAD~1", "--", "test_x.py")
+    assert code == 2 and "unfinished bisection's state" in said and "--resume" in said
+    code, said = err(capsys, "--good", "HEAD~1", "--resume", "--", "test_x.py")
+    assert code == 2 and "of another bisection" in said
+    assert json.loads(state.read_text())["finished"] is False  # left as it was
+
+
+def test_the_figure_bisected_is_the_one_that_moved_most():
+    a = {("t::x", "throughput"): (100.0, "calls/s", True), ("t::y", "throughput"): (50.0, "calls/s", True)}
+    b = {("t::x", "throughput"): (99.0, "calls/s", True), ("t::y", "throughput"): (40.0, "calls/s", True)}
+    assert choose_figure([(b, a), (b, a)])["key"] == "t::y"
+    with pytest.raises(BisectError, match="no figure in common"):
+        choose_figure([({}, a)])
+
+
+@pytest.mark.slow
+def test_a_culprit_is_named_a_broken_commit_skipped_and_a_budget_resumed(repo):
+    c1 = commit(repo, "make it 5% slower", 0.0105)
+    broken = commit(repo, "break the import", 0.0105, "import no_such_module_62\n")
+    commit(repo, "fix the import", 0.0105)
+    commit(repo, "bad", 0.0105, "# bad\n")
+    # a budget spent by the first measurement: stopped before the first probe, the whole range
+    stopped = bisect_cli(repo, "--good", "HEAD~4", "--rounds", "2", "--budget", "1", "--", "test_x.py")
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert "the budget ran out" in stopped.stdout and "not reached: after" in stopped.stdout
+    assert "(4 commits)" in stopped.stdout
+    # resumed: the good-bad rounds are not measured again; the culprit is named
+    r = bisect_cli(repo, "--good", "HEAD~4", "--rounds", "2", "--resume", "--json", "b.json",
+                   "--markdown", "b.md", "--", "test_x.py")  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "resuming from" in r.stdout and "estimate: about 2 probe(s)" in r.stdout
+    assert f"culprit: {c1[:12]} 'make it 5% slower' (Dev, " in r.stdout and "-4.76% ±0.00% REGRESSED" in r.stdout
+    report = json.loads((repo / "b.json").read_text())
+    assert [c["commit"] for c in report["culprits"]] == [c1]
+    assert report["culprits"][0]["subject"] == "make it 5% slower" and report["culprits"][0]["change"] == pytest.approx(-1 / 21)
+    assert "no_such_module_62" in report["skipped"][broken]
+    assert report["measurements"] == 3  # the probe against good and bad, the broken one once
+    assert set(report) >= {"culprits", "probes", "undecided"} and not report["undecided"]
+    good = git(repo, "rev-parse", "HEAD~4").strip()
+    assert f"reproduce: git checkout {c1[:12]} && gpuperf ab --base {good[:12]} --rounds 2 -- test_x.py" in r.stdout
+    assert "| culprit |" in (repo / "b.md").read_text()
+    assert len(git(repo, "worktree", "list").splitlines()) == 1  # every worktree removed
+
+
+@pytest.mark.slow
+def test_good_and_bad_that_measure_the_same_say_the_change_is_not_in_the_code(repo):
+    commit(repo, "a comment", 0.01, "# nothing\n")
+    r = bisect_cli(repo, "--good", "HEAD~1", "--rounds", "2", "--", "test_x.py")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the change is not in the code between them" in r.stdout and "culprit:" not in r.stdout
+    assert "estimate" not in r.stdout  # no probe: nothing walked
