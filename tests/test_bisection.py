@@ -224,3 +224,22 @@ def test_settings_are_checked():
         Settings(rounds=1)
     with pytest.raises(BisectError, match="budget"):
         Settings(budget_s=0)
+
+
+class Swing(Fake):
+    """Rounds of `swinging` commits alternate ±0.2 around their true difference: exact means,
+    intervals far too wide to decide anything."""
+
+    swinging = ("c23",)
+
+    def __call__(self, commit, against, rounds):
+        out = super().__call__(commit, against, rounds)
+        return [x + (0.2 if i % 2 else -0.2) for i, x in enumerate(out)] if commit in self.swinging else out
+
+
+@pytest.mark.parametrize(("level", "verdict"), [(0.03, "undecided"), (0.005, "small"), (0.0, "small")])
+def test_good_and_bad_that_cannot_be_told_apart_are_not_walked(level, verdict):
+    fake = Swing([0.0] * 23 + [level])
+    out = fake.run(Settings(rounds=2, max_rounds=8))
+    assert out.verdict == verdict and not out.culprits and not out.undecided
+    assert [(c, n) for c, _, n in fake.calls] == [("c23", 2), ("c23", 2), ("c23", 4)]  # to the cap, no walk

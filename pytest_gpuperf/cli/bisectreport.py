@@ -18,6 +18,9 @@ SAID = {
     "same": "good and bad measure the same within half the tolerance: the change is not in "
     "the code between them (the environment: a driver, a dependency, the machine, a "
     "setting); nothing was walked",
+    "small": "good and bad differ by less than half the tolerance as far as the most rounds "
+    "allowed tell (no step shown): the change is not in the code between them as far as this "
+    "machine can tell; nothing was walked",
     "undecided": "whether good and bad differ cannot be said at the most rounds allowed: "
     "nothing was walked",
     "budget": "the budget ran out: the narrowest ranges reached are listed; --resume goes on",

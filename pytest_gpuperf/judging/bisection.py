@@ -146,8 +146,10 @@ class Range:
 class Outcome:
     """What a bisection found. `verdict`: "walked" (the range was walked; the culprits and
     undecided ranges say what it found), "same" (good and bad do not differ by a step: the
-    change is not in the code between them), "undecided" (whether they differ cannot be
-    said) or "budget" (stopped: `open` holds the narrowest ranges reached)."""
+    change is not in the code between them), "small" (no step shown at the most rounds: the
+    estimate is under half the tolerance, its interval reaches beyond), "undecided"
+    (whether they differ cannot be said) or "budget" (stopped: `open` holds the narrowest
+    ranges reached)."""
 
     verdict: str
     total: Est | None
@@ -294,8 +296,9 @@ class Bisection:
             whole = self._range(0, len(self.commits) - 1, None, "the budget ran out")
             return self._outcome("budget", None, [], [], [whole])
         if verdict != STEP:
-            return self._outcome("same" if verdict == FLAT or abs(total.mean) < self.s.step
-                                 else "undecided", total, [], [], [])  # fmt: skip
+            small = abs(total.mean) < self.s.step
+            said = "same" if verdict == FLAT else "small" if small else "undecided"
+            return self._outcome(said, total, [], [], [])
         return self._walk(total)
 
     def _walk(self, total: Est) -> Outcome:
