@@ -43,7 +43,7 @@ EXIT_CODES = """exit codes:
      baseline of another profile than the run's, a run with no results; nothing is judged.
      Also an output that would land on an input, a baseline file or another output, or
      that cannot be written
-  130, 143, 129  (ab) stopped by Ctrl-C, SIGTERM or SIGHUP; its base worktree is removed
+  130, 143, 129  (ab, bisect) stopped by Ctrl-C, SIGTERM or SIGHUP; worktrees are removed
   141  the output's reader left (`gpuperf baseline show | head`): stopped quietly
 """
 
