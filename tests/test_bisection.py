@@ -243,3 +243,20 @@ def test_good_and_bad_that_cannot_be_told_apart_are_not_walked(level, verdict):
     out = fake.run(Settings(rounds=2, max_rounds=8))
     assert out.verdict == verdict and not out.culprits and not out.undecided
     assert [(c, n) for c, _, n in fake.calls] == [("c23", 2), ("c23", 2), ("c23", 4)]  # to the cap, no walk
+
+
+def test_a_probe_that_fails_when_asked_for_more_rounds_leaves_its_range_undecided():
+    class Flaky(Swing):  # c05's rounds swing (so c05 against c11 needs more rounds); c11 breaks
+        swinging = ("c05",)
+
+        def __call__(self, commit, against, rounds):
+            if commit == "c11" and sum(c == "c11" for c, _, _ in self.calls) == 2:
+                raise Skip("c11 broke on its third measurement")
+            return super().__call__(commit, against, rounds)
+
+    fake = Flaky(step_at(24, 9))
+    out = fake.run(Settings(rounds=2, max_rounds=8))
+    assert out.skipped == {"c11": "c11 broke on its third measurement"}
+    assert not out.culprits  # never a guess past the probe that broke
+    (r,) = out.undecided
+    assert (r.first_before, r.last) == ("c00", "c11") and "failed on a later measurement" in r.why

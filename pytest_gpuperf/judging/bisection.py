@@ -309,6 +309,10 @@ class Bisection:
             a, b = todo.pop()
             try:
                 found, unsure, more = self._segment(a, b)
+            except Skip as exc:  # a probe measured before failed when asked for more rounds
+                found, more = [], []
+                unsure = [self._range(a, b, None, f"a probe of it failed on a later "
+                                      f"measurement: {exc.reason}")]  # fmt: skip
             except _OutOfBudget:
                 left = [self._range(x, y, None, "the budget ran out") for x, y in [*todo, (a, b)]]
                 return self._outcome("budget", total, culprits, undecided,
