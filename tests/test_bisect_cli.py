@@ -164,3 +164,30 @@ def test_good_and_bad_that_measure_the_same_say_the_change_is_not_in_the_code(re
     assert r.returncode == 0, r.stdout + r.stderr
     assert "the change is not in the code between them" in r.stdout and "culprit:" not in r.stdout
     assert "estimate" not in r.stdout  # no probe: nothing walked
+
+
+def test_from_a_failed_gate_s_results_takes_its_regressed_tests_and_the_baseline_s_commit(project, monkeypatch, capsys):
+    from pytest_gpuperf.cli.bisect import from_results
+
+    from .gateproject import FAST, saved
+
+    path = project.path
+    git(path, "init", "-q")
+    git(path, "config", "user.email", "dev@example.invalid")
+    git(path, "config", "user.name", "Dev")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "good")
+    good = git(path, "rev-parse", "HEAD").strip()
+    saved(project, times=3)  # sessions saved at the good commit
+    bad = commit(path, "later")
+    monkeypatch.setenv("SLOW", "0.5")
+    project.runpytest(*FAST, "--gpuperf-json=gate.json", "--gpuperf-no-confirm", "--gpuperf-paired=off")
+    assert from_results(path / "gate.json") == (good, bad, ["test_b.py::test_spin"])
+    monkeypatch.setenv("SLOW", "0")
+    project.runpytest(*FAST, "--gpuperf-json=pass.json", "--gpuperf-paired=off")
+    with pytest.raises(BisectError, match="no test regressed: nothing to bisect"):
+        from_results(path / "pass.json")
+    monkeypatch.chdir(path)
+    capsys.readouterr()
+    code, said = err(capsys, "--from", "pass.json")
+    assert code == 2 and "gpuperf bisect: results file pass.json: no test regressed" in said

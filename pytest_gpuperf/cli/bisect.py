@@ -11,7 +11,8 @@ whose setup or pytest fails, or whose test gives no figure, is skipped and named
 a tree with uncommitted changes is refused (bisect measures commits only), a shallow clone
 is an error naming `git fetch --unshallow`. The state (every round measured) is written to
 the git directory after each measurement: `--resume` continues a run that was stopped or
-ran out of `--budget`. Nothing is written to baselines.
+ran out of `--budget`. `--from RESULTS.json` (a failed gate's --gpuperf-json) bisects its
+regressed tests from the baseline's commit to the run's. Nothing is written to baselines.
 """
 
 from __future__ import annotations
@@ -83,6 +84,39 @@ def commit_info(root: Path, commits: list[str]) -> dict[str, dict[str, str]]:
         subject, author, date = [*shown.split("\x1f"), "", "", ""][:3]
         out[c] = {"subject": subject, "author": author, "date": date}
     return out
+
+
+def from_results(path: Path) -> tuple[str | None, str | None, list[str]]:
+    """`--from RESULTS.json`: the baseline's commit its regressed tests were judged against
+    (the newest session's, as the paired stage takes it; None where none is recorded), the
+    run's own commit (None where unrecorded) and the regressed tests, or BisectError."""
+    from ..baseline.schema import BaselineError
+    from ..baseline.store import baseline_path, load
+    from ..core.verdict import Status
+    from ..paired.stage import newest_commit
+    from .inputs import InputError, read_results
+
+    try:
+        data, results = read_results(path, " to bisect")
+    except InputError as exc:
+        raise BisectError(str(exc)) from None
+    regressed = [r for r in results if any(v.status == Status.REGRESSED
+                                           for v in r.verdicts.values())]  # fmt: skip
+    if not regressed:
+        raise BisectError(f"results file {path}: no test regressed: nothing to bisect")
+    recorded = data.get("baseline")
+    where = Path(recorded) if isinstance(recorded, str) and recorded else None
+    if (where is None or not where.is_file()) and data.get("profile"):
+        where = baseline_path(Path("baselines"), str(data["profile"]))  # this checkout's
+    good = None
+    try:
+        base = load(where) if where is not None else None
+    except BaselineError as exc:
+        raise BisectError(f"--from {path}: its baseline {where}: {exc}") from None
+    if base is not None:
+        good, _ = newest_commit(Path.cwd(), base.entries, {r.key for r in regressed})
+    bad = data.get("commit") if isinstance(data.get("commit"), str) else None
+    return good, bad, list(dict.fromkeys(r.nodeid for r in regressed))
 
 
 class Builds:
@@ -281,6 +315,18 @@ def main(args: argparse.Namespace) -> int:
         args.pytest_args = args.pytest_args[1:]
     outputs = [(w, p, "w") for w, p in (("--json", args.json), ("--markdown", args.markdown)) if p]
     try:
+        if args.from_results is not None:
+            good, bad, tests = from_results(args.from_results)
+            args.good = args.good or good
+            args.bad = args.bad or bad
+            args.pytest_args = args.pytest_args or tests
+            print(f"gpuperf bisect: from {args.from_results}: {len(tests)} regressed test(s)",
+                  flush=True)  # fmt: skip
+        if not args.good:
+            raise BisectError(f"--from {args.from_results}: the baseline recorded no commit "
+                              "for its regressed tests: give --good" if args.from_results
+                              else "give --good (or --from RESULTS.json)")  # fmt: skip
+        args.bad = args.bad or "HEAD"
         if not args.pytest_args:
             raise BisectError("name the tests after --: gpuperf bisect --good G -- TESTID")
         if not 2 <= args.rounds <= MAX_ROUNDS:
@@ -314,15 +360,18 @@ def main(args: argparse.Namespace) -> int:
 
 
 def add_arguments(sub: Any, epilog: str) -> None:
-    """`gpuperf bisect --good G [--bad B] ... -- TESTID...`: its description is this
-    module's docstring."""
+    """`gpuperf bisect --good G [--bad B] ... -- TESTID...` (or `--from RESULTS.json`): its
+    description is this module's docstring."""
     from ..plugin.options import add_cli_arguments
 
     b = sub.add_parser("bisect", help="find the commits of good..bad that changed a figure",
                        description=(__doc__ or "").strip(), epilog=epilog,
                        formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    b.add_argument("--good", required=True, help="a commit whose figure is good")
-    b.add_argument("--bad", default="HEAD", help="a later commit whose figure is bad (HEAD)")
+    b.add_argument("--good", default=None, help="a commit whose figure is good")
+    b.add_argument("--bad", default=None, help="a later commit whose figure is bad (HEAD)")
+    b.add_argument("--from", dest="from_results", type=Path, default=None, metavar="RESULTS",
+                   help="a failed gate's --gpuperf-json: its regressed tests, the baseline's "
+                   "commit as --good and the run's as --bad (each unless given)")  # fmt: skip
     b.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                    help="stop measuring after this long; --resume goes on")  # fmt: skip
     b.add_argument("--rounds", type=int, default=5, help="paired rounds a probe starts with (5)")
