@@ -12,7 +12,8 @@ a tree with uncommitted changes is refused (bisect measures commits only), a sha
 is an error naming `git fetch --unshallow`. The state (every round measured) is written to
 the git directory after each measurement: `--resume` continues a run that was stopped or
 ran out of `--budget`. `--from RESULTS.json` (a failed gate's --gpuperf-json) bisects its
-regressed tests from the baseline's commit to the run's. Nothing is written to baselines.
+regressed tests from the baseline's commit to the run's (what follows -- is added to them:
+options such as --gpu-profile). Nothing is written to baselines.
 """
 
 from __future__ import annotations
@@ -319,7 +320,7 @@ def main(args: argparse.Namespace) -> int:
             good, bad, tests = from_results(args.from_results)
             args.good = args.good or good
             args.bad = args.bad or bad
-            args.pytest_args = args.pytest_args or tests
+            args.pytest_args = [*tests, *args.pytest_args]  # after --: options added
             print(f"gpuperf bisect: from {args.from_results}: {len(tests)} regressed test(s)",
                   flush=True)  # fmt: skip
         if not args.good:
