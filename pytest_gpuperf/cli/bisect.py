@@ -252,15 +252,20 @@ def write_state(path: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _estimate_line(n_commits: int, rounds: int, max_rounds: int) -> Any:
-    """The estimate printed once, before the first probe, from the rounds timed so far."""
+def _estimate_line(n_commits: int, rounds: int, max_rounds: int,
+                   saved: dict[str, Any] | None) -> Any:  # fmt: skip
+    """The estimate printed once, before the first probe, from the rounds timed so far (a
+    resumed run's: the saved state's time per round)."""
     said: list[bool] = []
+    engine = (saved or {}).get("engine") or {}
+    done = sum(len(p[2]) for p in engine.get("pairs", []) if len(p) == 3)
+    before = float(engine.get("spent_s", 0.0)) / done if done else math.nan
 
     def estimate(m: Measurer) -> None:
         if said:
             return
         said.append(True)
-        per = sum(m.round_s) / len(m.round_s) if m.round_s else math.nan
+        per = sum(m.round_s) / len(m.round_s) if m.round_s else before
         probes = probes_for(n_commits)
         total = probes * 2 * rounds * per
         print(f"estimate: about {probes} probe(s) for one step in {n_commits} commits, each "
@@ -290,7 +295,7 @@ def bisect(args: argparse.Namespace, log: Any) -> dict[str, Any]:
         builds = Builds(root, (commits[0], commits[-1]), list(args.pytest_args), args.setup,
                         stack, log)  # fmt: skip
         measurer = Measurer(builds, figure, _estimate_line(len(commits), args.rounds,
-                                                           settings.max_rounds))  # fmt: skip
+                                                           settings.max_rounds, saved))  # fmt: skip
 
         def save(engine_state: dict[str, Any], finished: bool = False) -> None:
             write_state(path, {"key": key, "figure": measurer.figure, "finished": finished,

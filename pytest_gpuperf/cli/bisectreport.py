@@ -104,8 +104,8 @@ def _probe_rows(report: dict[str, Any]) -> list[list[str]]:
     for p in report["probes"]:
         g, b = p.get("vs_good") or {}, p.get("vs_bad") or {}
         if "skipped" in p:
-            rows.append([_short(p["commit"]), p["subject"][:40], "-", f"skipped: {p['skipped']}",
-                         "-", "-"])  # fmt: skip
+            rows.append([_short(p["commit"]), p["subject"][:40], "-", "skipped (below)", "-",
+                         "-"])  # fmt: skip
             continue
         rows.append([_short(p["commit"]), p["subject"][:40], str(g.get("rounds", "-")),
                      g.get("interval", "-"), str(b.get("rounds", "-")), b.get("interval", "-")])
@@ -141,7 +141,9 @@ def text_lines(report: dict[str, Any]) -> list[str]:
     if not report["culprits"] and report["verdict"] == "walked":
         lines.append("no culprit: no single commit changed the figure by half the tolerance")
     lines += table(PROBES_HEADER, _probe_rows(report))
-    lines.append(f"{report['measurements']} measurements, {report['measuring_s']:.0f} s")
+    lines += [f"skipped {_short(c)}: {why}" for c, why in report["skipped"].items()]
+    lines.append(f"{report['measurements']} measurement(s) in this run; "
+                 f"{report['measuring_s']:.0f} s of measuring in all")  # fmt: skip
     lines += [f"reproduce: {c['reproduce']}" for c in report["culprits"]]
     return [plain(x) for x in lines]
 
@@ -166,4 +168,7 @@ def markdown(report: dict[str, Any]) -> str:
     out += ["", "| " + " | ".join(PROBES_HEADER) + " |",
             "| " + " | ".join("---" for _ in PROBES_HEADER) + " |"]  # fmt: skip
     out += ["| " + " | ".join(md_cell(x) for x in row) + " |" for row in _probe_rows(report)]
+    skipped = report["skipped"].items()
+    out += [""] * bool(skipped) + [f"- skipped `{md_cell(_short(c))}`: {md_cell(why)}"
+                                   for c, why in skipped]  # fmt: skip
     return "\n".join(out) + "\n"
