@@ -3,6 +3,8 @@ bisection reports exact figures (`gpu_benchmark.from_samples`), so no timing luc
 involved: a commit is 5% slower because its module says so."""
 
 import json
+import math
+import re
 import signal
 import subprocess
 import sys
@@ -10,9 +12,9 @@ import time
 
 import pytest
 
-from pytest_gpuperf.cli.bisect import choose_figure, commit_range
+from pytest_gpuperf.cli.bisect import Builds, Measurer, choose_figure, commit_range
 from pytest_gpuperf.cli.main import main
-from pytest_gpuperf.judging.bisection import BisectError
+from pytest_gpuperf.judging.bisection import BisectError, Skip
 
 TEST = """
 import lib
@@ -208,3 +210,50 @@ def test_from_a_failed_gate_s_results_takes_its_regressed_tests_and_the_baseline
     capsys.readouterr()
     code, said = err(capsys, "--from", "pass.json")
     assert code == 2 and "gpuperf bisect: results file pass.json: no test regressed" in said
+
+
+class StubBuilds(Builds):
+    """Builds whose rounds give set figures: good "g", bad "b", a probe "p"."""
+
+    def __init__(self, figures):
+        self.ends, self.figures = ("g", "b"), figures
+
+    def one(self, commit):
+        return self.figures[commit]
+
+
+FIG = {"key": "t.py::t", "metric": "throughput", "unit": "calls/s", "higher": True}
+
+
+def figs(value, unit="calls/s", higher=True):
+    return {("t.py::t", "throughput"): (value, unit, higher)}
+
+
+@pytest.mark.parametrize(
+    ("probe", "why"),
+    [
+        ({}, "its test gave no figure t.py::t throughput"),
+        (figs(0.0), "its figure t.py::t throughput is 0.0, not a positive number"),
+        (figs(5.0, "ms", False), "its figure t.py::t throughput is in 'ms', higher is not better, not as bisected ('calls/s'): never converted"),
+    ],
+)
+def test_a_probe_without_a_comparable_figure_is_skipped_the_good_one_is_an_error(probe, why):
+    m = Measurer(StubBuilds({"g": figs(10.0), "b": figs(9.5), "p": probe}), dict(FIG), lambda _: None)
+    with pytest.raises(Skip, match=re.escape(why)):
+        m("p", "g", 2)
+    m = Measurer(StubBuilds({"g": probe, "b": figs(9.5)}), dict(FIG), lambda _: None)
+    with pytest.raises(BisectError, match=re.escape(f"the good commit g cannot be measured: {why}")):
+        m("b", "g", 2)
+
+
+def test_the_rounds_alternate_their_order_and_give_log_ratios():
+    order = []
+
+    class Logged(StubBuilds):
+        def one(self, commit):
+            order.append(commit)
+            return super().one(commit)
+
+    m = Measurer(Logged({"g": figs(10.0), "b": figs(9.5)}), None, lambda _: None)
+    assert m("b", "g", 3) == [pytest.approx(math.log(0.95))] * 3
+    assert order == ["b", "g", "g", "b", "b", "g"] and m.figure == FIG

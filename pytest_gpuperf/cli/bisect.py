@@ -198,10 +198,17 @@ class Measurer:
         key = (self.figure["key"], self.figure["metric"])
         out = []
         for mine, theirs in pairs:
-            if key not in mine:
-                self.builds.fail(commit, f"its test gave no figure {key[0]} {key[1]} (failed?)")
-            if key not in theirs:
-                self.builds.fail(against, f"its test gave no figure {key[0]} {key[1]}")
+            for c, figs in ((commit, mine), (against, theirs)):
+                value, unit, higher = figs.get(key, (None, None, None))
+                if value is None:
+                    self.builds.fail(c, f"its test gave no figure {key[0]} {key[1]} (failed?)")
+                if not (math.isfinite(value) and value > 0):
+                    self.builds.fail(c, f"its figure {key[0]} {key[1]} is {value!r}, not a "
+                                     "positive number")  # fmt: skip
+                if (unit, higher) != (self.figure["unit"], self.figure["higher"]):
+                    self.builds.fail(c, f"its figure {key[0]} {key[1]} is in {unit!r}, higher "
+                                     f"{'is' if higher else 'is not'} better, not as bisected "
+                                     f"({self.figure['unit']!r}): never converted")  # fmt: skip
             out.append(math.log(mine[key][0] / theirs[key][0]))
         return out
 
