@@ -6,6 +6,7 @@ paired-round spreads (1-2% a round)."""
 import json
 import math
 import random
+import statistics
 
 import pytest
 
@@ -260,3 +261,17 @@ def test_a_probe_that_fails_when_asked_for_more_rounds_leaves_its_range_undecide
     assert not out.culprits  # never a guess past the probe that broke
     (r,) = out.undecided
     assert (r.first_before, r.last) == ("c00", "c11") and "failed on a later measurement" in r.why
+
+
+def test_the_estimate_s_rounds_follow_the_spread_and_match_the_simulation():
+    from pytest_gpuperf.judging.bisection import rounds_needed
+
+    s = Settings()
+    assert rounds_needed([0.01] * 5, s) == s.rounds  # exact figures: the first rounds decide
+    ladder = [rounds_needed([sd, -sd] * 20, s) for sd in (0.002, 0.005, 0.01, 0.015, 0.03)]
+    assert ladder == sorted(ladder) and ladder[0] == s.rounds and ladder[-1] == s.max_rounds
+    # at the simulation's spreads (1-2% a round) the rounds a pair got, against the estimate's
+    runs = simulate(lambda rng: (step_at(24, rng.randrange(1, 24)), None), 20, seed=11)
+    got = [p[k]["rounds"] for *_, out in runs for p in out.probes[:-1] for k in ("vs_good", "vs_bad") if k in p]
+    predicted = rounds_needed([0.015, -0.015] * 20, s)
+    assert predicted / 2 <= statistics.median(got) <= predicted * 2

@@ -42,7 +42,14 @@ from ..fresh.abtree import (
 )
 from ..fresh.provenance import write_own
 from ..judging.abjudge import ABError
-from ..judging.bisection import BisectError, Bisection, Settings, Skip, probes_for
+from ..judging.bisection import (
+    BisectError,
+    Bisection,
+    Settings,
+    Skip,
+    probes_for,
+    rounds_needed,
+)
 from ..outputs.text import json_safe, plain
 from .ab import MAX_ROUNDS, Rounds, check_outputs, measure_round
 from .bisectreport import build, markdown, text_lines
@@ -259,28 +266,32 @@ def write_state(path: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _estimate_line(n_commits: int, rounds: int, max_rounds: int,
-                   saved: dict[str, Any] | None) -> Any:  # fmt: skip
-    """The estimate printed once, before the first probe, from the rounds timed so far (a
-    resumed run's: the saved state's time per round)."""
-    said: list[bool] = []
-    engine = (saved or {}).get("engine") or {}
-    done = sum(len(p[2]) for p in engine.get("pairs", []) if len(p) == 3)
-    before = float(engine.get("spent_s", 0.0)) / done if done else math.nan
+class Estimate:
+    """The estimate printed once, before the first probe: the probes one step takes, the
+    rounds the good-bad rounds' spread asks of each, and the time a round took (this run's,
+    or a resumed run's saved time per round). `engine` is set once it exists."""
 
-    def estimate(m: Measurer) -> None:
-        if said:
+    def __init__(self, n_commits: int, settings: Settings, saved: dict[str, Any] | None):
+        self.n_commits, self.s = n_commits, settings
+        self.engine: Bisection | None = None
+        engine = (saved or {}).get("engine") or {}
+        done = sum(len(p[2]) for p in engine.get("pairs", []) if len(p) == 3)
+        self.before = float(engine.get("spent_s", 0.0)) / done if done else math.nan
+        self.said = False
+
+    def __call__(self, m: Measurer) -> None:
+        if self.said or self.engine is None:
             return
-        said.append(True)
-        per = sum(m.round_s) / len(m.round_s) if m.round_s else before
-        probes = probes_for(n_commits)
-        total = probes * 2 * rounds * per
-        print(f"estimate: about {probes} probe(s) for one step in {n_commits} commits, each "
-              f"measured against good and bad in {rounds} round(s) of {per:.1f} s: "
-              f"~{total / 60:.1f} min; an unsure probe gets more rounds (up to {max_rounds}) "
-              "and each further step more probes", flush=True)  # fmt: skip
-
-    return estimate
+        self.said = True
+        per = sum(m.round_s) / len(m.round_s) if m.round_s else self.before
+        e = self.engine
+        n = rounds_needed(e.data.get((e.bad, e.good), []), self.s)
+        probes = probes_for(self.n_commits)
+        print(f"estimate: about {probes} probe(s) for one step in {self.n_commits} commits, "
+              f"each measured against good and bad in about {n} round(s) (at the good-bad "
+              f"rounds' spread) of {per:.1f} s: ~{probes * 2 * n * per / 60:.1f} min; an "
+              f"unsure probe gets more rounds (up to {self.s.max_rounds}) and each further "
+              "step more probes", flush=True)  # fmt: skip
 
 
 def bisect(args: argparse.Namespace, log: Any) -> dict[str, Any]:
@@ -301,8 +312,8 @@ def bisect(args: argparse.Namespace, log: Any) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         builds = Builds(root, (commits[0], commits[-1]), list(args.pytest_args), args.setup,
                         stack, log)  # fmt: skip
-        measurer = Measurer(builds, figure, _estimate_line(len(commits), args.rounds,
-                                                           settings.max_rounds, saved))  # fmt: skip
+        estimate = Estimate(len(commits), settings, saved)
+        measurer = Measurer(builds, figure, estimate)
 
         def save(engine_state: dict[str, Any], finished: bool = False) -> None:
             write_state(path, {"key": key, "figure": measurer.figure, "finished": finished,
@@ -310,6 +321,7 @@ def bisect(args: argparse.Namespace, log: Any) -> dict[str, Any]:
 
         engine = Bisection(commits, measurer, settings,
                            state=(saved or {}).get("engine"), save=save)  # fmt: skip
+        estimate.engine = engine
         outcome = engine.run()
         save(engine.state(), finished=outcome.verdict != "budget")
     meta = {"good": commits[0], "bad": commits[-1], "commits": len(commits),

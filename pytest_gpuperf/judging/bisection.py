@@ -393,6 +393,18 @@ class Bisection:
         return rows
 
 
+def rounds_needed(ratios: Sequence[float], s: Settings) -> int:
+    """The rounds a probe's pairs will likely get, on the doubling ladder from `s.rounds` to
+    `s.max_rounds`, at the spread of `ratios` (the good-bad rounds): the fewest whose
+    half-width is within two thirds of the smallest step, where most flat pairs of the
+    seeded simulation settle (tests/test_bisection.py). A rule of thumb for the estimate."""
+    sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
+    n = s.rounds
+    while n < s.max_rounds and _t(s.confidence, n - 1) * sd / math.sqrt(n) > s.step * 2 / 3:
+        n = min(2 * n, s.max_rounds)
+    return n
+
+
 def probes_for(commits: int) -> int:
     """The probes a one-step range of `commits` (good and bad included) takes, at most:
     a binary search of the commits between them."""
