@@ -206,7 +206,9 @@ def test_noisy_a_a_ranges_name_no_culprit():
     runs = simulate(lambda rng: ([0.0] * 24, None), 100, seed=62)
     named = [c for c, _, _ in runs if c]
     assert len(named) <= 1, named
-    assert sum(out.verdict == "same" for _, _, out in runs) >= 99
+    # not walked: the same (shown flat) or no step shown at the most rounds
+    assert sum(out.verdict in ("same", "small") for _, _, out in runs) >= 99
+    assert sum(out.verdict == "same" for _, _, out in runs) >= 80
 
 
 def test_noisy_one_step_ranges_name_the_true_culprit():
@@ -217,7 +219,8 @@ def test_noisy_one_step_ranges_name_the_true_culprit():
     runs = simulate(one_step, 100, seed=57)
     right = [c == [truth] for c, truth, _ in runs]
     assert sum(right) >= 90, [(c, t) for c, t, _ in runs if c != [t]]
-    assert all(truth in c or not c for c, truth, _ in runs)  # wrong ones are unnamed, not others
+    # a false culprit beside the true one: at most 2 of 100 (at the gate's 0.99 a decision, 4)
+    assert sum(any(x != truth for x in c) for c, truth, _ in runs) <= 2
 
 
 def test_settings_are_checked():

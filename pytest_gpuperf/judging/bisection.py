@@ -39,9 +39,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .verdict import CONFIDENCE, t_quantile
+from .verdict import t_quantile
 
 STATE_SCHEMA = "pytest-gpuperf/bisect-state-1"
+# each decision's confidence: a walk makes about ten (two a probe), so at the gate's 0.99 a
+# one-step range of 24 commits named a false culprit beside the true one in 4-5 of 100
+# seeded noisy ranges, at 0.999 in 3 of 600 (tests/test_bisection.py's simulation)
+CONFIDENCE = 0.999
 STEP, FLAT, UNSURE = "step", "flat", "unsure"
 Key = tuple[str, str]  # (commit, the commit it is measured against: the good or the bad one)
 Measure = Callable[[str, str, int], Sequence[float]]  # new rounds' log ratios commit/against
@@ -323,24 +327,36 @@ class Bisection:
         return self._outcome("walked", total, culprits, undecided, [])
 
     def _segment(self, a: int, b: int) -> tuple[list[Range], list[Range], list[tuple[int, int]]]:
-        """One segment known to hold a step: (culprits, undecided ranges, segments to walk)."""
+        """One segment judged to hold a step: (culprits, undecided ranges, segments to walk).
+        It is judged again first: its ends may have got more rounds since (for another
+        segment), and a step that no longer holds is not walked, nor named."""
+        verdict, e = self.judge(self.commits[a], self.commits[b])
+        if verdict != STEP:
+            return [], self._unsure(a, b, e), []
         m = self._probe_in(a, b)
         if m is None:
-            return [self._range(a, b, self.diff(self.commits[a], self.commits[b]))], [], []
+            return [self._range(a, b, e)], [], []
         unsure, more = [], []
         for i, j in ((a, m), (m, b)):
             verdict, e = self.judge(self.commits[i], self.commits[j])
             if verdict == STEP:
                 more.append((i, j))
-            elif abs(e.mean) >= self.s.step:
-                unsure.append(self._range(i, j, e, "a step of at least half the tolerance may "
-                                          "lie here: its interval is too wide to say"))  # fmt: skip
+            else:
+                unsure += self._unsure(i, j, e)
         if not more and not unsure:
             e = self.diff(self.commits[a], self.commits[b])
             why = (f"no single step of at least half the tolerance: the change is spread "
                    f"over smaller ones on both sides of {self.commits[m][:12]}")  # fmt: skip
             unsure.append(self._range(a, b, e, why))
         return [], unsure, more
+
+    def _unsure(self, i: int, j: int, e: Est) -> list[Range]:
+        """A difference not shown to be a step: undecided where its estimate reaches the
+        smallest step (a step may lie there), else nothing (no step shown)."""
+        if abs(e.mean) < self.s.step:
+            return []
+        return [self._range(i, j, e, "a step of at least half the tolerance may lie here: "
+                            "its interval is too wide to say")]  # fmt: skip
 
     def _probe_in(self, a: int, b: int) -> int | None:
         """The measurable commit nearest the middle of (a, b), measured against both
