@@ -120,7 +120,7 @@ def _check_commands(
         except SystemExit:
             pytest.fail(f"{where}: {shlex.join(argv)}: {capsys.readouterr().err}")
         seen.add(" ".join(argv[1:3]) if parsed.command == "baseline" else parsed.command)
-        if parsed.command == "ab":
+        if parsed.command in ("ab", "bisect"):
             _parses_as_pytest(pytester, [a for a in parsed.pytest_args if a != "--"], where)
     return seen
 
@@ -128,7 +128,7 @@ def _check_commands(
 def test_every_command_parses_with_the_plugins_options(pytester, capsys):
     seen = _check_commands(pytester, capsys, _workflow(), WORKFLOW.name)
     # what the file is for: none of it may vanish unnoticed
-    assert seen == {"pytest", "ab", "baseline show"}, seen
+    assert seen == {"pytest", "ab", "bisect", "baseline show"}, seen
 
 
 def test_the_workflow_steps_in_the_gating_docs_parse_too(pytester, capsys):
@@ -189,6 +189,12 @@ def test_the_workflow_keeps_the_ci_conventions():
     assert caches["actions/cache/save"]["if"] == "steps.save.outcome == 'success'"
     for cache in caches.values():
         assert cache["with"]["path"] == "${{ env.BASELINE_DIR }}"
+    # a failed gate's regressed tests bisected on the same runner, the culprit in the summary
+    (bisect,) = _steps_running(nightly, "gpuperf bisect")
+    assert steps.index(gate) < steps.index(bisect) and gate["id"] == "gate"
+    assert bisect["if"] == "failure() && steps.gate.outcome == 'failure'"
+    assert '--from "$RESULTS/nightly.json"' in bisect["run"] and "--gpuperf-json=\"$RESULTS/nightly.json\"" in gate["run"]
+    assert '"$RESULTS/bisect.md" >> "$GITHUB_STEP_SUMMARY"' in bisect["run"]
 
     pr = jobs["pull-request"]
     (ab,) = _steps_running(pr, "gpuperf ab")

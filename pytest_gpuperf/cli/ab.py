@@ -83,8 +83,9 @@ MAX_ROUNDS = 100  # 2 sides a round, a fresh pytest each: past this an A/B is a 
 
 
 @dataclass(frozen=True)
-class _Rounds:
-    """What every round of one run shares: where each side runs and the base's PYTHONPATH."""
+class Rounds:
+    """What every round of one run shares: where each side runs and the base's PYTHONPATH
+    (gpuperf bisect gives each of its worktrees one, every side a base)."""
 
     root: Path
     tree: Path  # the base worktree, in the run's temporary directory `work`
@@ -106,11 +107,12 @@ class _Rounds:
         return env
 
 
-def _round(r: _Rounds, side: str, i: int, log: Any) -> tuple[Round, list[Path], Path]:
+def measure_round(r: Rounds, side: str, i: int, log: Any,
+                  label: str | None = None) -> tuple[Round, list[Path], Path]:  # fmt: skip
     """One side's pytest of round i: its figures, the files it imported from the checkout
     or the base worktree, and its results file; ABError when it did not run, or ran the
-    other side's code."""
-    what = f"{side} round {i + 1}"
+    other side's code. `label` names the round in its lines (gpuperf bisect's commits)."""
+    what = label or f"{side} round {i + 1}"
     out = r.work / f"{side}-{i}.json"
     imports = r.work / "imports" / f"{side}-{i}"
     imports.mkdir(parents=True)
@@ -122,7 +124,7 @@ def _round(r: _Rounds, side: str, i: int, log: Any) -> tuple[Round, list[Path], 
     run_cwd = (r.tree if side == "base" else r.root) / r.rel
     done = run_group(cmd, cwd=run_cwd, env=r.env(side, imports))
     if log is not None:
-        log(f"round {i + 1}/{r.count} {side}: pytest exit {done.returncode}, "
+        log(f"{label or f'round {i + 1}/{r.count} {side}'}: pytest exit {done.returncode}, "
             f"{time.monotonic() - t0:.1f} s")  # fmt: skip
     if done.returncode not in (0, 1) or not out.is_file():
         tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
@@ -191,7 +193,7 @@ def run_ab(
         if setup:
             run_setup(setup, tree, "--setup")
         install_probe(work)
-        shared = _Rounds(root, tree, rel, work, tuple(pytest_args), rounds,
+        shared = Rounds(root, tree, rel, work, tuple(pytest_args), rounds,
                          base_path(root, tree, os.environ.get("PYTHONPATH")),
                          write_own(tree, work / "own.json"))  # fmt: skip
         figures: dict[str, list[Round]] = {side: [] for side in SIDES}
@@ -203,7 +205,7 @@ def run_ab(
             # alternate the order (A B, B A, ...) so a slow drift of the card (warming up)
             # does not always favour one side
             for side in SIDES if i % 2 == 0 else SIDES[::-1]:
-                measured, files, out = _round(shared, side, i, log)
+                measured, files, out = measure_round(shared, side, i, log)
                 figures[side].append(measured)
                 busy = busy_hosts(out, busy)
                 last[side] = out

@@ -4,6 +4,7 @@ baseline outside pytest and set the exit code, for gating in other CI steps.
 GPU, interleaved (`gpuperf ab --help`).
 `gpuperf report RESULTS.json... -o report.html`: one HTML report of several runs (GPUs,
 emulated caps, dates), with charts.
+`gpuperf bisect --good G -- TESTID...`: the commits of good..bad that changed a figure.
 `gpuperf baseline {accept,show,merge,merge-driver}`: accept an intended change, show what
 the gate judges against, merge two branches' baselines (`gpuperf baseline --help`).
 
@@ -32,6 +33,7 @@ from ..outputs.terminal import trail_lines, verdict_count_line
 from ..outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from ..plugin.options import add_cli_arguments
 from .baseline import add_arguments as add_baseline_arguments
+from .bisect import add_arguments as add_bisect_arguments
 from .inputs import InputError, read_results
 
 EXIT_CODES = """exit codes:
@@ -41,7 +43,7 @@ EXIT_CODES = """exit codes:
      baseline of another profile than the run's, a run with no results; nothing is judged.
      Also an output that would land on an input, a baseline file or another output, or
      that cannot be written
-  130, 143, 129  (ab) stopped by Ctrl-C, SIGTERM or SIGHUP; its base worktree is removed
+  130, 143, 129  (ab, bisect) stopped by Ctrl-C, SIGTERM or SIGHUP; worktrees are removed
   141  the output's reader left (`gpuperf baseline show | head`): stopped quietly
 """
 
@@ -175,6 +177,10 @@ def _command(argv: list[str] | None) -> int:
         if args.pytest_args[:1] == ["--"]:
             args.pytest_args = args.pytest_args[1:]
         return ab_main(args)
+    if args.command == "bisect":
+        from .bisect import main as bisect_main
+
+        return bisect_main(args)
     return compare_command(args)
 
 
@@ -190,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _compare_arguments(sub)
     _ab_arguments(sub)
+    add_bisect_arguments(sub, EXIT_CODES)
     _report_arguments(sub)
     add_baseline_arguments(sub)
     return parser
