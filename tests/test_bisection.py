@@ -19,7 +19,7 @@ from pytest_gpuperf.judging.bisection import (
     Est,
     Settings,
     Skip,
-    decide,
+    step_of,
 )
 
 
@@ -173,7 +173,7 @@ def test_a_budget_stops_before_the_next_measurement_with_the_range_reached():
      (0.02, 0.0, STEP), (0.0148, 0.0, FLAT), (0.0149, 0.0, STEP)],
 )
 def test_decide_against_half_the_tolerance(mean, half, verdict):
-    assert decide(Est(mean, half), Settings().step) == verdict
+    assert step_of(Est(mean, half), Settings().step) == verdict
 
 
 def test_a_probe_that_cannot_be_placed_is_undecided_never_a_culprit():

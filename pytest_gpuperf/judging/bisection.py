@@ -122,7 +122,7 @@ def pair_estimate(ratios: Sequence[float], confidence: float, key: Key) -> Est:
     return Est(statistics.fmean(ratios), half, (key,))
 
 
-def decide(e: Est, step: float) -> str:
+def step_of(e: Est, step: float) -> str:
     """STEP, FLAT or UNSURE: a difference against the smallest step reported."""
     size = abs(e.mean)
     if size >= step and size > e.half:
@@ -275,7 +275,7 @@ class Bisection:
         chosen route's pairs first, then the other's), up to max_rounds each."""
         while True:
             e = self.diff(i, j)
-            verdict = decide(e, self.s.step)
+            verdict = step_of(e, self.s.step)
             if verdict != UNSURE:
                 return verdict, e
             grow = [k for k in e.parts if self.level[k] < self.s.max_rounds]
