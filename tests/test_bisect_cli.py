@@ -128,6 +128,10 @@ def test_the_figure_bisected_is_the_one_that_moved_most():
     a = {("t::x", "throughput"): (100.0, "calls/s", True), ("t::y", "throughput"): (50.0, "calls/s", True)}
     b = {("t::x", "throughput"): (99.0, "calls/s", True), ("t::y", "throughput"): (40.0, "calls/s", True)}
     assert choose_figure([(b, a), (b, a)])["key"] == "t::y"
+    # a figure of 0 (a copy's peak memory: 0 B) has no ratio: never chosen, never a crash
+    # (found on an H200: ZeroDivisionError)
+    zero = {("t::x", "peak_allocated"): (0.0, "bytes", False)}
+    assert choose_figure([({**b, **zero}, {**a, **zero})])["key"] == "t::y"
     with pytest.raises(BisectError, match="no figure in common"):
         choose_figure([({}, a)])
 

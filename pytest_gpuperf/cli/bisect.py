@@ -221,8 +221,11 @@ class Measurer:
 
 
 def choose_figure(pairs: list[tuple[dict[Any, Any], dict[Any, Any]]]) -> dict[str, Any]:
-    """The figure measured in every round of both sides that moved most (mean log ratio)."""
+    """The figure measured in every round of both sides that moved most (mean log ratio),
+    of those with a positive value in each (a peak memory of 0 B has no ratio)."""
     common = set.intersection(*(set(a) & set(b) for a, b in pairs))
+    common = {k for k in common
+              if all(_positive(a[k][0]) and _positive(b[k][0]) for a, b in pairs)}  # fmt: skip
     if not common:
         raise BisectError("the good and bad builds' tests gave no figure in common: "
                           "check the test ids (pytest ran, but measured nothing to compare)")
@@ -232,6 +235,10 @@ def choose_figure(pairs: list[tuple[dict[Any, Any], dict[Any, Any]]]) -> dict[st
     key = max(sorted(common), key=moved)
     return {"key": key[0], "metric": key[1], "unit": pairs[0][0][key][1],
             "higher": pairs[0][0][key][2]}  # fmt: skip
+
+
+def _positive(x: Any) -> bool:
+    return isinstance(x, int | float) and math.isfinite(x) and x > 0
 
 
 def state_path(root: Path) -> Path:
