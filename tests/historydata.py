@@ -19,7 +19,7 @@ def record(i, figures, card=None, profile="h200"):
     """Run i's record; figures: [(test, figure, median, unit, direction, class, flags)]."""
     cols = {c: [] for c in COLUMNS}
     for test, fig, median, unit, direction, cls, flags in figures:
-        row = {"test": test, "figure": fig, "median": median, "ci_low": median * 0.999,
+        row = {"test": test, "metric": None, "figure": fig, "median": median, "ci_low": median * 0.999,
                "ci_high": median * 1.001, "n": 30, "unit": unit, "direction": direction,
                "noise_class": cls, "flags": list(flags), "verdict": "unchanged", "change": 0.0,
                "tolerance": 0.03, "rule": "ladder", "stage": "stage 1"}  # fmt: skip

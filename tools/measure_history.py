@@ -54,7 +54,7 @@ def generate(directory: Path, runs: int, figures: int, seed: int = 1) -> int:
         commit = f"{rng.getrandbits(160):040x}"
         medians = [level * (1 + rng.gauss(0, 0.01)) for level in levels]
         figs = {"test": [f"benchmarks/test_m{j // 4}.py::test_w[{j}]" for j in range(figures)],
-                "figure": ["throughput"] * figures, "median": medians,
+                "metric": [None] * figures, "figure": ["throughput"] * figures, "median": medians,
                 "ci_low": [m * 0.995 for m in medians], "ci_high": [m * 1.005 for m in medians],
                 "n": [60] * figures, "unit": ["GB/s"] * figures, "direction": ["higher"] * figures,
                 "noise_class": ["bandwidth"] * figures, "flags": [[] for _ in range(figures)],

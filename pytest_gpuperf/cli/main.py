@@ -6,6 +6,7 @@ GPU, interleaved (`gpuperf ab --help`).
 emulated caps, dates), with charts.
 `gpuperf baseline {accept,show,merge,merge-driver}`: accept an intended change, show what
 the gate judges against, merge two branches' baselines (`gpuperf baseline --help`).
+`gpuperf history DIR`: steps and creep over the nightly history (`gpuperf history --help`).
 
 RESULTS.json is the file written by `pytest --gpuperf-json=PATH` or the `gpuperf` section
 of `pytest --benchmark-json=PATH`. The verdicts come from the same gate that pytest uses,
@@ -32,6 +33,7 @@ from ..outputs.terminal import trail_lines, verdict_count_line
 from ..outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from ..plugin.options import add_cli_arguments
 from .baseline import add_arguments as add_baseline_arguments
+from .history import add_arguments as add_history_arguments
 from .inputs import InputError, read_results
 
 EXIT_CODES = """exit codes:
@@ -169,6 +171,10 @@ def _command(argv: list[str] | None) -> int:
         from .baseline import main as baseline_main
 
         return baseline_main(args)
+    if args.command == "history":
+        from .history import main as history_main
+
+        return history_main(args)
     if args.command == "ab":
         from .ab import main as ab_main
 
@@ -192,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     _ab_arguments(sub)
     _report_arguments(sub)
     add_baseline_arguments(sub)
+    add_history_arguments(sub)
     return parser
 
 

@@ -40,7 +40,7 @@ def card_of(device: dict[str, Any]) -> dict[str, Any]:
 
 
 # the figures' columns, one value a figure: what it is, its value and its verdict
-COLUMNS = ("test", "figure", "median", "ci_low", "ci_high", "n", "unit", "direction",
+COLUMNS = ("test", "metric", "figure", "median", "ci_low", "ci_high", "n", "unit", "direction",
            "noise_class", "flags", "verdict", "change", "tolerance", "rule", "stage")  # fmt: skip
 
 
@@ -55,7 +55,8 @@ def verdict_of(v: Verdict | None) -> tuple[Any, ...]:
 
 
 def figures_of(results: list[Any]) -> dict[str, list[Any]]:
-    """Each judged figure of the results, as COLUMNS: its test, name, value, interval,
+    """Each judged figure of the results, as COLUMNS: its test (the result's key: the node
+    id, then ::metric where the test named one), the metric, the figure's name, value, interval,
     count, unit, direction, noise class, the flags that leave it out of its series, and
     its verdict. Columns, not an object a figure: a run of 500 figures reads in about a
     millisecond (docs/performance.md)."""
@@ -69,7 +70,7 @@ def figures_of(results: list[Any]) -> dict[str, list[Any]]:
                 flags.append("busy-host")
             if v is not None and v.status == Status.POWER_STATE:
                 flags.append("power-state")
-            rows.append((r.key, name, m["median"], m.get("ci_low"), m.get("ci_high"),
+            rows.append((r.key, r.metric, name, m["median"], m.get("ci_low"), m.get("ci_high"),
                          m.get("n"), m["unit"], m["direction"], m.get("noise_class"), flags,
                          *verdict_of(v)))  # fmt: skip
     return {c: [row[i] for row in rows] for i, c in enumerate(COLUMNS)}

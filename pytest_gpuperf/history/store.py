@@ -38,6 +38,7 @@ class Run:
     saved: bool
     source: str
     card: dict[str, Any]
+    session_id: str | None = None
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Series:
     profile: str
     test: str
     figure: str
+    metric: str | None = None  # the test's metric: its node id is `test` less ::metric
     unit: str = ""
     higher: bool = True
     noise_class: str | None = None
@@ -58,6 +60,11 @@ class Series:
     ci_high: array = field(default_factory=lambda: array("d"))
     status: array = field(default_factory=lambda: array("b"))  # STATUSES index, -1: none
     left: dict[int, str] = field(default_factory=dict)  # point index -> flag
+
+    @property
+    def nodeid(self) -> str:
+        """The pytest node id of the series' test."""
+        return self.test.removesuffix(f"::{self.metric}") if self.metric else self.test
 
 
 @dataclass
@@ -105,16 +112,26 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def run_of(data: dict[str, Any], name: str, where: str) -> Run:
-    """The run's own fields, checked."""
-    date = data.get("date")
+def utc(date: Any) -> str | None:
+    """An ISO 8601 time in UTC to the second (one without an offset is taken as UTC), or
+    None where `date` is not one."""
     try:
         when = datetime.fromisoformat(date) if isinstance(date, str) else None
     except ValueError:
-        when = None
+        return None
     if when is None:
-        raise HistoryError(f"{where}: 'date' must be an ISO 8601 time, got {_show(date)}")
+        return None
     when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def run_of(data: dict[str, Any], name: str, where: str) -> Run:
+    """The run's own fields, checked."""
+    date = utc(data.get("date"))
+    if date is None:
+        raise HistoryError(
+            f"{where}: 'date' must be an ISO 8601 time, got {_show(data.get('date'))}"
+        )
     for key in ("commit", "profile", "session_id", "origin"):
         if data.get(key) is not None and not isinstance(data[key], str):
             raise HistoryError(f"{where}: {key!r} must be a string or null, got {_show(data[key])}")
@@ -128,9 +145,8 @@ def run_of(data: dict[str, Any], name: str, where: str) -> Run:
     if not isinstance(card, dict) or not all(v is None or isinstance(v, str)
                                              for v in card.values()):  # fmt: skip
         raise HistoryError(f"{where}: 'card' must be an object of strings or nulls")
-    date = when.astimezone(UTC).isoformat(timespec="seconds")
     return Run(name, date, data.get("commit"), data.get("dirty"), data.get("profile"),
-               data["saved"], data["source"], card)  # fmt: skip
+               data["saved"], data["source"], card, data.get("session_id"))  # fmt: skip
 
 
 def _add(hist: History, data: dict[str, Any], name: str, where: str) -> None:
@@ -167,9 +183,10 @@ def _add(hist: History, data: dict[str, Any], name: str, where: str) -> None:
         tol = cols["tolerance"][i]
         if tol:
             s.tolerance = tol
-    for s, unit, direction, cls in zip(found, cols["unit"], cols["direction"],
-                                       cols["noise_class"], strict=True):  # fmt: skip
-        s.unit, s.higher = unit, direction == "higher"
+    for s, unit, direction, cls, metric in zip(
+        found, cols["unit"], cols["direction"], cols["noise_class"], cols["metric"], strict=True
+    ):
+        s.unit, s.higher, s.metric = unit, direction == "higher", metric
         s.noise_class = cls or s.noise_class
     hist.runs.append(run)
 
@@ -180,6 +197,7 @@ _STATUS = {name: i for i, name in enumerate(STATUSES)}
 # each column of a run's figures (record.COLUMNS): the values it may hold, and what to say
 _KINDS: dict[str, tuple[Any, str]] = {
     "test": (lambda x: type(x) is str, "a string"),
+    "metric": (lambda x: x is None or type(x) is str, "a string or null"),
     "figure": (lambda x: type(x) is str, "a string"),
     "median": (lambda x: type(x) in _NUM and x - x == 0, "a finite number"),
     "ci_low": (lambda x: x is None or (type(x) in _NUM and x - x == 0), "a finite number or null"),
