@@ -16,12 +16,13 @@ def commit(i):
 
 
 def record(i, figures, card=None, profile="h200"):
-    """Run i's record; figures: [(test, figure, median, unit, direction, class, flags)]."""
+    """Run i's record; figures: [(test, figure, median, unit, direction, class, flags[,
+    verdict status])]."""
     cols = {c: [] for c in COLUMNS}
-    for test, fig, median, unit, direction, cls, flags in figures:
+    for test, fig, median, unit, direction, cls, flags, *status in figures:
         row = {"test": test, "metric": None, "figure": fig, "median": median, "ci_low": median * 0.999,
                "ci_high": median * 1.001, "n": 30, "unit": unit, "direction": direction,
-               "noise_class": cls, "flags": list(flags), "verdict": "unchanged", "change": 0.0,
+               "noise_class": cls, "flags": list(flags), "verdict": (status or ["unchanged"])[0], "change": 0.0,
                "tolerance": 0.03, "rule": "ladder", "stage": "stage 1"}  # fmt: skip
         for c in COLUMNS:
             cols[c].append(row[c])
@@ -33,12 +34,14 @@ def record(i, figures, card=None, profile="h200"):
 
 
 def write_series(directory, values, *, test="b.py::test_x", figure="throughput",
-                 unit="GB/s", direction="higher", cls="bandwidth", flags=None, cards=None):  # fmt: skip
+                 unit="GB/s", direction="higher", cls="bandwidth", flags=None, cards=None,
+                 verdicts=None):  # fmt: skip
     """One figure's series, a run a value (night i is commit(i))."""
     for i, v in enumerate(values):
         f = (flags or {}).get(i, ())
         card = (cards or {}).get(i)
-        rec = record(i, [(test, figure, v, unit, direction, cls, f)], card)
+        status = (verdicts or {}).get(i, "unchanged")
+        rec = record(i, [(test, figure, v, unit, direction, cls, f, status)], card)
         (directory / f"night{i:04d}.json").write_text(dumps(rec))  # no fsync: fast tests
 
 

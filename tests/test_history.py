@@ -81,6 +81,21 @@ def test_a_file_is_never_overwritten_and_no_temporary_is_left(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([first.name, second.name])
 
 
+def test_without_hard_links_a_file_is_still_never_overwritten(tmp_path, monkeypatch):
+    rec = record(0, [("b.py::test_x", "throughput", 100.0, "GB/s", "higher", "bandwidth", ())])
+    first = write_run(tmp_path, rec)
+    before = first.read_bytes()
+
+    def no_links(src, dst):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr("os.link", no_links)
+    second = write_run(tmp_path, copy.deepcopy(rec))
+    assert second.name == first.name.replace(".json", "-2.json")
+    assert first.read_bytes() == before and second.read_bytes() == before
+    assert len(list(tmp_path.iterdir())) == 2
+
+
 def test_a_history_that_cannot_be_written_fails_the_run_with_a_line(tmp_path):
     blocker = tmp_path / "hist"
     blocker.write_text("a file, not a directory")
@@ -157,7 +172,9 @@ def test_gpuperf_history_prints_the_step_with_its_range_and_bisect_command(tmp_p
     text = capsys.readouterr().out
     assert "gpuperf history: 24 runs, 1 series, 1 changes (newest first)" in text
     assert f"gpuperf bisect --good {commit(11)[:12]} --bad {commit(12)[:12]} -- 'b.py::test_x[bf16]'" in text
-    (c,) = json.loads(out.read_text())["changes"]
+    data = json.loads(out.read_text())
+    assert (data["runs"], data["series"], data["left_out"], data["verdicts"]) == (24, 1, [], [])
+    (c,) = data["changes"]
     assert {k: c[k] for k in ("test", "figure", "profile", "kind", "direction")} == {
         "test": "b.py::test_x[bf16]", "figure": "throughput", "profile": "h200", "kind": "step",
         "direction": "slower"}  # fmt: skip

@@ -94,3 +94,19 @@ def test_runs_on_a_shared_gpu_are_left_out_and_counted(tmp_path):
     assert found.left_out == {
         ("h200", "b.py::test_x", "throughput"): {"gpu-shared": 4, "power-state": 1}
     }
+
+
+def test_a_flaky_verdict_and_false_alarms_are_counted_per_figure(tmp_path):
+    """A flat series whose verdict flips between unchanged and inconclusive, and regressed on
+    two nights with no change behind them: 2 false alarms; a regressed night after a real
+    step for the worse is none."""
+    verdicts = {i: "inconclusive" for i in range(0, 20, 2)} | {7: "regressed", 13: "regressed"}
+    (tmp_path / "flat").mkdir()
+    _, found = changes_of(tmp_path / "flat", noisy(20, 0.005, 12), verdicts=verdicts)
+    assert found.changes == []
+    (judged, flips, false) = found.verdicts[("h200", "b.py::test_x", "throughput")]
+    assert (judged, flips, false) == (20, 19, 2)
+    (tmp_path / "step").mkdir()
+    values = noisy(10, 0.005, 13) + [v * 0.9 for v in noisy(10, 0.005, 14)]
+    _, found = changes_of(tmp_path / "step", values, verdicts={10: "regressed"})
+    assert found.verdicts[("h200", "b.py::test_x", "throughput")] == (20, 2, 0)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..outputs.text import plain
 
+FLAKY_SHOWN = 10  # figures whose verdicts flipped, in the table (all in --json)
 EXIT = """exit codes:
   0  read (changes found or not), or imported
   2  bad input: a history file or an imported file that is missing, unreadable or
@@ -99,7 +100,9 @@ def bisect_command(good: str | None, bad: str | None, nodeid: str) -> str | None
 
 
 def changes_json(hist: Any, found: Any) -> dict[str, Any]:
-    """The issue's form: {"changes": [...], "left_out": [...], "runs": N, "series": M}."""
+    """The issue's form: {"changes": [...], "left_out": [...], "verdicts": [...], "runs": N,
+    "series": M}; verdicts: the figures whose verdict flipped between judged runs or
+    regressed with no change behind it (false alarms)."""
     changes = []
     for c in found.changes:
         s = hist.series[(c.profile, c.test, c.figure)]
@@ -113,7 +116,10 @@ def changes_json(hist: Any, found: Any) -> dict[str, Any]:
         })  # fmt: skip
     left = [{"profile": p, "test": t, "figure": f, "flags": flags}
             for (p, t, f), flags in sorted(found.left_out.items())]  # fmt: skip
-    return {"changes": changes, "left_out": left, "runs": len(hist.runs),
+    verdicts = [{"profile": p, "test": t, "figure": f, "judged": n, "flips": flips,
+                 "false_alarms": false} for (p, t, f), (n, flips, false)
+                in sorted(found.verdicts.items())]  # fmt: skip
+    return {"changes": changes, "left_out": left, "verdicts": verdicts, "runs": len(hist.runs),
             "series": len(hist.series)}  # fmt: skip
 
 
@@ -135,6 +141,13 @@ def table_lines(data: dict[str, Any], runs: int, series: int) -> list[str]:
             out.append(f"    the environment's: {c['environment']}")
         if c["bisect"] and not c["environment"]:
             out.append(f"    {c['bisect']}")
+    flaky = sorted(data["verdicts"], key=lambda v: (-v["false_alarms"], -v["flips"]))
+    for v in flaky[:FLAKY_SHOWN]:
+        out.append(f"verdicts: {v['profile'] or '-'} {v['test']} {v['figure']}: "
+                   f"{v['false_alarms']} false alarms (regressed with no change behind), "
+                   f"{v['flips']} flips in {v['judged']} judged runs")  # fmt: skip
+    if len(flaky) > FLAKY_SHOWN:
+        out.append(f"verdicts: {len(flaky) - FLAKY_SHOWN} more figures flipped (--json lists them)")
     if data["left_out"]:
         total: dict[str, int] = {}
         for item in data["left_out"]:

@@ -4,22 +4,29 @@ No maintained change-point library is installed with the plugin (ruptures, Apach
 signal-processing-algorithms are not its dependencies), so the method is a small one,
 written here and tested on made-up series (tests/test_history_changes.py):
 
+- Measured (tools/history_detection_rates.py; docs/performance.md, "The nightly history").
 - Values in "better" space, log y (higher is better) or -log y (lower is better); points
   flagged power-state, gpu-shared or busy-host are left out and counted.
 - The noise: sd of one run about its level, the larger of the series' own (from its
   successive differences, median absolute deviation: a step moves one difference only)
   and its noise class's spread between machines (CLASS_SD, the numbers the paired stage's
   base check uses: gate-sim's fit of the H200 sessions).
+- Heavy tails: each value is held within CLIP sds of the running median of 5 around it
+  (winsorized), so a machine far off one night does not make a step.
 - Steps: binary segmentation. In a stretch of runs, the split with the largest two-sample
-  z statistic (difference of the means over its standard error) is a step where |z| passes
-  a two-sided test at ALPHA, Bonferroni over the splits tried; each side is searched again.
-  A step's size and interval come from the runs between its neighbouring steps; its range
-  is every split whose z^2 is within chi2(1, 95%) of the best (a likelihood-ratio interval
-  of its place): the last run before it and the first after.
-- Creep: a window of WINDOWS runs whose straight line moved beyond the tolerance, whose
-  slope passes the same test, which a line fits within the noise (its residuals' sum of
-  squares under chi2(w - 2) at 1 - ALPHA) and better than any single step. Windows
-  of one direction that overlap are one creep; steps inside it are the creep's.
+  z statistic (difference of the means over its standard error at that noise) is a step
+  where it passes a two-sided test at ALPHA, Bonferroni over the splits tried; each side
+  is searched again. A step's size and interval come from the runs between its
+  neighbouring steps; its range is every split
+  whose z^2 is within chi2(1, 99%) of the best (a likelihood-ratio interval of its place):
+  the last run before it and the first after.
+- Creep: neighbouring steps of one direction (binary segmentation cuts a ramp into
+  several) that a ramp explains better: the fit of two corners (a level, a straight line
+  of at least MIN_RAMP points, a level) against the steps' (for one step, its sum of
+  squares lower by more than chi2(1) at 1 - ALPHA times the noise: a parameter more), no
+  run of its line moving by more than the tolerance. A ramp whose line moved beyond the
+  tolerance is creep, reported with its rate and the runs it spans, and the steps inside
+  it are its own; a smaller one stays steps.
 - A step whose two runs differ in driver, CUDA or torch is labelled the environment's.
 """
 
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from ..core.figures import (
@@ -42,12 +50,14 @@ from ..core.figures import (
 from ..core.settings import SETTINGS
 from ..judging.noise import LAUNCH_FLOOR
 from ..judging.verdict import z_quantile
-from .store import History, Run, Series
+from .store import STATUSES, History, Run, Series
 
-ALPHA = 0.001  # per series, before the Bonferroni split over the splits or windows tried
+ALPHA = 0.001  # per series, before the Bonferroni split over the splits tried
 MIN_SEGMENT = 3  # runs on each side of a step
-WINDOWS = (6, 8, 10, 12, 16, 20, 30)  # creep windows, in runs
-CHI2_95 = 3.841  # chi-squared, 1 degree of freedom: the step's place interval
+RUNNING, CLIP = 5, 3.0  # a value is held within CLIP sds of the median of 5 around it
+RAMP_REACH = 30  # a ramp's corners are looked for this many runs either side of its steps
+MIN_RAMP = 4  # points of a ramp (3 runs between its corners): fewer is a step
+CHI2_PLACE = 6.635  # chi-squared, 1 degree of freedom, 99%: the step's place interval
 # one run's sd about its level, by class (paired/basecheck.py's MACHINE_SD, the same fit)
 CLASS_SD = {
     MODEL: math.hypot(0.0071, 0.0021),
@@ -59,6 +69,7 @@ CLASS_SD = {
 }
 MIN_SD = 1e-4  # a deterministic figure (peak memory): a change of 0.01% is still real
 ENV_FIELDS = ("driver", "cuda", "torch")
+JUDGED = ("regressed", "inconclusive", "unchanged", "improved")  # a flip is between two
 _TOL = {s.name: float(s.cuda) for s in SETTINGS if s.name in ("tolerance", "memory_tolerance")}
 
 
@@ -87,21 +98,42 @@ class Change:
 class Found:
     changes: list[Change]
     left_out: dict[tuple[str, str, str], dict[str, int]]  # series -> flag -> points
+    # series -> (nights judged, verdict flips between judged nights, regressed nights with
+    # no change for the worse before them): where either count is not 0
+    verdicts: dict[tuple[str, str, str], tuple[int, int, int]]
 
 
 def find_changes(history: History) -> Found:
     """Every series' steps and creep, newest first."""
     changes: list[Change] = []
     left: dict[tuple[str, str, str], dict[str, int]] = {}
+    verdicts = {}
     for key, s in history.series.items():
         if s.left:
             counts: dict[str, int] = {}
             for flag in s.left.values():
                 counts[flag] = counts.get(flag, 0) + 1
             left[key] = counts
-        changes += series_changes(s, history.runs)
+        found = series_changes(s, history.runs)
+        changes += found
+        judged = verdict_counts(s, found)
+        if judged[1] or judged[2]:
+            verdicts[key] = judged
     changes.sort(key=lambda c: (-c.first_bad, c.profile, c.test, c.figure))
-    return Found(changes, left)
+    return Found(changes, left, verdicts)
+
+
+def verdict_counts(s: Series, found: list[Change]) -> tuple[int, int, int]:
+    """(nights judged, flips, false alarms): how often the figure's verdict changed between
+    one judged night and the next (a flaky benchmark flips between unchanged and
+    inconclusive), and the nights it regressed with no change for the worse found at or
+    before them."""
+    judged = [(s.runs[i], STATUSES[st]) for i, st in enumerate(s.status)
+              if st >= 0 and STATUSES[st] in JUDGED]  # fmt: skip
+    flips = sum(a[1] != b[1] for a, b in pairwise(judged))
+    worse = [c.first_bad for c in found if c.direction in ("slower", "worse")]
+    false = sum(1 for run, st in judged if st == "regressed" and not any(w <= run for w in worse))
+    return len(judged), flips, false
 
 
 def tolerance_of(s: Series) -> float:
@@ -135,17 +167,15 @@ def series_changes(s: Series, runs: list[Run]) -> list[Change]:
     x = np.log(values) if s.higher else -np.log(values)
     at = [s.runs[i] for i in keep]  # run index of each point
     sd, tol = noise_sd(x, s.noise_class), math.log1p(tolerance_of(s))
+    x = _winsorized(x, sd)
     cuts = _segment(x, sd)
     cs = np.concatenate(([0.0], np.cumsum(x)))
-    big = [k for k in cuts if abs(_between(cs, cuts, k, sd)[0]) > tol]  # beyond the tolerance
-    creeps = [(a, e) for a, e in _creeps(x, sd, tol) if not any(a < k <= e for k in big)]
-    out = []
-    for a, e in creeps:
-        out.append(_creep_change(s, x, sd, a, e, at))
+    spans = [r for g in _groups(cs, cuts, sd) if (r := _ramp(x, g, cuts, sd, tol)) is not None]
+    spans = [(a, e) for a, e in spans if abs(_fit(x, a, e)[0]) * (e - a) > tol]
+    out = [_creep_change(s, x, sd, a, e, at) for a, e in spans]
     for k in cuts:
-        if any(a < k <= e for a, e in creeps):
-            continue  # a step inside a creep is the creep's
-        out.append(_step_change(s, x, sd, cuts, k, at, runs))
+        if not any(a < k <= e for a, e in spans):  # inside a creep: the creep's
+            out.append(_step_change(s, x, sd, cuts, k, at, runs))
     return out
 
 
@@ -170,6 +200,19 @@ def _split_z(cs: Any, lo: int, hi: int, sd: float) -> tuple[Any, Any]:
     nl, nr = k - lo, hi - k
     diff = (cs[hi] - cs[k]) / nr - (cs[k] - cs[lo]) / nl
     return k, diff / (sd * np.sqrt(1 / nl + 1 / nr))
+
+
+def _winsorized(x: Any, sd: float) -> Any:
+    """x with each value held within CLIP noise sds of the median of the RUNNING values
+    around it: a night far off (a heavy tail of machine noise) weighs as a night off by
+    CLIP sds, and a new level, which the running median follows within two runs, stays."""
+    import numpy as np
+
+    half = RUNNING // 2
+    padded = np.pad(x, half, mode="reflect")  # the ends' own value is not repeated: judged
+    windows = np.lib.stride_tricks.sliding_window_view(padded, RUNNING)
+    med = np.median(windows, axis=1)
+    return np.clip(x, med - CLIP * sd, med + CLIP * sd)
 
 
 def _segment(x: Any, sd: float) -> list[int]:
@@ -216,7 +259,7 @@ def _step_change(s: Series, x: Any, sd: float, cuts: list[int], k: int, at: list
     if hi - lo >= 2 * MIN_SEGMENT:  # the place's interval: splits nearly as good
         ks, zs = _split_z(cs, lo, hi, sd)
         same = zs * np.sign(diff)
-        near = ks[(same > 0) & (same**2 >= float(same.max()) ** 2 - CHI2_95)]
+        near = ks[(same > 0) & (same**2 >= float(same.max()) ** 2 - CHI2_PLACE)]
         first, last = min(k, int(near.min())), max(k, int(near.max()))
     good, bad = at[first - 1], at[last]
     half = z_quantile(0.95) * sd * math.sqrt(1 / (k - lo) + 1 / (hi - k))
@@ -236,77 +279,53 @@ def _fit(x: Any, a: int, e: int) -> tuple[float, float]:
     return slope, float(((y - y.mean() - slope * t) ** 2).sum())
 
 
-def _step_sse(x: Any, a: int, e: int) -> float:
-    """Residual sum of squares of the best single step in x[a..e] (none: one level)."""
-    y = x[a : e + 1]
-    best = float(((y - y.mean()) ** 2).sum())
-    for k in range(1, len(y)):
-        left, right = y[:k], y[k:]
-        best = min(best, float(((left - left.mean()) ** 2).sum()
-                               + ((right - right.mean()) ** 2).sum()))  # fmt: skip
-    return best
-
-
-def _creeps(x: Any, sd: float, tol: float) -> list[tuple[int, int]]:
-    """Windows (first, last point) of creep, those of one direction that overlap merged."""
-    import numpy as np
-
-    n = len(x)
-    sizes = [w for w in WINDOWS if w <= n]
-    limit = _z_limit(sum(n - w + 1 for w in sizes))
-    cs = np.concatenate(([0.0], np.cumsum(x)))
-    ct = np.concatenate(([0.0], np.cumsum(np.arange(n) * x)))
-    fits = {w: chi2_quantile(1 - ALPHA, w - 2) for w in sizes}
-    found: list[tuple[int, int, int]] = []
-    for w in sizes:
-        a = np.arange(n - w + 1)
-        t_mean = a + (w - 1) / 2
-        sxx = w * (w * w - 1) / 12
-        sxy = (ct[a + w] - ct[a]) - t_mean * (cs[a + w] - cs[a])
-        slope = sxy / sxx
-        z = slope / (sd / math.sqrt(sxx))
-        hits = np.nonzero((np.abs(slope) * (w - 1) > tol) & (np.abs(z) > limit))[0]
-        for i in hits:
-            lo, hi = int(i), int(i) + w - 1
-            _, sse = _fit(x, lo, hi)
-            # a line within the noise (not flat stretches joined by a ramp), not a step
-            if sse <= fits[w] * sd * sd and sse < _step_sse(x, lo, hi):
-                found.append((lo, hi, 1 if slope[i] > 0 else -1))
-    return _merge(found)
-
-
-def _merge(found: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int, int]] = []
-    for lo, hi, sign in sorted(found):
-        if out and out[-1][2] == sign and lo <= out[-1][1]:
-            out[-1] = (out[-1][0], max(hi, out[-1][1]), sign)
+def _groups(cs: Any, cuts: list[int], sd: float) -> list[list[int]]:
+    """The cuts in groups a ramp may explain: neighbours of one direction within reach."""
+    out: list[list[int]] = []
+    sign = 0.0
+    for k in cuts:
+        d = math.copysign(1.0, _between(cs, cuts, k, sd)[0])
+        if out and d == sign and k - out[-1][-1] <= RAMP_REACH:
+            out[-1].append(k)
         else:
-            out.append((lo, hi, sign))
-    return [(lo, hi) for lo, hi, _ in out]
+            out.append([k])
+        sign = d
+    return out
 
 
-def _hinge(x: Any, a: int, e: int) -> tuple[int, int]:
-    """Where the creep in x[a..e] starts and ends: the two corners (a level, a straight
-    line, a level, joined) that fit it best; windows that overlap its flat ends shrink
-    to the ramp."""
+def _ramp(
+    x: Any, group: list[int], cuts: list[int], sd: float, tol: float
+) -> tuple[int, int] | None:
+    """The ramp (its first and last point) that explains a group of steps better than the
+    steps do, no run of it moving beyond the tolerance; None: steps. One step's ramp has
+    one more parameter: it must fit better by more than chi2(1) at 1 - ALPHA."""
     import numpy as np
 
-    y = x[a : e + 1]
+    i0 = cuts.index(group[0])
+    lo = cuts[i0 - 1] if i0 > 0 else 0
+    hi = cuts[i0 + len(group)] if i0 + len(group) < len(cuts) else len(x)
+    y = x[lo:hi]
+    bounds = [lo, *group, hi]
+    step_sse = sum(float(((x[a:b] - x[a:b].mean()) ** 2).sum()) for a, b in pairwise(bounds))
     t = np.arange(len(y), dtype=float)
-    best = (math.inf, a, e)
-    for i in range(len(y) - 1):
-        for j in range(i + 2, len(y)):
+    best = (math.inf, 0, 0, 0.0)
+    first, last = group[0] - lo, group[-1] - lo
+    for i in range(max(0, first - RAMP_REACH), first):
+        for j in range(max(last, i + MIN_RAMP - 1), min(len(y), last + RAMP_REACH)):
             g = np.clip(t - i, 0, j - i)
             gc, yc = g - g.mean(), y - y.mean()
             slope = float((gc * yc).sum() / (gc * gc).sum())
             sse = float(((yc - slope * gc) ** 2).sum())
             if sse < best[0]:
-                best = (sse, a + i, a + j)
-    return best[1], best[2]
+                best = (sse, i, j, slope)
+    sse, i, j, slope = best
+    penalty = chi2_quantile(1 - ALPHA, 1) * sd * sd if len(group) == 1 else 0.0
+    if step_sse - sse <= penalty or abs(slope) > tol:  # a run beyond the tolerance: steps
+        return None
+    return lo + i, lo + j
 
 
 def _creep_change(s: Series, x: Any, sd: float, a: int, e: int, at: list[int]) -> Change:
-    a, e = _hinge(x, a, e)
     slope, _ = _fit(x, a, e)
     total = slope * (e - a)
     sxx = (e - a + 1) * ((e - a + 1) ** 2 - 1) / 12

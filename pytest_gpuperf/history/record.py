@@ -5,7 +5,8 @@ schemas/history.schema.json).
 One file per run (DIR/<date>-<commit12>-<session>.json), never overwritten: parallel GPU jobs
 and git merges add files and never edit one. The file is written beside its final name and
 linked there (os.link refuses an existing name, so two writers never overwrite each other;
-a clash takes the next suffix)."""
+a clash takes the next suffix); where the file system has no hard links, the name is
+created exclusively first and the file renamed onto it."""
 
 from __future__ import annotations
 
@@ -123,6 +124,20 @@ def write_run(directory: Path, record: dict[str, Any]) -> Path:
                 return path
             except FileExistsError:
                 continue
+            except OSError:  # no hard links here: the name taken first, then replaced
+                if _claim(path):
+                    os.replace(tmp, path)
+                    return path
         raise FileExistsError(f"{directory}: {MAX_SUFFIX} runs named {stem}")
     finally:
-        os.unlink(tmp)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _claim(path: Path) -> bool:
+    """Create `path` empty, where no file has its name (then only this writer fills it)."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        return False
+    return True
