@@ -188,3 +188,25 @@ def test_gpuperf_history_says_a_bad_file_in_one_line_and_exits_2(tmp_path, capsy
     err = capsys.readouterr().err.strip()
     assert err.startswith("gpuperf history: history file ") and "\n" not in err
     assert gpuperf_main(["history", "import", str(tmp_path)]) == 2
+
+
+def test_runs_read_oldest_first_whatever_their_file_names(tmp_path):
+    """An imported run older than the runs already held sorts before them by its date, and
+    each series' points follow (history/store.py's reordering)."""
+    fig = ("b.py::test_x", "throughput")
+    for name, night, value in (("a.json", 2, 30.0), ("b.json", 0, 10.0), ("c.json", 1, 20.0)):
+        (tmp_path / name).write_text(dumps(record(night, [(*fig, value, "GB/s", "higher",
+                                                           "bandwidth", ())])))  # fmt: skip
+    (tmp_path / "d.json").write_text(dumps(record(3, [("b.py::test_y", "throughput", 5.0,
+                                                       "GB/s", "higher", "bandwidth", ())])))  # fmt: skip
+    hist = read_history(tmp_path)
+    assert [r.name for r in hist.runs] == ["b.json", "c.json", "a.json", "d.json"]
+    s = hist.series[("h200", *fig)]
+    assert (list(s.runs), list(s.median)) == ([0, 1, 2], [10.0, 20.0, 30.0])
+    assert list(hist.series[("h200", "b.py::test_y", "throughput")].runs) == [3]
+
+
+def test_changes_json_inside_the_history_is_refused(tmp_path, capsys):
+    assert gpuperf_main(["history", str(tmp_path), "--json", str(tmp_path / "c.json")]) == 2
+    assert "where it would be read as a run" in capsys.readouterr().err
+    assert not (tmp_path / "c.json").exists()
