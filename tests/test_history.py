@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_gpuperf.cli.main import main as gpuperf_main
+from pytest_gpuperf.history.changes import find_changes
 from pytest_gpuperf.history.importer import HistoryImportError, import_files
 from pytest_gpuperf.history.record import dumps, write_run
 from pytest_gpuperf.history.store import HistoryError, read_history
@@ -210,3 +211,39 @@ def test_changes_json_inside_the_history_is_refused(tmp_path, capsys):
     assert gpuperf_main(["history", str(tmp_path), "--json", str(tmp_path / "c.json")]) == 2
     assert "where it would be read as a run" in capsys.readouterr().err
     assert not (tmp_path / "c.json").exists()
+
+
+def test_compact_archives_a_month_a_file_and_the_history_reads_the_same(tmp_path, validator, capsys):
+    """40 nights from June 1: the 30 of June into one archive, July's 10 left as they are;
+    the series, its step and the schema's check unchanged; compacting again moves nothing,
+    and a compaction cut short (the archive written, the run files not yet removed) is
+    read once."""
+    values = noisy(20, 0.005, 21) + [v * 0.95 for v in noisy(20, 0.005, 22)]
+    write_series(tmp_path, values)
+    before = read_history(tmp_path)
+    copies = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name < "night0030"}
+    assert gpuperf_main(["history", "compact", str(tmp_path), "--before", "2026-07-01"]) == 0
+    assert "30 runs before 2026-07-01 archived into 1 files: 2026-06-archive.json" in capsys.readouterr().out
+    assert len(list(tmp_path.iterdir())) == 11
+    archive = json.loads((tmp_path / "2026-06-archive.json").read_text())
+    assert [e.message for e in validator.iter_errors(archive)] == []
+    after = read_history(tmp_path)
+    key = ("h200", "b.py::test_x", "throughput")
+    assert list(after.series[key].median) == list(before.series[key].median)
+    assert [r.commit for r in after.runs] == [r.commit for r in before.runs]
+    assert [(c.kind, c.last_good, c.first_bad) for c in find_changes(after).changes] == [
+        (c.kind, c.last_good, c.first_bad) for c in find_changes(before).changes]  # fmt: skip
+    assert gpuperf_main(["history", "compact", str(tmp_path), "--before", "2026-07-01"]) == 0
+    assert "0 runs" in capsys.readouterr().out
+    for name, data in copies.items():  # cut short: the run files back beside their archive
+        (tmp_path / name).write_bytes(data)
+    again = read_history(tmp_path)
+    assert again.duplicates == 30 and list(again.series[key].median) == list(before.series[key].median)
+
+
+def test_compact_needs_a_date(tmp_path, capsys):
+    write_series(tmp_path, noisy(6, 0.005, 1))
+    assert gpuperf_main(["history", "compact", str(tmp_path), "--before", "June"]) == 2
+    assert "--before 'June': not an ISO 8601 date" in capsys.readouterr().err
+    assert gpuperf_main(["history", "compact", str(tmp_path)]) == 2
+    assert len(list(tmp_path.iterdir())) == 6

@@ -1,8 +1,9 @@
 """`gpuperf history DIR [--json F]`: the steps and creep in every figure's nightly series,
 newest first, each with its commit range and the `gpuperf bisect` command for it.
 `gpuperf history import DIR FILES...`: past results files and baseline files' sessions into
-the history. The history is the directory `pytest --gpuperf-history=DIR` records each run
-into, one file per run (docs/history.md)."""
+the history. `gpuperf history compact DIR --before DATE`: older runs into one file a month.
+The history is the directory `pytest --gpuperf-history=DIR` records each run into, one file
+per run (docs/history.md)."""
 
 from __future__ import annotations
 
@@ -29,12 +30,16 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "history",
         help="steps and creep over the nightly history; import past runs into it",
         description=__doc__,
-        usage="gpuperf history DIR [--json F]\n       gpuperf history import DIR FILES...",
+        usage="gpuperf history DIR [--json F]\n       gpuperf history import DIR FILES...\n"
+        "       gpuperf history compact DIR --before DATE",
         epilog=EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("words", nargs="+", metavar="DIR | import DIR FILES...", help="the history")
+    p.add_argument("words", nargs="+", metavar="DIR | import DIR FILES... | compact DIR",
+                   help="the history")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="also write the changes as JSON here")
+    p.add_argument("--before", default=None, metavar="DATE",
+                   help="compact: archive the runs before this date, one file a month")  # fmt: skip
 
 
 def main(args: argparse.Namespace) -> int:
@@ -47,6 +52,10 @@ def main(args: argparse.Namespace) -> int:
             if len(words) < 3:
                 return _usage("gpuperf history import DIR FILES...: name the history and files")
             return _import(Path(words[1]), [Path(w) for w in words[2:]])
+        if words[0] == "compact":
+            if len(words) != 2 or not args.before:
+                return _usage("gpuperf history compact DIR --before DATE: name both")
+            return _compact(Path(words[1]), args.before)
         if len(words) != 1:
             return _usage(f"gpuperf history DIR: one directory, got {len(words)} arguments")
         return _show(Path(words[0]), args.json)
@@ -69,6 +78,15 @@ def _import(directory: Path, files: list[Path]) -> int:
     written, skipped = import_files(directory, files)
     held = f" ({skipped} already there)" if skipped else ""
     print(f"gpuperf history: imported {len(written)} runs into {directory}{held}")
+    return 0
+
+
+def _compact(directory: Path, before: str) -> int:
+    from ..history.compact import compact
+
+    written, removed = compact(directory, before)
+    print(f"gpuperf history: {removed} runs before {before} archived into {len(written)} "
+          f"files: {', '.join(p.name for p in written) or 'none'}")  # fmt: skip
     return 0
 
 

@@ -21,6 +21,7 @@ from ..core.figures import metrics_of
 from ..core.verdict import Status, Verdict
 
 SCHEMA = "pytest-gpuperf/history-run"
+ARCHIVE = "pytest-gpuperf/history-archive"  # a month's runs in one file (history/compact.py)
 FORMAT_VERSION = 1
 SOURCES = ("run", "results-file", "baseline")
 # why a figure's value in one run says nothing about its level: left out of its series
@@ -105,18 +106,28 @@ def dumps(record: dict[str, Any]) -> str:
     return json.dumps(head, allow_nan=False)[:-1] + ', "figures": {\n' + columns + "\n}}\n"
 
 
+def archive_text(records: list[dict[str, Any]]) -> str:
+    """An archive's text (gpuperf history compact): the runs, one a line, oldest first."""
+    runs = ",\n".join(json.dumps(r, allow_nan=False, separators=(",", ":")) for r in records)
+    head = json.dumps({"schema": ARCHIVE, "version": FORMAT_VERSION})[:-1]
+    return head + ', "runs": [\n' + runs + "\n]}\n"
+
+
 def write_run(directory: Path, record: dict[str, Any]) -> Path:
     """Write one run's file into `directory` (made where missing) and return its path;
     never overwrites a file (a name taken gets -2, -3, ...). OSError where it cannot."""
+    return write_new(directory, file_name(record), dumps(record))
+
+
+def write_new(directory: Path, stem: str, text: str) -> Path:
+    """Write `text` as DIR/<stem>.json, or -2, -3, ... where that name is taken."""
     directory.mkdir(parents=True, exist_ok=True)
-    text = dumps(record)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        stem = file_name(record)
         for i in range(1, MAX_SUFFIX):
             path = directory / (f"{stem}.json" if i == 1 else f"{stem}-{i}.json")
             try:

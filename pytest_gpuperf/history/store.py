@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.verdict import Status
-from .record import COLUMNS, FORMAT_VERSION, LEFT_OUT, SCHEMA, SOURCES
+from .record import ARCHIVE, COLUMNS, FORMAT_VERSION, LEFT_OUT, SCHEMA, SOURCES
 
 STATUSES = tuple(s.value for s in Status)
 MAX_BYTES = 64 * 1024 * 1024  # one run's file; 500 figures take about 150 KB
@@ -74,6 +74,7 @@ class History:
     # the figures of the run read last and their series: the next run most often has the same
     last_keys: list[Any] = field(default_factory=list)
     last_series: list[Series] = field(default_factory=list)
+    duplicates: int = 0  # runs read twice (the same session in two files): counted once
 
 
 def read_history(directory: Path) -> History:
@@ -82,9 +83,28 @@ def read_history(directory: Path) -> History:
         raise HistoryError(f"history {directory}: is not a directory")
     paths = sorted(p for p in directory.glob("*.json") if not p.name.startswith(".tmp-"))
     hist = History()
+    seen: set[tuple[Any, ...]] = set()
     for path in paths:
         data = _load(path)
-        _add(hist, data, path.name, f"history file {path}")
+        where = f"history file {path}"
+        runs = [(data, path.name, where)]
+        if data.get("schema") == ARCHIVE:
+            raw = data.get("runs")
+            if not isinstance(raw, list):
+                raise HistoryError(f"{where}: 'runs' must be a list of runs")
+            runs = [(r, f"{path.name}#{i}", f"{where}: runs[{i}]") for i, r in enumerate(raw)]
+        for run, name, said in runs:
+            if not isinstance(run, dict) or run.get("schema") != SCHEMA:
+                raise HistoryError(f"{said}: 'schema' is not {SCHEMA!r}")
+            if run.get("version") != FORMAT_VERSION:
+                raise HistoryError(f"{said}: 'version' {run.get('version')!r} is not 1")
+            ident = (run.get("session_id"),) if run.get("session_id") else (
+                run.get("profile"), utc(run.get("date")))  # fmt: skip
+            if ident in seen:  # a compaction cut short: its runs both archived and not
+                hist.duplicates += 1
+                continue
+            seen.add(ident)
+            _add(hist, run, name, said)
     _order(hist)
     return hist
 
@@ -101,7 +121,7 @@ def _load(path: Path) -> dict[str, Any]:
         data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise HistoryError(f"{where}: is not JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+    if not isinstance(data, dict) or data.get("schema") not in (SCHEMA, ARCHIVE):
         raise HistoryError(f"{where}: 'schema' is not {SCHEMA!r} (not a history run file)")
     if data.get("version") != FORMAT_VERSION:
         raise HistoryError(f"{where}: 'version' {data.get('version')!r} is not {FORMAT_VERSION}")
