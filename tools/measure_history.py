@@ -6,9 +6,11 @@ with its rule) into DIR, then reads them back in a fresh process with
 pytest_gpuperf.history.store.read_history and prints the wall time and the peak resident
 memory of that process. The default is the issue's scale: 2,000 runs x 500 figures.
 
-    python tools/measure_history.py [--runs 2000] [--figures 500] [--dir DIR] [--detect]
+    python tools/measure_history.py [--runs 2000] [--figures 500] [--dir DIR] [--detect] [--cached]
 
---detect also times `gpuperf history`'s change detection over every series read."""
+--detect also times `gpuperf history`'s change detection over every series read; --cached
+the read through the cache (`gpuperf history`'s): the first, which writes it, and one after
+a run is added."""
 
 from __future__ import annotations
 
@@ -37,10 +39,26 @@ if sys.argv[2] == "1":
     t = time.perf_counter()
     found = find_changes(h)
     detect_s = time.perf_counter() - t
+cached = ""
+if sys.argv[3] == "1":  # through the cache: a first read (writes it), then one new run
+    import json, shutil
+    from pytest_gpuperf.history.cache import read_cached
+    t = time.perf_counter()
+    read_cached(Path(sys.argv[1]))
+    cold = time.perf_counter() - t
+    last = sorted(Path(sys.argv[1]).glob("*.json"))[-1]
+    data = json.loads(last.read_text())
+    data["session_id"], data["date"] = "new", "2099-01-01T00:00:00+00:00"
+    (Path(sys.argv[1]) / "zz-new.json").write_text(json.dumps(data))
+    t = time.perf_counter()
+    h2 = read_cached(Path(sys.argv[1]))
+    warm = time.perf_counter() - t
+    cached = (f"through the cache: first read {cold:.2f} s, then with one new run "
+              f"{warm:.2f} s ({len(h2.runs)} runs), ")
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(f"{len(h.runs)} runs, {len(h.series)} series, {points} points: read {read_s:.2f} s, "
       + (f"detection {detect_s:.2f} s, " if detect_s is not None else "")
-      + f"peak RSS {rss:.0f} MiB")
+      + cached + f"peak RSS {rss:.0f} MiB")
 """
 
 
@@ -84,6 +102,9 @@ def main() -> int:
         "--dir", type=Path, default=None, help="keep the history here (default: a temporary folder)"
     )
     ap.add_argument("--detect", action="store_true", help="time the change detection too")
+    ap.add_argument("--cached", action="store_true",
+                    help="also read through the cache (history/cache.py): a first read, then "
+                    "one with a new run")  # fmt: skip
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         directory = args.dir or Path(tmp)
@@ -92,8 +113,9 @@ def main() -> int:
         size = generate(directory, args.runs, args.figures)
         print(f"wrote {args.runs} runs x {args.figures} figures ({size / 2**20:.0f} MiB) "
               f"in {time.perf_counter() - t:.1f} s")  # fmt: skip
-        out = subprocess.run([sys.executable, "-c", READ, str(directory), str(int(args.detect))],
-                             capture_output=True, text=True, check=False)  # fmt: skip
+        argv = [sys.executable, "-c", READ, str(directory), str(int(args.detect)),
+                str(int(args.cached))]  # fmt: skip
+        out = subprocess.run(argv, capture_output=True, text=True, check=False)
         print(out.stdout.strip() or out.stderr.strip())
         return out.returncode
 

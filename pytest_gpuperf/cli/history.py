@@ -91,13 +91,13 @@ def _compact(directory: Path, before: str) -> int:
 
 
 def _show(directory: Path, json_path: Path | None) -> int:
+    from ..history.cache import read_cached
     from ..history.changes import find_changes
-    from ..history.store import read_history
 
     if json_path is not None and json_path.resolve().parent == directory.resolve():
         return _usage(f"gpuperf history: --json {json_path}: inside the history {directory}, "
                       "where it would be read as a run; write it elsewhere")  # fmt: skip
-    hist = read_history(directory)
+    hist = read_cached(directory)  # the runs recorded since the last look, and the cache
     found = find_changes(hist)
     data = changes_json(hist, found)
     for line in table_lines(data, len(hist.runs), len(hist.series)):

@@ -75,15 +75,26 @@ class History:
     last_keys: list[Any] = field(default_factory=list)
     last_series: list[Series] = field(default_factory=list)
     duplicates: int = 0  # runs read twice (the same session in two files): counted once
+    seen: set[str] = field(default_factory=set)  # each run's session id, else profile and date
+
+
+def run_files(directory: Path) -> list[Path]:
+    """The run and archive files of a history directory (its own temporary files skipped)."""
+    if not directory.is_dir():
+        raise HistoryError(f"history {directory}: is not a directory")
+    return sorted(p for p in directory.glob("*.json") if not p.name.startswith(".tmp-"))
 
 
 def read_history(directory: Path) -> History:
-    """Every run file of `directory` (*.json, its own temporary files skipped), oldest first."""
-    if not directory.is_dir():
-        raise HistoryError(f"history {directory}: is not a directory")
-    paths = sorted(p for p in directory.glob("*.json") if not p.name.startswith(".tmp-"))
+    """Every run file of `directory`, oldest first."""
     hist = History()
-    seen: set[tuple[Any, ...]] = set()
+    read_files(hist, run_files(directory))
+    order(hist)
+    return hist
+
+
+def read_files(hist: History, paths: list[Path]) -> None:
+    """The runs of these files added to `hist` (a run it holds already counted once)."""
     for path in paths:
         data = _load(path)
         where = f"history file {path}"
@@ -98,15 +109,12 @@ def read_history(directory: Path) -> History:
                 raise HistoryError(f"{said}: 'schema' is not {SCHEMA!r}")
             if run.get("version") != FORMAT_VERSION:
                 raise HistoryError(f"{said}: 'version' {run.get('version')!r} is not 1")
-            ident = (run.get("session_id"),) if run.get("session_id") else (
-                run.get("profile"), utc(run.get("date")))  # fmt: skip
-            if ident in seen:  # a compaction cut short: its runs both archived and not
+            ident = run.get("session_id") or f"{run.get('profile')} at {utc(run.get('date'))}"
+            if ident in hist.seen:  # a compaction cut short: its runs both archived and not
                 hist.duplicates += 1
                 continue
-            seen.add(ident)
+            hist.seen.add(ident)
             _add(hist, run, name, said)
-    _order(hist)
-    return hist
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -258,7 +266,7 @@ def _columns(cols: Any, where: str) -> dict[str, list[Any]]:
     return cols
 
 
-def _order(hist: History) -> None:
+def order(hist: History) -> None:
     """Runs oldest first (file names sort by date to the second; an imported run or a clock
     may disagree): where they were not, each series' points follow the new order."""
     order = sorted(range(len(hist.runs)), key=lambda i: (hist.runs[i].date, hist.runs[i].name))
