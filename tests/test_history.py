@@ -109,8 +109,16 @@ def test_a_history_that_cannot_be_written_fails_the_run_with_a_line(tmp_path):
     assert record_history(config, summary, notes) is True
     assert notes == [f"gpuperf: NOT WRITTEN: --gpuperf-history {blocker}: File exists"]
     assert blocker.read_text() == "a file, not a directory"
+    summary.baseline_path = str(tmp_path / "baselines" / "cpu.json")
+    config.getoption = lambda name: "baselines"
+    notes.clear()
+    assert record_history(config, summary, notes) is True
+    assert notes == [f"gpuperf: NOT WRITTEN: --gpuperf-history {tmp_path / 'baselines'}: is the "
+                     "baseline directory; give the history a directory of its own"]  # fmt: skip
+    assert not (tmp_path / "baselines").exists()
+    notes.clear()
     none = SimpleNamespace(getoption=lambda name: None, getini=lambda name: "", rootpath=tmp_path)
-    assert record_history(none, summary, notes) is False and len(notes) == 1
+    assert record_history(none, summary, notes) is False and notes == []
 
 
 def _valid(tmp_path):

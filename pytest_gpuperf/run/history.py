@@ -28,6 +28,11 @@ def record_history(config: pytest.Config, summary: Any, notes: list[str]) -> boo
         return False
     from ..history.record import run_record, write_run
 
+    base = getattr(summary, "baseline_path", None)
+    if base and Path(base).parent.resolve() == directory.resolve():
+        notes.append(f"gpuperf: NOT WRITTEN: --gpuperf-history {directory}: is the baseline "
+                     "directory; give the history a directory of its own")  # fmt: skip
+        return True
     try:
         path = write_run(directory, run_record(summary))
     except (OSError, ValueError) as exc:
