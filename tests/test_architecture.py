@@ -43,8 +43,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_gpuperf"
 ROOT = "pytest_gpuperf"
 
 LAYERS = (
-    "core", "hardware", "measure", "workloads", "baseline", "judging", "outputs", "fresh",
-    "paired", "run", "plugin", "cli",
+    "core", "hardware", "measure", "workloads", "baseline", "judging", "outputs", "history",
+    "fresh", "paired", "run", "plugin", "cli",
 )  # fmt: skip
 # the top-level names outside a layer's subpackage, and the layer each belongs to
 TOP_LEVEL = {"": "cli", "__main__": "cli", "distributed": "workloads"}

@@ -121,3 +121,10 @@ def test_gating_md_lists_every_rule_a_trail_can_name():
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "gating.md").read_text()
     assert [r.value for r in Rule if f"| {r.value} |" not in text] == []
+
+
+def test_performance_md_stays_a_summary():
+    """docs/performance.md is what a reader takes in at once (at most 250 lines); dated notes
+    go under docs/evidence/."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "performance.md").read_text()
+    assert len(text.splitlines()) <= 250

@@ -23,6 +23,7 @@ HEAVY = (
     "pytest_gpuperf.core.results",
     "pytest_gpuperf.core.stats",
     "pytest_gpuperf.outputs",
+    "pytest_gpuperf.history",  # only with --gpuperf-history
 )
 
 SPY = """

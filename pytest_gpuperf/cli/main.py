@@ -7,6 +7,7 @@ emulated caps, dates), with charts.
 `gpuperf bisect --good G -- TESTID...`: the commits of good..bad that changed a figure.
 `gpuperf baseline {accept,show,merge,merge-driver}`: accept an intended change, show what
 the gate judges against, merge two branches' baselines (`gpuperf baseline --help`).
+`gpuperf history DIR`: steps and creep over the nightly history (`gpuperf history --help`).
 
 RESULTS.json is the file written by `pytest --gpuperf-json=PATH` or the `gpuperf` section
 of `pytest --benchmark-json=PATH`. The verdicts come from the same gate that pytest uses,
@@ -34,6 +35,7 @@ from ..outputs.text import VERDICT_HEADER, plain, table, verdict_rows
 from ..plugin.options import add_cli_arguments
 from .baseline import add_arguments as add_baseline_arguments
 from .bisect import add_arguments as add_bisect_arguments
+from .history import add_arguments as add_history_arguments
 from .inputs import InputError, read_results
 
 EXIT_CODES = """exit codes:
@@ -171,6 +173,10 @@ def _command(argv: list[str] | None) -> int:
         from .baseline import main as baseline_main
 
         return baseline_main(args)
+    if args.command == "history":
+        from .history import main as history_main
+
+        return history_main(args)
     if args.command == "ab":
         from .ab import main as ab_main
 
@@ -199,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_bisect_arguments(sub, EXIT_CODES)
     _report_arguments(sub)
     add_baseline_arguments(sub)
+    add_history_arguments(sub)
     return parser
 
 

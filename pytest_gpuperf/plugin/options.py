@@ -24,7 +24,7 @@ from ..core.settings import (
     fraction,
     parse_layer,
 )
-from ..run.options import AUTO, BASELINE_MODES, OUTPUT_FILES, PAIRED_MODES, Options
+from ..run.options import AUTO, BASELINE_MODES, HISTORY, OUTPUT_FILES, PAIRED_MODES, Options
 from ..run.session import GpuPerfSession
 
 GROUP = ("gpuperf", "GPU performance regression testing (pytest-gpuperf)")
@@ -158,6 +158,7 @@ OPTIONS: tuple[Option, ...] = (
         switch=True, default=False, ini="gpuperf_strict", ini_type="bool",
     ),
     *(Option(flag, help, metavar="PATH") for flag, help in OUTPUT_FILES),
+    Option(*HISTORY, ini="gpuperf_history", metavar="DIR"),
     Option(
         "--gpuperf-plan",
         "list the selected benchmarks with their expected time (the test durations the "

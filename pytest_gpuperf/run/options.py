@@ -25,6 +25,13 @@ OUTPUT_FILES = (
     ),
 )
 
+# the nightly history's directory (history/record.py): every run given it is recorded there
+HISTORY = (
+    "--gpuperf-history",
+    "record this run (judged or saved) into the nightly history DIR, one file per run, "
+    "relative to the rootdir; read it with gpuperf history DIR",
+)
+
 
 class Options:
     """Run-wide options, resolved from the command line and the ini file.

@@ -468,6 +468,8 @@ class GpuPerfSession:
         )
         self.finish_notes += notes
         self.output_failed = failed
+        from .history import record_history  # where --gpuperf-history is given
+        self.output_failed |= record_history(session.config, summary, self.finish_notes)
         try:
             write_benchmark_json(session.config, summary, self.started)
         except OSError as exc:

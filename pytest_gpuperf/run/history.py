@@ -1,0 +1,43 @@
+"""A run recorded into the nightly history (`--gpuperf-history=DIR`, ini gpuperf_history):
+the run layer's one call into history/, made only where the option is given, so a run
+without it imports nothing of the history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def history_dir(config: pytest.Config) -> Path | None:
+    """The history directory asked for (the command line, else the ini file), relative to
+    the rootdir; None: none asked for."""
+    raw = config.getoption("gpuperf_history") or config.getini("gpuperf_history")
+    if not raw or not str(raw).strip():
+        return None
+    path = Path(str(raw).strip())
+    return path if path.is_absolute() else config.rootpath / path
+
+
+def record_history(config: pytest.Config, summary: Any, notes: list[str]) -> bool:
+    """Write the run's file into the history, saying where in `notes`; True where one was
+    asked for and could not be written (which fails the run, as any output asked for)."""
+    directory = history_dir(config)
+    if directory is None:
+        return False
+    from ..history.record import run_record, write_run
+
+    base = getattr(summary, "baseline_path", None)
+    if base and Path(base).parent.resolve() == directory.resolve():
+        notes.append(f"gpuperf: NOT WRITTEN: --gpuperf-history {directory}: is the baseline "
+                     "directory; give the history a directory of its own")  # fmt: skip
+        return True
+    try:
+        path = write_run(directory, run_record(summary))
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        notes.append(f"gpuperf: NOT WRITTEN: --gpuperf-history {directory}: {why}")
+        return True
+    notes.append(f"gpuperf: history: recorded this run as {path}")
+    return False

@@ -1,0 +1,51 @@
+"""Made-up nightly histories for the history tests: run files written as
+`--gpuperf-history` writes them (history/record.py's format), from exact series."""
+
+import random
+from datetime import UTC, datetime, timedelta
+
+from pytest_gpuperf.history.record import COLUMNS, FORMAT_VERSION, SCHEMA, dumps
+
+START = datetime(2026, 6, 1, 2, 0, tzinfo=UTC)
+CARD = {"name": "NVIDIA H200", "uuid": "GPU-1", "driver": "580.159.04", "cuda": "13.0",
+        "torch": "2.11.0", "host": "node1"}  # fmt: skip
+
+
+def commit(i):
+    return f"{i:04d}" + "c" * 36
+
+
+def record(i, figures, card=None, profile="h200"):
+    """Run i's record; figures: [(test, figure, median, unit, direction, class, flags[,
+    verdict status])]."""
+    cols = {c: [] for c in COLUMNS}
+    for test, fig, median, unit, direction, cls, flags, *status in figures:
+        row = {"test": test, "metric": None, "figure": fig, "median": median, "ci_low": median * 0.999,
+               "ci_high": median * 1.001, "n": 30, "unit": unit, "direction": direction,
+               "noise_class": cls, "flags": list(flags), "verdict": (status or ["unchanged"])[0], "change": 0.0,
+               "tolerance": 0.03, "rule": "ladder", "stage": "stage 1"}  # fmt: skip
+        for c in COLUMNS:
+            cols[c].append(row[c])
+    return {"schema": SCHEMA, "version": FORMAT_VERSION,
+            "date": (START + timedelta(days=i)).isoformat(timespec="seconds"),
+            "commit": commit(i), "dirty": False, "session_id": f"s{i:04d}", "profile": profile,
+            "saved": False, "source": "run", "origin": None, "card": dict(card or CARD),
+            "figures": cols}  # fmt: skip
+
+
+def write_series(directory, values, *, test="b.py::test_x", figure="throughput",
+                 unit="GB/s", direction="higher", cls="bandwidth", flags=None, cards=None,
+                 verdicts=None):  # fmt: skip
+    """One figure's series, a run a value (night i is commit(i))."""
+    for i, v in enumerate(values):
+        f = (flags or {}).get(i, ())
+        card = (cards or {}).get(i)
+        status = (verdicts or {}).get(i, "unchanged")
+        rec = record(i, [(test, figure, v, unit, direction, cls, f, status)], card)
+        (directory / f"night{i:04d}.json").write_text(dumps(rec))  # no fsync: fast tests
+
+
+def noisy(n, sd, seed, level=1000.0):
+    """n nights of one level, with a machine offset each night (Gaussian, relative sd)."""
+    rng = random.Random(seed)
+    return [level * (1 + rng.gauss(0, sd)) for _ in range(n)]
