@@ -563,3 +563,23 @@ def test_a_pair_whose_plan_no_longer_fits_hands_on_what_it_measured(monkeypatch,
                               budget_s=100.0)  # fmt: skip
     got = info.value.got
     assert got is not None and got.pair == [0] and got.seconds == {"t.py::dear": 50.0}
+
+
+def test_the_base_build_keeps_a_virtual_environment_inside_the_checkout(tmp_path):
+    """A `.venv` in the checkout holds the interpreter's packages (pytest itself), not the
+    code: the base's rounds import from it as the head's do (they once dropped it: the
+    base process died with "No module named 'pytest'"); any other checkout path the worktree
+    lacks is still dropped, and a code directory maps into the worktree."""
+    from pytest_gpuperf.paired.rounds import Build, base_build
+
+    root, tree = tmp_path / "repo", tmp_path / "tree"
+    site = root / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (root / "build" / "lib").mkdir(parents=True)  # an untracked build: not the base's
+    (root / "src").mkdir()
+    (tree / "src").mkdir(parents=True)
+    head = Build("head", root, (str(root / "src"), str(site), str(root / "build" / "lib")),
+                 (), "")  # fmt: skip
+    base = base_build(head, root, tree, [])
+    assert base.sys_path == (str(tree / "src"), str(site))

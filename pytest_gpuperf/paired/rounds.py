@@ -133,15 +133,31 @@ def mapped(value: str, root: Path, tree: Path) -> str:
     return f"{head}{sep}{tail}"
 
 
+def _in_venv(entry: Path, root: Path) -> bool:
+    """Whether `entry` lies in a virtual environment (a directory with a pyvenv.cfg) inside
+    the checkout `root`."""
+    top = root.resolve()
+    for d in [entry.resolve(), *entry.resolve().parents]:
+        if (d / "pyvenv.cfg").is_file():
+            return True
+        if d == top or top not in d.parents:
+            return False
+    return False
+
+
 def base_build(head: Build, root: Path, tree: Path, extra_path: list[str]) -> Build:
     """The base's build: the head's, every checkout path mapped into the worktree; the
-    sys.path entries of the checkout the base lacks are dropped, and the worktree's copies of
-    the directories an editable install maps (`extra_path`) go first."""
+    sys.path entries of the checkout the base lacks are dropped, but a virtual environment's
+    (a `.venv` inside the checkout: the interpreter's, not the code's) is kept as it is, and
+    the worktree's copies of the directories an editable install maps (`extra_path`) go
+    first. Whatever the base then imports of the head's own code, the import proof refuses."""
     path = [*extra_path]
     for entry in head.sys_path:
         m = mapped(entry, root, tree) if os.path.isabs(entry or ".") else entry
         if m != entry and not Path(m).is_dir():
-            continue
+            if not _in_venv(Path(entry), root):
+                continue
+            m = entry
         if m not in path:
             path.append(m)
     given = os.pathsep.join(mapped(p, root, tree) for p in head.pythonpath.split(os.pathsep) if p)
