@@ -111,6 +111,29 @@ def test_accept_refuses_an_inconclusive_or_busy_result_unless_forced(project, mo
                              "measured on a busy host (load average 9 on 2 cores, 0.0% CPU steal)"]
 
 
+def test_accept_takes_an_improvement_only_where_something_re_measured_it(project, monkeypatch, capsys):
+    """An IMPROVED that neither the fresh process nor the paired stage measured again is
+    refused (--force overrides): one run's luck taken into a baseline ratchets its noise
+    in. One the paired stage decided against the baseline's commit is taken."""
+    saved(project, times=3)
+    slow_run(project, monkeypatch, "0.5", "slow.json")
+    data = json.loads((project.path / "slow.json").read_text())
+    spin = next(x for x in data["results"] if x["nodeid"] == SPIN)
+    spin["verdicts"]["throughput"].update(status="improved", confirmed=None, stage1=None, paired=None)
+    (project.path / "once.json").write_text(json.dumps(data))
+    before = (project.path / "baselines" / "cpu.json").read_bytes()
+    assert accept("--from", "once.json", "--all-improved", "--reason", "faster kernel") == 1
+    assert ("refused: test_b.py::test_spin throughput: improved in that run, but neither a "
+            "fresh process nor the paired stage re-measured it") in capsys.readouterr().err
+    assert (project.path / "baselines" / "cpu.json").read_bytes() == before  # nothing written
+    spin["verdicts"]["throughput"].update(
+        stage1={"status": "improved", "change": 0.2, "uncertainty": 0.05, "reason": "beyond"},
+        paired={"commit": "0" * 40, "rounds": 6})  # decided by the paired stage
+    (project.path / "paired.json").write_text(json.dumps(data))
+    assert accept("--from", "paired.json", "--all-improved", "--reason", "faster kernel") == 0
+    assert spin_history(project)[-1]["restart"]["reason"] == "faster kernel"
+
+
 def test_accept_bad_input_is_exit_2_naming_it(project, monkeypatch, capsys):
     saved(project, times=1)
     slow_run(project, monkeypatch, "0", "run.json")

@@ -36,8 +36,9 @@ INTERRUPTED = 130  # Ctrl-C (SIGINT), as a shell reports it
 
 EXIT_CODES = """exit codes:
   0  done
-  1  accept: refused (a figure inconclusive, measured on a busy host, or not ok; --force
-     overrides); merge-driver: a conflict it cannot resolve (git keeps the conflict)
+  1  accept: refused (a figure inconclusive, an improvement nothing re-measured, measured on
+     a busy host, or not ok; --force overrides); merge-driver: a conflict it cannot
+     resolve (git keeps the conflict)
   2  bad input: a missing, unreadable or malformed results or baseline file, files of
      different profiles, a test the results do not hold
   3  accept, merge: the file could not be written (a read-only or full disk, no permission,
@@ -232,9 +233,11 @@ def select(results: list[Result], args: argparse.Namespace) -> list[tuple[Result
 
 def refusals(chosen: list[tuple[Result, str]], workers: int = 0) -> list[str]:
     """Why each chosen figure must not restart a history (--force overrides): its
-    verdict was inconclusive, or a save would refuse it: too disturbed to be a baseline
-    (a CPU measurement on a busy host, or beside other pytest-xdist workers: `workers` of
-    the run), or measured on a GPU another process used (gpu-shared)."""
+    verdict was inconclusive, an improvement nothing re-measured (one run's luck taken in
+    ratchets the baseline's noise), or a save would refuse it: too disturbed to be a
+    baseline (a CPU measurement on a busy host, or beside other pytest-xdist workers:
+    `workers` of the run), or measured on a GPU another process used (gpu-shared)."""
+    from ..judging.explain import borne_out, paired_commit
     from ..measure.hostload import too_disturbed
 
     out = []
@@ -242,6 +245,11 @@ def refusals(chosen: list[tuple[Result, str]], workers: int = 0) -> list[str]:
         v = r.verdicts.get(name)
         if v is not None and v.status in ("inconclusive", "power-state"):
             out.append(f"{r.key} {name}: {v.status} in that run ({v.reason})")
+        seen_twice = v is not None and (v.confirmed or paired_commit(v) or borne_out(v))
+        if v is not None and v.status == "improved" and not seen_twice:
+            out.append(f"{r.key} {name}: improved in that run, but neither a fresh process "
+                       "nor the paired stage re-measured it (one run's luck, taken into a "
+                       "baseline, would ratchet its noise in)")  # fmt: skip
         if why := too_disturbed(r, workers):
             out.append(f"{r.key} {name}: {why}")
         if r.gpu_shared:  # a save leaves it out without --gpuperf-save-gpu-shared
