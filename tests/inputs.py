@@ -22,3 +22,20 @@ def need(present: object, what: str) -> None:
     if IN_CI:
         pytest.fail(f"CI must provide {what}")
     pytest.skip(f"needs {what}, absent here")
+
+
+def schema_validator(name: str):
+    """A draft 2020-12 validator of the shipped schema `name` ("baseline", "results",
+    "history"), the schema itself checked first; skipped without jsonschema (the [test]
+    extra), failed under CI."""
+    import json
+    from importlib.resources import files
+
+    try:
+        import jsonschema
+    except ModuleNotFoundError:
+        jsonschema = None
+    need(jsonschema, "jsonschema (the [test] extra)")
+    s = json.loads((files("pytest_gpuperf") / "schemas" / f"{name}.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(s)
+    return jsonschema.Draft202012Validator(s)

@@ -7,7 +7,6 @@ range and bisect command, and writes them as JSON."""
 
 import copy
 import json
-from importlib.resources import files
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,21 +21,14 @@ from pytest_gpuperf.run.history import record_history
 
 from .gateproject import FAST
 from .historydata import commit, noisy, record, write_series
-from .inputs import need
+from .inputs import schema_validator
 
 SPIN = "test_b.py::test_spin"
 
 
 @pytest.fixture
 def validator():
-    try:
-        import jsonschema
-    except ModuleNotFoundError:
-        jsonschema = None
-    need(jsonschema, "jsonschema (the [test] extra)")
-    schema = json.loads((files("pytest_gpuperf") / "schemas" / "history.schema.json").read_text())
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+    return schema_validator("history")
 
 
 @pytest.mark.filterwarnings("ignore:Not saving anything:pytest_benchmark.logger.PytestBenchmarkWarning")

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gpuperf.core.verdict import Status
+
 DATA = Path(__file__).parent / "data"
 CASES = {
     "cpu": (DATA / "replay" / "cpu-run.json", DATA / "replay" / "cpu-baseline.json", "cpu"),
@@ -141,5 +143,4 @@ def test_compare_verbose_shows_every_verdicts_trail(tmp_path):
     _check("h200.golden.trail.txt", "\n".join(trail) + "\n")
 
 
-_STATUS_WORDS = {"REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE", "POWER-STATE", "NEW",
-                 "MISSING", "INCOMPARABLE", "FAILED", "INFO"}  # fmt: skip
+_STATUS_WORDS = {s.value.upper() for s in Status}

@@ -25,7 +25,7 @@ from pytest_gpuperf.outputs.runfile import ResultsFileError, read_run, summary_f
 from pytest_gpuperf.outputs.summary import SCHEMA as RESULTS_SCHEMA
 
 from .gateproject import FAST
-from .inputs import ROOT, need
+from .inputs import ROOT, schema_validator
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 SPIN = "test_b.py::test_spin"
@@ -48,18 +48,7 @@ def schema(name):
 @pytest.fixture
 def validator():
     """validator("baseline" or "results"): a draft 2020-12 validator of the shipped schema."""
-    try:
-        import jsonschema
-    except ModuleNotFoundError:
-        jsonschema = None
-    need(jsonschema, "jsonschema (the [test] extra)")
-
-    def make(name):
-        s = schema(name)
-        jsonschema.Draft202012Validator.check_schema(s)
-        return jsonschema.Draft202012Validator(s)
-
-    return make
+    return schema_validator
 
 
 def errors(v, data):

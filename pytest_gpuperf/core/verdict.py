@@ -176,8 +176,10 @@ def make(
     **more: Any,
 ) -> Verdict:
     """A new record; with `rule`, its trail opens with that rule's step."""
-    v = Verdict(Status(status), change, worse, uncertainty, tolerance, reason, **more)
-    return v if rule is None else _stepped(v, Rule(rule), stage, figures, "")
+    s = Status(status)
+    if rule is not None:
+        more["trail"] = (_step(rule, stage, s, figures, ""),)
+    return Verdict(s, change, worse, uncertainty, tolerance, reason, **more)
 
 
 def amend(
@@ -199,15 +201,17 @@ def amend(
     for name in ("stage1", "paired"):
         if changes.get(name) is not None:
             changes[name] = MappingProxyType(dict(changes[name]))
-    new = replace(v, **changes)
-    return new if rule is None else _stepped(new, Rule(rule), stage, figures, note)
+    if rule is not None:
+        step = _step(rule, stage, changes.get("status", v.status), figures, note)
+        changes["trail"] = (*v.trail, step)
+    return replace(v, **changes)
 
 
-def _stepped(
-    v: Verdict, rule: str, stage: str, figures: Mapping[str, Any] | None, note: str
-) -> Verdict:
-    step = Step(str(rule), stage, v.status, MappingProxyType(dict(figures or {})), note)
-    return replace(v, trail=(*v.trail, step))
+def _step(
+    rule: str, stage: str, status: Status, figures: Mapping[str, Any] | None, note: str
+) -> Step:
+    """One step: `rule` (one of Rule's names) at `stage` left `status`."""
+    return Step(str(Rule(rule)), stage, status, MappingProxyType(dict(figures or {})), note)
 
 
 def after(first: Verdict, later: Verdict, **changes: Any) -> Verdict:
