@@ -14,6 +14,7 @@ from pytest_gpuperf.judging.busy import busy_verdicts
 from pytest_gpuperf.measure.hostload import (
     HostSample,
     assess,
+    open_run_queue,
     read_host,
     undisturbed,
     xdist_cpu_warning,
@@ -107,9 +108,11 @@ BUSY_CONFTEST = vclock.CONFTEST + textwrap.dedent(
 )
 
 
-def _busy_run(project, monkeypatch, preempt, *args):
+def _busy_run(project, monkeypatch, preempt, *args, run_queue=True):
     saved(project)  # an idle host
     project.makeconftest(BUSY_CONFTEST)
+    if not run_queue:  # a kernel that does not say a thread's run-queue wait (no schedstat)
+        monkeypatch.setenv("VCLOCK_NO_RUNQUEUE", "1")
     monkeypatch.setenv("BUSY", "1")
     monkeypatch.setenv("PREEMPT", str(preempt))
     monkeypatch.setenv("SLOW", "0.5")  # 50% slower, on a busy host
@@ -133,7 +136,7 @@ def test_on_a_loaded_host_the_undisturbed_samples_decide_and_the_verdict_stands(
 
 
 def test_a_busy_host_that_preempted_most_samples_is_flagged_and_decides_no_verdict(project, monkeypatch):
-    result = _busy_run(project, monkeypatch, 12)  # 11 of 12 calls wait: too few undisturbed
+    result = _busy_run(project, monkeypatch, 40)  # 39 of 40 calls wait: too few undisturbed
     result.assert_outcomes(passed=2)  # no gate failure: the load may explain it
     result.stdout.fnmatch_lines(["INCONCLUSIVE  test_b.py::test_spin *throughput *busy-host, measured on a busy host*"])
     assert "PERFORMANCE REGRESSION" not in result.stdout.str()
@@ -173,7 +176,7 @@ def test_sampling_goes_on_past_a_precise_but_disturbed_start_until_enough_sample
 
 
 def test_a_save_too_disturbed_to_be_a_baseline_is_refused_and_said(project, monkeypatch):
-    result = _busy_run(project, monkeypatch, 12, "--gpuperf-baseline=save")
+    result = _busy_run(project, monkeypatch, 40, "--gpuperf-baseline=save")
     result.assert_outcomes(passed=2, failed=1)  # the refusal: gpuperf::baseline-save
     assert result.ret == 1  # the save asked for did not happen: the run fails, as gpu-shared
     line = next(x for x in result.outlines if x.startswith("baseline: "))
@@ -181,6 +184,58 @@ def test_a_save_too_disturbed_to_be_a_baseline_is_refused_and_said(project, monk
     saved_file = json.loads((project.path / "baselines" / "cpu.json").read_text())
     for entry in saved_file["entries"].values():  # the idle sessions only: 2 of them
         assert all(len(m["history"]) == 2 for m in entry["metrics"].values())
+
+
+SLEEPER = """
+import os
+
+from vclock import preempt, sleep, spin
+
+CALLS = iter(range(10**9))
+
+
+def test_wait(gpu_benchmark):
+    slow = float(os.environ.get("SLOW", "0"))
+
+    def call():
+        spin(0.0001)
+        sleep(0.004 * (1 + slow))  # waits on something else: not CPU-bound
+        if os.environ.get("BUSY") and next(CALLS) % 3:
+            preempt(0.004)  # 2 of 3 wake-ups wait a time slice for the CPU
+
+    gpu_benchmark(call, work=1, unit="calls")
+"""
+
+
+@pytest.mark.parametrize("run_queue", [True, False])
+def test_work_that_waits_saves_and_is_judged_on_a_busy_host_where_the_run_queue_says(
+    pytester, monkeypatch, run_queue
+):
+    # a sleep-bound benchmark (its samples precise) at load 6 on 2 cores: its saves are
+    # refused by the load alone where nothing tells a preemption (no schedstat); with the
+    # run-queue wait, 3 saves are taken and twice the sleep fails
+    monkeypatch.delenv("SLOW", raising=False)
+    vclock.add_to(pytester)
+    pytester.makeconftest(BUSY_CONFTEST)
+    pytester.makepyfile(test_w=SLEEPER)
+    if not run_queue:
+        monkeypatch.setenv("VCLOCK_NO_RUNQUEUE", "1")
+    monkeypatch.setenv("BUSY", "1")
+    saves = [pytester.runpytest(*FAST, "--gpuperf-baseline=save") for _ in range(3)]
+    if not run_queue:
+        assert all(r.ret == 1 for r in saves)
+        assert "too disturbed to be a baseline: measured on a busy host" in saves[0].stdout.str()
+        return
+    assert [r.ret for r in saves] == [0, 0, 0], saves[-1].stdout.str()
+    entry = json.loads((pytester.path / "baselines" / "cpu.json").read_text())["entries"]
+    history = entry["test_w.py::test_wait"]["metrics"]["throughput"]["history"]
+    assert len(history) == 3
+    same = pytester.runpytest(*FAST)
+    assert same.ret == 0, same.stdout.str()
+    monkeypatch.setenv("SLOW", "1")
+    slow = pytester.runpytest(*FAST)
+    assert slow.ret == 1
+    slow.stdout.fnmatch_lines(["REGRESSED  test_w.py::test_wait *throughput *"])
 
 
 @pytest.mark.slow
@@ -327,8 +382,10 @@ def test_a_measurement_too_disturbed_to_ever_be_enough_ends_at_its_max_time(proj
     sample here) is precise, yet no sample counts as undisturbed, and "precise, but
     disturbed" went on past max_time, one sample a chunk, until max_samples (100,000): a
     benchmark that never ended. It ends within DISTURBED_GRACE times its max_time, flagged
-    busy-host, undecided."""
+    busy-host, undecided. (Without the run-queue wait: with it, the sleep is part of the
+    work's time and every sample counts.)"""
     saved(project)
+    monkeypatch.setenv("VCLOCK_NO_RUNQUEUE", "1")
     project.makeconftest(BUSY_CONFTEST + textwrap.dedent(
         """
         @pytest.fixture(autouse=True)
@@ -351,3 +408,35 @@ def test_a_measurement_too_disturbed_to_ever_be_enough_ends_at_its_max_time(proj
 
     assert spin["measure_s"] <= 1.5 * DISTURBED_GRACE * max_time, spin["measure_s"]
     assert spin["host"]["busy"] is True
+
+
+def test_with_run_queue_waits_a_sample_that_waited_is_disturbed():
+    # a sleep (not CPU-bound): the samples that never waited, where enough did
+    walls, cpus = [1.0, 2.0, 1.0, 1.0, 1.5], [0.01] * 5
+    kept, found = undisturbed(walls, cpus, need=3, waits=[0.0, 1.0, 0.0, 0.0, 0.5])
+    assert kept == [1.0, 1.0, 1.0]
+    assert found == {"samples": 5, "preempted": 2, "enough": True, "waited": 2}
+    # too few never waited: each sample less its wait (a wait longer than its sample was
+    # read across its edges: its wall time)
+    kept, found = undisturbed(walls, cpus, need=4, waits=[0.0, 1.0, 0.0, 1.5, 0.5])
+    assert kept == [1.0, 1.0, 1.0, 1.0, 1.0] and found["enough"] and found["unqueued"]
+    # CPU-bound work: too few that never waited leave it disturbed (a preempted sample's
+    # own CPU time grows too), as without the run queue
+    kept, found = undisturbed([1.0, 2.0, 2.0], [1.0, 1.0, 1.0], need=2, waits=[0.0, 1.0, 1.0])
+    assert kept == [1.0, 2.0, 2.0] and not found["enough"] and "unqueued" not in found
+    # two threads: a sample where the other thread lost the CPU is out though it never waited
+    kept, found = undisturbed([1.0, 1.0, 1.5, 1.0], [2.0, 2.0, 1.5, 2.0], need=2,
+                              waits=[0.0, 0.0, 0.0, 0.0])  # fmt: skip
+    assert kept == [1.0, 1.0, 1.0] and found["preempted"] == 1
+
+
+def test_open_run_queue_reads_the_threads_wait_where_the_kernel_counts(tmp_path):
+    zeros = tmp_path / "schedstat"
+    zeros.write_text("0 0 0\n")  # a kernel without schedstat accounting
+    assert open_run_queue(str(zeros)) is None
+    assert open_run_queue(str(tmp_path / "missing")) is None
+    (tmp_path / "counted").write_text("5000000 2500000000 7\n")
+    assert open_run_queue(str(tmp_path / "counted")).read() == 2.5
+    queue = open_run_queue()  # this thread's, where this kernel says
+    if queue is not None:
+        assert 0.0 <= queue.read() <= queue.read()

@@ -6,7 +6,10 @@ is replaced by a clock that only moves when the benchmark "works": `spin(s)` adv
 by `s` plus a small seeded jitter. Every sample, stop decision, session median and verdict
 is then the same on every run and every machine, and no test spends real time spinning.
 The process's CPU time (`process_time`) moves with `spin` too (the work is CPU-bound);
-`preempt(s)` moves the wall clock alone: other work held the CPU for `s` seconds.
+`preempt(s)` moves the wall clock and the thread's run-queue wait (hostload.RunQueue):
+other work held the CPU for `s` seconds; `sleep(s)` moves the wall clock alone (the work
+waited on something else). `install(..., run_queue=False)` reads as a kernel without
+schedstat (no run-queue wait: preemption told by CPU time alone).
 
 The jitter seed changes from one pytest session to the next in a fixed sequence (a counter
 file in the current directory), so saved baseline sessions differ a little, as real ones do.
@@ -27,6 +30,7 @@ class Clock:
     def __init__(self, seed: int) -> None:
         self.now = 1000.0
         self.cpu = 10.0
+        self.waited = 0.0  # the thread's run-queue seconds
         self.rng = random.Random(seed)
 
     def perf_counter(self) -> float:
@@ -42,6 +46,13 @@ class Clock:
 
     def preempt(self, seconds: float) -> None:
         self.now += seconds
+        self.waited += seconds
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def read(self) -> float:  # hostload.RunQueue's
+        return self.waited
 
 
 CLOCK = Clock(0)
@@ -54,7 +65,7 @@ def next_seed(directory: Path) -> int:
     return seed
 
 
-def install(monkeypatch, seed: int) -> Clock:
+def install(monkeypatch, seed: int, run_queue: bool = True) -> Clock:
     """Make the engine read `CLOCK`, a fresh clock with this seed, until monkeypatch undoes it;
     and the host read as idle (pytest_gpuperf.measure.hostload.read_host), so that the runner's own
     load never flags a result busy-host here."""
@@ -67,6 +78,8 @@ def install(monkeypatch, seed: int) -> Clock:
     monkeypatch.setattr(timing, "time", clock)
     idle = hostload.HostSample(load1=0.0, steal=0, total=0, cores=64)
     monkeypatch.setattr(hostload, "read_host", lambda: idle)
+    clock_now = CLOCK
+    monkeypatch.setattr(hostload, "open_run_queue", lambda: clock_now if run_queue else None)
     return CLOCK
 
 
@@ -78,7 +91,12 @@ def preempt(seconds: float) -> None:
     CLOCK.preempt(seconds)
 
 
+def sleep(seconds: float) -> None:
+    CLOCK.sleep(seconds)
+
+
 CONFTEST = """
+import os
 import pathlib
 
 import pytest
@@ -90,7 +108,7 @@ SEED = vclock.next_seed(pathlib.Path.cwd())
 
 @pytest.fixture(autouse=True)
 def virtual_clock(monkeypatch):
-    return vclock.install(monkeypatch, SEED)
+    return vclock.install(monkeypatch, SEED, run_queue=not os.environ.get("VCLOCK_NO_RUNQUEUE"))
 """
 
 

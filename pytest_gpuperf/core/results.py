@@ -204,12 +204,12 @@ class Result:
     # str, int, float and bool values as they are, others as their id; the report's charts
     # come from them (a numeric one is an axis, a categorical one a set of bars)
     params: dict[str, Any] = field(default_factory=dict)
-    # the host's load while measuring (hostload.py): load1, cores, steal, busy (and, for
-    # CPU-bound work on the CPU, how many samples were preempted: preempted, samples)
+    # the host's load while measuring (hostload.py): load1, cores, steal, busy (and, on the
+    # CPU, how many samples were preempted or waited: preempted, samples, waited)
     host: dict[str, Any] | None = None
-    # CPU-bound work on the CPU (hostload.undisturbed): {"samples": all timed samples,
-    # "preempted": those whose CPU time fell short of their wall time, "enough": whether
-    # min_samples undisturbed ones remained, and so are the ones summarised}; None: unchecked
+    # on the CPU (hostload.undisturbed): {"samples": all timed samples, "preempted": those
+    # left out, "enough": whether min_samples remained, and so are the ones summarised,
+    # "waited": those whose run-queue wait was taken out of their time}; None: unchecked
     preemption: dict[str, Any] | None = None
     # other processes on the GPU while measuring (gpushare.py): {"processes": [{"pid",
     # "used_memory"}]}; None: none seen, or NVML could not tell

@@ -7,13 +7,17 @@ and a result measured while the 1-minute load average exceeded the number of cor
 while more than STEAL_LIMIT of the CPU time was stolen by the hypervisor, carries the flag
 `busy-host` (shown beside it; `host` in the results JSON).
 
-Load alone does not say whether a sample was disturbed, so on the CPU each sample is timed
-twice: wall time and the process's CPU time. A CPU-bound sample whose CPU time falls well
-short of its wall time waited while other work ran (`undisturbed`); the undisturbed samples
-are the ones summarised when at least min_samples of them remain, and such a result is not
-busy, however high the load (its figure is what the work costs when it has the CPU). Only a
-result with too few undisturbed samples, or of work that is not CPU-bound (it waits on
-something else: nothing to tell a preemption by), is flagged when the host is loaded.
+Load alone does not say whether a sample was disturbed. On Linux each CPU sample is read
+with the calling thread's run-queue wait beside it (/proc/thread-self/schedstat: the time it
+was ready to run while other work had the CPU); elsewhere with the process's CPU time
+beside its wall time (a CPU-bound sample whose CPU time falls well short of its wall time
+was preempted). The samples that were not disturbed are the ones summarised when at least
+min_samples of them remain, and such a result is not busy, however high the load (its
+figure is what the work costs when it has the CPU). Where too few remain, work that waits
+(a sleep, I/O) is judged on each sample's wall time less its run-queue wait (`unqueued`),
+so a precise measurement of it is never refused for the load alone; CPU-bound work, and
+work that is not CPU-bound where the kernel does not say (nothing to tell a preemption by),
+is flagged when the host is loaded.
 
 On the CPU a busy-host result's verdict against the baseline is inconclusive rather than
 regressed or improved (`busy_verdicts`): the load, not the code, may explain the change. On
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,31 +60,85 @@ STEAL_LIMIT = 0.05  # a fraction of the CPU time over the measurement
 # rest at 0.1-0.3)
 CPU_BOUND = 0.5
 UNDISTURBED = 0.9
+# A sample whose thread waited on the run queue for more than this share of it waited
+# (`found["waited"]`): beside busy loops a sample's wait was 0 or a whole time slice
+WAIT_SHARE = 0.01
 
 
 def undisturbed(
-    walls: list[float], cpus: list[float], need: int
+    walls: list[float], cpus: list[float], need: int, waits: list[float] | None = None
 ) -> tuple[list[float], dict[str, Any] | None]:
-    """The samples (wall seconds) that ran undisturbed, judged by their CPU time (`cpus`,
-    the same samples' CPU seconds), when at least `need` of them did; else all of them.
-    With what was found ({"samples", "preempted", "enough"}), or None where the work is
-    not CPU-bound (no sample kept the CPU busy: a preemption cannot be told apart)."""
+    """The samples' times that no other work disturbed, when at least `need` remain; else
+    all of them. With `waits` (the calling thread's run-queue seconds per call, each
+    sample, where the kernel says) a sample that waited is disturbed (`unqueued`);
+    without, a CPU-bound sample whose CPU time (`cpus`) fell short of its wall time. With
+    what was found ({"samples", "preempted", "enough"}, and "waited" with waits), or None
+    where nothing can tell a preemption (no run-queue wait, and work that is not CPU-bound:
+    no sample kept the CPU busy)."""
     if len(cpus) != len(walls) or not walls:
         return walls, None
+    if waits is not None and len(waits) == len(walls):
+        return unqueued(walls, cpus, need, waits)
+    ok = _cpu_bound_ok(walls, cpus)
+    if ok is None:
+        return walls, None
+    kept = [w for w, o in zip(walls, ok, strict=True) if o]
+    enough = len(kept) >= max(1, need)
+    found = {"samples": len(walls), "preempted": len(walls) - len(kept), "enough": enough}
+    return (kept if enough else walls), found
+
+
+def unqueued(
+    walls: list[float], cpus: list[float], need: int, waits: list[float]
+) -> tuple[list[float], dict[str, Any]]:
+    """The samples whose thread never waited on the run queue, where `need` of them did
+    (their wall time: what the work costs on an idle host). Else, for work that is not
+    CPU-bound, each sample's wall time less its wait: what the work cost, its sleeps and
+    I/O waits included, as if it had the CPU whenever it could run (4 ms sleeps beside
+    3-8 busy loops on 2 cores: wall median 7.5-8.0 ms, this 4.065-4.071 ms, 4.08 idle). Not
+    for CPU-bound work: a preempted sample's own CPU time grows too (the other work emptied
+    its caches: the README matmul at load 13, 177-183 us a call less its waits, 158-170 us
+    in the samples that never waited, 159 idle), so too few clean samples leave it
+    disturbed, as without the run queue (docs/evidence/cpu-2026-12-07-runqueue). A wait
+    longer than its sample was read across the sample's edges: that sample counts as
+    waited, its wall time kept."""
+    valid = [q <= w for w, q in zip(walls, waits, strict=True)]
+    clean = [q <= WAIT_SHARE * w for w, q in zip(walls, waits, strict=True)]
+    times = [w - q if v else w for w, q, v in zip(walls, waits, valid, strict=True)]
+    # CPU-bound or not by each sample's CPU time over its time less its wait
+    share_ok = _cpu_bound_ok(times, cpus, whole_core=False)
+    if share_ok is not None:  # another of the work's threads may have lost the CPU
+        clean = [a and b for a, b in zip(clean, share_ok, strict=True)]
+    kept = [w for w, c in zip(walls, clean, strict=True) if c]
+    waited = sum(1 for w, q in zip(walls, waits, strict=True) if q > WAIT_SHARE * w)
+    found = {"samples": len(walls), "preempted": len(walls) - len(kept),
+             "enough": len(kept) >= max(1, need), "waited": waited}  # fmt: skip
+    if found["enough"]:
+        return kept, found
+    if share_ok is None:  # waiting work: each sample less its wait
+        found["enough"] = len(times) >= max(1, need)
+        found["unqueued"] = True
+        return times, found
+    return walls, found
+
+
+def _cpu_bound_ok(
+    walls: list[float], cpus: list[float], whole_core: bool = True
+) -> list[bool] | None:
+    """Which CPU-bound samples had the CPU: their CPU time over their time reaches UNDISTURBED
+    of the median sample's share (and of one core, `whole_core`: where the calling thread's
+    own preemptions are still in the times); None where the work is not CPU-bound."""
     # a sample no wall time passed in (a coarse clock) was not preempted either
     shares = [c / w if w > 0 else math.inf for w, c in zip(walls, cpus, strict=True)]
     finite = [s for s in shares if s < math.inf]
     if not finite or max(finite) < CPU_BOUND:
-        return walls, None
+        return None
     # the share of an undisturbed sample: the median one's, not the highest, since some
     # samples may run more threads than the work does (torch's idle thread team spins for
     # a while after its count was lowered: 777 of 784 quiet samples read "preempted"
     # against the highest, 20 of 27 against the 75th percentile)
-    floor = UNDISTURBED * max(median(finite), 1.0)
-    kept = [w for w, s in zip(walls, shares, strict=True) if s >= floor]
-    enough = len(kept) >= max(1, need)
-    found = {"samples": len(walls), "preempted": len(walls) - len(kept), "enough": enough}
-    return (kept if enough else walls), found
+    floor = UNDISTURBED * (max(median(finite), 1.0) if whole_core else median(finite))
+    return [s >= floor for s in shares]
 
 
 @dataclass(frozen=True)
@@ -104,6 +163,37 @@ def read_host(proc: Path = Path("/proc")) -> HostSample | None:
     steal = ticks[7] if len(ticks) > 7 else 0
     return HostSample(load1, steal, sum(ticks[:8]), os.cpu_count() or 1)
 
+
+
+class RunQueue:
+    """The calling thread's run-queue wait so far, in seconds (`read()`), from
+    /proc/thread-self/schedstat; `open_run_queue` returns None where the kernel does not say.
+    Opened once per measurement (closed with the reader): a read is one pread, outside the
+    timed window."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        weakref.finalize(self, os.close, fd)
+
+    def read(self) -> float:
+        return int(os.pread(self.fd, 64, 0).split()[1]) / 1e9
+
+
+def open_run_queue(path: str = "/proc/thread-self/schedstat") -> RunQueue | None:
+    """The reader, where schedstat counts (its on-CPU time is above 0: a kernel without
+    schedstat accounting reads 0 0 0)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fields = os.pread(fd, 64, 0).split()
+        if len(fields) >= 2 and int(fields[0]) > 0:
+            return RunQueue(fd)
+    except (OSError, ValueError):
+        pass
+    os.close(fd)
+    return None
 
 
 def assess(before: HostSample | None, after: HostSample | None) -> dict[str, Any] | None:
@@ -132,6 +222,8 @@ def stamp(result: Any, before: HostSample | None, after: HostSample | None) -> N
     found = getattr(result, "preemption", None)
     if found is not None:
         host["preempted"], host["samples"] = found["preempted"], found["samples"]
+        if found.get("unqueued"):
+            host["waited"], host["unqueued"] = found["waited"], True
         host["busy"] = host["busy"] and not found["enough"]
     result.host = host
 
@@ -142,12 +234,22 @@ def busy_line(results: Iterable[Any]) -> str | None:
     its samples ran undisturbed; the others kept their undisturbed samples."""
     loaded = [r for r in results if r.backend == "cpu" and r.host and "load1" in r.host]
     busy = [r for r in loaded if r.host.get("busy")]
-    dropped = [r for r in loaded if r.host.get("preempted") and not r.host.get("busy")]
-    if not busy and not dropped:
+    calm = [r for r in loaded if not r.host.get("busy")]
+    waited = [r for r in calm if r.host.get("unqueued") and r.host.get("waited")]
+    dropped = [r for r in calm if r.host.get("preempted") and not r.host.get("unqueued")]
+    if not busy and not dropped and not waited:
         return None
-    worst = max(busy or dropped, key=lambda r: r.host["load1"]).host
+    worst = max(busy or dropped or waited, key=lambda r: r.host["load1"]).host
     where = f"load average up to {worst['load1']:g} on {worst['cores']} cores"
     parts = []
+    if waited:
+        n = sum(r.host["waited"] for r in waited)
+        total = sum(r.host["samples"] for r in waited)
+        parts.append(
+            f"{len(waited)} CPU benchmark(s) of work that waits (sleep, I/O) were timed less "
+            f"their run-queue wait ({n} of {total} samples waited for the CPU; their verdicts "
+            "stand)"
+        )
     if dropped:
         left = sum(r.host["preempted"] for r in dropped)
         total = sum(r.host["samples"] for r in dropped)

@@ -4,11 +4,11 @@ GPU busy fraction and, for launch-bound work, the GPU's own kernel time per call
 On CUDA each timed sample is a pair of CUDA events around `k` calls (k chosen so a sample
 lasts at least `min_sample_time`); samples are recorded in chunks and the host synchronises
 once per chunk, never once per call. On the CPU each sample is `time.perf_counter` around
-`k` calls, with the process's CPU time (`time.process_time`) beside it: a CPU-bound sample
-whose CPU time falls well short of its wall time was preempted by other work, and is left out
-when enough undisturbed ones remain (hostload.undisturbed). The busy check and the
-kernel-time pass (kernels.py) run the profiler after
-the samples, never during them. Torch is imported only when a CUDA measurement runs.
+`k` calls, with the process's CPU time (`time.process_time`) and, on Linux, the thread's
+run-queue wait beside it: a sample's time is its wall time less the time other work held
+the CPU it was ready for (hostload.undisturbed). The busy check and the kernel-time pass
+(kernels.py) run the profiler after the samples, never during them. Torch is imported only
+when a CUDA measurement runs.
 """
 
 from __future__ import annotations
@@ -74,29 +74,35 @@ class CpuClock:
         fn()
         return time.perf_counter() - t0
 
-    def __init__(self) -> None:
+    def __init__(self, queue: hostload.RunQueue | None = None) -> None:
         self.windows: list[tuple[float, float]] = []  # host time span of each sample
         self.cpu: list[float] = []  # the process's CPU seconds per call, each sample
+        self.queue = queue  # the thread's run-queue wait, where the kernel says
+        self.waits: list[float] = []  # its run-queue seconds per call, each sample
 
     def chunk(
         self, fn: Callable[[], Any], k: int, n: int, between: Callable[[], Any] | None
     ) -> list[float]:
         out = []
+        read = self.queue.read if self.queue is not None else None
         for _ in range(n):
             if between is not None:
                 between()
-            t0, c0 = time.perf_counter(), time.process_time()
+            q0 = read() if read else 0.0  # outside the timed window: a wait read between
+            t0, c0 = time.perf_counter(), time.process_time()  # counts against the sample
             for _ in range(k):
                 fn()
             c1, t1 = time.process_time(), time.perf_counter()
+            q1 = read() if read else 0.0
             self.windows.append((t0, t1))
             self.cpu.append((c1 - c0) / k)
+            self.waits.append((q1 - q0) / k)
             out.append((t1 - t0) / k)
         return out
 
     def kept(self, samples: list[float], need: int) -> tuple[list[float], dict[str, Any] | None]:
         """The samples no other work preempted, when at least `need` remain (hostload)."""
-        return hostload.undisturbed(samples, self.cpu, need)
+        return hostload.undisturbed(samples, self.cpu, need, self.waits if self.queue else None)
 
 
 class CudaClock:
@@ -306,7 +312,8 @@ def _measure_into(
     """One measurement, phase by phase; each phase's docstring says why it is where it is."""
     if torch is not None:  # the peaks an OOM message reports: this measurement's
         torch.cuda.reset_peak_memory_stats()
-    clock: CpuClock | CudaClock = CudaClock(torch) if torch is not None else CpuClock()
+    queue = hostload.open_run_queue() if torch is None else None
+    clock: CpuClock | CudaClock = CudaClock(torch) if torch is not None else CpuClock(queue)
     per_call, k = _warm_and_batch(result, clock, fn, cfg)
     run = _prepare_sampling(result, clock, fn, cfg, torch, k)
     sampler = telemetry(cfg.telemetry_interval) if telemetry is not None else None
