@@ -5,6 +5,7 @@ chart (the interval band, runs left out, saved sessions, steps and creep drawn);
 of someone else's files is never written into. The browser test (slow) opens it in headless
 Chromium, as the HTML report's does."""
 
+import json
 import os
 import re
 from pathlib import Path
@@ -12,11 +13,17 @@ from pathlib import Path
 import pytest
 
 from pytest_gpuperf.cli.main import main
-from pytest_gpuperf.history.record import dumps
+from pytest_gpuperf.core.verdict import from_json
+from pytest_gpuperf.history.cache import read_cached
+from pytest_gpuperf.history.importer import import_files
+from pytest_gpuperf.history.record import dumps, restarts_of
+from pytest_gpuperf.history.store import read_history
 from pytest_gpuperf.history.svg import thinned
 
+from .gateproject import saved
 from .historydata import commit, noisy, record, write_dashboard, write_series
-from .inputs import browser, need_a_browser
+from .inputs import browser, need_a_browser, schema_validator
+from .reportdata import measured
 
 COMPARE = "https://github.com/o/r/compare/{last_good}...{first_bad}"
 
@@ -128,6 +135,49 @@ def test_names_from_the_history_are_escaped(tmp_path):
         assert "<script" not in text and "<img" not in text
         self_contained(text)
     assert "&lt;script&gt;" in (site / "index.html").read_text()
+
+
+NOTE = "history restarted on 2026-06-11: the new kernel is the norm"
+
+
+def test_an_accepted_restart_is_recorded_and_marked_where_its_note_first_appears(tmp_path):
+    """A run judged against a restarted history records the figure's note (the verdict's
+    `restarted`); the dashboard draws one mark, at the first run carrying it."""
+    r = measured("b.py::test_x", 1000.0, {})
+    r.verdicts = {"throughput": from_json({"status": "unchanged", "change": 0.0,
+                                           "tolerance": 0.03, "restarted": NOTE})}  # fmt: skip
+    assert restarts_of([r]) == [{"test": "b.py::test_x", "figure": "throughput", "note": NOTE}]
+    hist = tmp_path / "hist"
+    hist.mkdir()
+    for i, v in enumerate(noisy(20, 0.004, 9)):
+        rec = record(i, [("b.py::test_x", "throughput", v, "GB/s", "higher", "bandwidth", ())])
+        if i >= 10:  # judged against the restarted history from night 10 on
+            rec["restarts"] = restarts_of([r])
+        (hist / f"n{i:02d}.json").write_text(dumps(rec))
+    assert list(schema_validator("history").iter_errors(rec)) == []
+    for _ in range(2):  # read, then through the cache it wrote
+        s = read_cached(hist).series[("h200", "b.py::test_x", "throughput")]
+        assert s.restarts == {i: NOTE for i in range(10, 20)}
+    site = tmp_path / "site"
+    assert main(["history", str(hist), "-o", str(site)]) == 0
+    (page,) = pages(site).values()
+    assert page.count(f"<title>{NOTE}</title>") == 1
+    x = re.search(r'<path d="M([\d.]+) \d+V\d+" stroke="#756bb1"', page)
+    assert x and 70 + 9 * 680 / 19 < float(x[1]) < 70 + 11 * 680 / 19  # at night 10
+
+
+def test_an_imported_baselines_restart_is_marked_at_its_session(project, tmp_path):
+    base = saved(project)
+    path = project.path / "baselines" / "cpu.json"
+    items = base["entries"]["test_b.py::test_spin"]["metrics"]["throughput"]["history"]
+    items[-1]["restart"] = {"date": items[-1]["date"], "reason": "accepted", "commit": None,
+                            "who": "ci"}  # fmt: skip
+    path.write_text(json.dumps(base))
+    hist = tmp_path / "hist"
+    assert len(import_files(hist, [path])[0]) == 2
+    s = read_history(hist).series[("cpu", "test_b.py::test_spin", "throughput")]
+    assert s.restarts == {1: f"history restarted on {items[-1]['date'][:10]}: accepted"}
+    assert read_history(hist).series[("cpu", "test_b.py::test_other", "throughput")].restarts == {}
 
 
 def test_a_sparkline_keeps_each_pixel_columns_lowest_and_highest():

@@ -122,6 +122,10 @@ def chart_of(hist: History, s: Series, changes: list[Change]) -> Chart:
                   len(runs), dict(s.left),
                   [i for i, r in enumerate(s.runs) if runs[r].saved],
                   dates=(runs[0].date[:10], runs[-1].date[:10]) if runs else ("", ""))  # fmt: skip
+    seen = None
+    for i in sorted(s.restarts):  # where a restart's note first appears: the accept
+        if s.restarts[i] != seen:
+            chart.restarts[i] = seen = s.restarts[i]
     mine = sorted((c for c in changes if (c.profile, c.test, c.figure) ==
                    (s.profile, s.test, s.figure)), key=lambda c: c.first_bad)  # fmt: skip
     kept = [(s.runs[i], s.median[i]) for i in range(len(s.runs)) if i not in s.left]
@@ -258,8 +262,9 @@ def benchmark_page(hist: History, test: str, keys: list[tuple[str, str, str]],
     body = ['<p><a href="../index.html">&larr; all figures</a></p>',
             f"<h1>{escape(test)}</h1><p>{_span(hist)}. Blue: the median, its 95% interval "
             "shaded; grey rings: runs left out (power state, shared GPU, busy host); green "
-            "ticks: saved baseline sessions; red/green shading: a step's range (its levels "
-            "either side) or a creep's span (dashed).</p>"]  # fmt: skip
+            "ticks: saved baseline sessions; purple dotted line: its history restarted from "
+            "an accepted run (gpuperf baseline accept); red/green shading: a step's range "
+            "(its levels either side) or a creep's span (dashed).</p>"]  # fmt: skip
     for key in sorted(keys, key=lambda k: (k[2], k[1], k[0])):
         s, chart = hist.series[key], charts[key]
         mine = [c for c in found.changes if (c.profile, c.test, c.figure) == key]

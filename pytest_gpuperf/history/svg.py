@@ -17,7 +17,7 @@ from html import escape
 from ..core.results import fmt_number
 from ..core.units import format_size
 
-BAND, LINE, LEFT, SAVED = "#c6dbef", "#08519c", "#999999", "#31a354"
+BAND, LINE, LEFT, SAVED, RESTART = "#c6dbef", "#08519c", "#999999", "#31a354", "#756bb1"
 WORSE, BETTER = "#d62728", "#2ca02c"
 Scale = Callable[[float], float]
 
@@ -51,6 +51,7 @@ class Chart:
     runs: int  # the x axis spans every run of the history
     left: dict[int, str] = field(default_factory=dict)  # point index -> why left out
     saved: list[int] = field(default_factory=list)  # point indexes of saved sessions
+    restarts: dict[int, str] = field(default_factory=dict)  # point index -> the accept's note
     marks: list[Mark] = field(default_factory=list)
     dates: tuple[str, str] = ("", "")  # the first and last run's date
 
@@ -126,6 +127,10 @@ def chart_svg(chart: Chart, width: int = 760, height: int = 220) -> str:
         out.append(f'<circle cx="{sx(chart.x[i]):.1f}" cy="{sy(chart.y[i]):.1f}" r="3" '
                    f'fill="none" stroke="{LEFT}"><title>left out: {escape(why)}</title>'
                    "</circle>")  # fmt: skip
+    for i, note in chart.restarts.items():
+        x = sx(chart.x[i])
+        out.append(f'<path d="M{x:.1f} {top}V{bottom}" stroke="{RESTART}" stroke-width="1.5" '
+                   f'stroke-dasharray="2 2"><title>{escape(note)}</title></path>')  # fmt: skip
     for i in chart.saved:
         x = sx(chart.x[i])
         out.append(f'<path d="M{x:.1f} {bottom + 2}v6" stroke="{SAVED}" stroke-width="2">'
