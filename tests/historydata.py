@@ -49,3 +49,28 @@ def noisy(n, sd, seed, level=1000.0):
     """n nights of one level, with a machine offset each night (Gaussian, relative sd)."""
     rng = random.Random(seed)
     return [level * (1 + rng.gauss(0, sd)) for _ in range(n)]
+
+
+def write_dashboard(directory, nights=90):
+    """Two profiles' nights of three benchmarks: h200's copy 5% slower from night 60, h100's
+    LoRA step creeping 0.5% a night over nights 40-50, a latency that stays; one night on a
+    shared GPU, a saved session every 30 nights (a dashboard's made-up history)."""
+    for profile, seed in (("h200", 11), ("h100", 12)):
+        copy = noisy(nights, 0.004, seed, level=4000.0)
+        step = noisy(nights, 0.004, seed + 1, level=250.0)
+        lat = noisy(nights, 0.004, seed + 2, level=12.0)
+        for i in range(nights):
+            c = copy[i] * (0.95 if profile == "h200" and i >= 60 else 1)
+            s = step[i] * (1 - 0.005 * min(max(i - 40, 0), 10) if profile == "h100" else 1)
+            figures = [
+                ("benchmarks/test_dtype.py::test_copy[bf16]", "throughput", c, "GB/s", "higher",
+                 "bandwidth", ("gpu-shared",) if i == 20 else ()),
+                ("benchmarks/test_finetune.py::test_lora_step[7b]", "throughput", s, "samples/s",
+                 "higher", "model", ()),
+                ("benchmarks/test_generate.py::test_ttft", "latency", lat[i], "ms", "lower",
+                 "model", ()),
+            ]  # fmt: skip
+            rec = record(i, figures, profile=profile)
+            rec["session_id"] = f"{profile}-{i:04d}"
+            rec["saved"] = i % 30 == 0
+            (directory / f"{profile}-night{i:04d}.json").write_text(dumps(rec))

@@ -128,7 +128,7 @@ def _check_commands(
 def test_every_command_parses_with_the_plugins_options(pytester, capsys):
     seen = _check_commands(pytester, capsys, _workflow(), WORKFLOW.name)
     # what the file is for: none of it may vanish unnoticed
-    assert seen == {"pytest", "ab", "bisect", "baseline show"}, seen
+    assert seen == {"pytest", "ab", "bisect", "baseline show", "history"}, seen
 
 
 def test_the_workflow_steps_in_the_gating_docs_parse_too(pytester, capsys):
@@ -161,8 +161,8 @@ def test_the_workflow_keeps_the_ci_conventions():
     wf = _workflow()
     on = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` as true
     assert {"schedule", "workflow_dispatch", "pull_request"} <= set(on)
-    jobs = wf["jobs"]
-    assert set(jobs) == {"nightly", "pull-request"}
+    jobs = {k: v for k, v in wf["jobs"].items() if k != "history"}  # the GPU jobs
+    assert set(wf["jobs"]) == {"nightly", "pull-request", "history"}
     for name, job in jobs.items():
         assert "self-hosted" in job["runs-on"] and job["timeout-minutes"] > 0, name
         assert job["concurrency"]["group"] and job["concurrency"]["cancel-in-progress"] is False
@@ -214,7 +214,7 @@ def test_every_action_is_pinned_by_commit_with_its_tag_named():
     """A tag can be moved to other code; a commit cannot (zizmor: unpinned-uses)."""
     text = WORKFLOW.read_text(encoding="utf-8")
     uses = [line for line in text.splitlines() if re.match(r"^\s*(?:- )?uses:", line)]
-    assert len(uses) == 7
+    assert len(uses) == 11
     assert [u for u in uses if not PINNED.match(u)] == []
     steps = [s for job in _workflow()["jobs"].values() for s in job["steps"]]
     assert len([s for s in steps if "uses" in s]) == len(uses)  # none written another way
@@ -225,7 +225,7 @@ def test_checkouts_keep_no_credentials():
     (a pull request's, too) and an uploaded artifact could read it."""
     steps = [s for job in _workflow()["jobs"].values() for s in job["steps"]]
     checkouts = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
-    assert len(checkouts) == 2
+    assert len(checkouts) == 4
     assert all(s["with"]["persist-credentials"] is False for s in checkouts)
 
 
@@ -290,3 +290,29 @@ def test_the_verdicts_are_one_comment_updated_in_place_on_each_push(tmp_path):
     calls = [c[:3] for c in json.loads(state.read_text())["calls"]]
     assert [c for c in calls if c[0] == "pr"] == [["pr", "comment", "7"]]  # posted once
     assert sum(c[:3] == ["api", "--method", "PATCH"] for c in calls) == 2
+
+
+def test_every_nightly_run_is_recorded_and_the_dashboard_published():
+    """The gate and the save record into the history, checked out from the branch
+    gpuperf-history; the dashboard is built whatever happened and uploaded; tonight's files
+    are pushed by a job of its own, off the GPU runner (it runs none of the repository's
+    code), the only one that may write: the benchmarks' job keeps read-only contents."""
+    wf = _workflow()
+    nightly, history = wf["jobs"]["nightly"], wf["jobs"]["history"]
+    steps = nightly["steps"]
+    (fetch,) = [s for s in steps if s.get("with", {}).get("ref") == "gpuperf-history"]
+    assert fetch["continue-on-error"] is True  # none before the first night
+    for mode in ("compare", "save"):
+        (step,) = _steps_running(nightly, f"--gpuperf-baseline={mode}")
+        assert '--gpuperf-history="$HISTORY"' in step["run"] and steps.index(fetch) < steps.index(step)
+    (site,) = _steps_running(nightly, "gpuperf history")
+    assert site["if"] == "always()" and 'gpuperf history "$HISTORY" -o "$DASHBOARD"' in site["run"]
+    assert "{last_good}...{first_bad}" in site["run"]
+    (upload,) = [s for s in steps if s.get("with", {}).get("name") == "gpuperf-dashboard"]
+    assert upload["if"] == "always()" and upload["with"]["path"] == "${{ env.DASHBOARD }}/"
+    assert steps.index(site) < steps.index(upload)
+    assert wf["permissions"] == {"contents": "read"} and "permissions" not in nightly
+    assert history["needs"] == "nightly" and "self-hosted" not in history["runs-on"]
+    assert history["permissions"] == {"contents": "write"}
+    (push,) = _steps_running(history, "git push")
+    assert "HEAD:gpuperf-history" in push["run"] and "--orphan gpuperf-history" in push["run"]

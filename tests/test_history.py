@@ -129,6 +129,8 @@ BAD = [
     (lambda d: d.update(saved="yes"), "'saved' must be true or false"),
     (lambda d: d.update(card={"driver": 580}), "'card' must be an object of strings or nulls"),
     (lambda d: d.update(version=2), "'version' 2 is not 1"),
+    (lambda d: d.update(restarts=[{"test": "b.py::test_x"}]),
+     "'restarts' must be a list of {test, figure, note} strings"),
 ]
 
 

@@ -4,7 +4,6 @@ import html
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,8 @@ from pytest_gpuperf.outputs.runfile import ResultsFileError, summary_from_payloa
 
 from . import reportdata as rd
 from .gateproject import FAST, saved
-from .inputs import need
+from .inputs import browser as _browser
+from .inputs import need_a_browser as _need_a_browser
 
 ROOT = Path(__file__).resolve().parents[1]
 EVIDENCE = ROOT / "tests" / "data" / "evidence"
@@ -277,34 +277,6 @@ def test_the_pre_release_metrics_list_is_not_read():
 
 
 # ------------------------------------------------------------------ in a real browser
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-
-
-def _need_a_browser():
-    """Debian's Chromium and its driver, and selenium (the `[dev]` extra, not `[test]`):
-    absent, the test is skipped; CI installs them all (.ci/run), and fails without them."""
-    need(Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists(), "Debian's chromium and chromium-driver")
-    try:
-        import selenium.webdriver  # noqa: F401
-    except ModuleNotFoundError:
-        need(False, "selenium (the [dev] extra)")
-
-
-def _browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--window-size=1280,900"):  # fmt: skip
-        opts.add_argument(arg)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-
 
 @pytest.mark.slow
 def test_the_report_as_a_person_sees_it(tmp_path):

@@ -7,10 +7,13 @@ pytest_gpuperf.history.store.read_history and prints the wall time and the peak 
 memory of that process. The default is the issue's scale: 2,000 runs x 500 figures.
 
     python tools/measure_history.py [--runs 2000] [--figures 500] [--dir DIR] [--detect] [--cached]
+    python tools/measure_history.py --runs 365 --figures 500 --site SITE
 
 --detect also times `gpuperf history`'s change detection over every series read; --cached
 the read through the cache (`gpuperf history`'s): the first, which writes it, and one after
-a run is added."""
+a run is added. --site builds the dashboard (`gpuperf history DIR -o SITE`, one figure in
+ten given a 5% step) in a fresh process, timed, then opens its index in headless Chromium
+(selenium, /usr/bin/chromium): the time until the page is loaded and painted, three times."""
 
 from __future__ import annotations
 
@@ -62,15 +65,66 @@ print(f"{len(h.runs)} runs, {len(h.series)} series, {points} points: read {read_
 """
 
 
-def generate(directory: Path, runs: int, figures: int, seed: int = 1) -> int:
-    """Write the run files; the bytes written."""
+SITE = """
+import sys, time
+from pathlib import Path
+from pytest_gpuperf.history.cache import read_cached
+from pytest_gpuperf.history.changes import find_changes
+from pytest_gpuperf.history.site import write_site
+t = time.perf_counter()
+h = read_cached(Path(sys.argv[1]))
+read_s = time.perf_counter() - t
+t = time.perf_counter()
+found = find_changes(h)
+detect_s = time.perf_counter() - t
+t = time.perf_counter()
+pages = write_site(h, found, Path(sys.argv[2]), Path(sys.argv[1]),
+                   "https://github.com/o/r/compare/{last_good}...{first_bad}")
+site_s = time.perf_counter() - t
+print(f"read {read_s:.2f} s, detection {detect_s:.2f} s ({len(found.changes)} changes), "
+      f"site {site_s:.2f} s ({pages} pages)")
+"""
+
+
+def open_in_chromium(page: Path, times: int = 3) -> list[float]:
+    """Seconds from asking headless Chromium for `page` until it is loaded and painted
+    (two animation frames after the load event), each in a fresh tab of one browser."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    out = []
+    try:
+        for _ in range(times):
+            driver.get("about:blank")
+            t = time.perf_counter()
+            driver.get(page.as_uri())  # returns after the load event
+            driver.execute_async_script(
+                "const done = arguments[0];"
+                "requestAnimationFrame(() => requestAnimationFrame(() => done(1)));"
+            )
+            out.append(time.perf_counter() - t)
+    finally:
+        driver.quit()
+    return out
+
+
+def generate(directory: Path, runs: int, figures: int, seed: int = 1, steps: bool = False) -> int:
+    """Write the run files; the bytes written. steps: one figure in ten moves 5% slower
+    from a night of its own on."""
     rng = random.Random(seed)
     start = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
     total = 0
     levels = [rng.uniform(10, 5000) for _ in range(figures)]
+    at = {j: rng.randrange(runs // 4, runs) for j in range(0, figures, 10)} if steps else {}
     for i in range(runs):
         commit = f"{rng.getrandbits(160):040x}"
-        medians = [level * (1 + rng.gauss(0, 0.01)) for level in levels]
+        medians = [level * (1 + rng.gauss(0, 0.01)) * (0.95 if i >= at.get(j, runs) else 1)
+                   for j, level in enumerate(levels)]  # fmt: skip
         figs = {"test": [f"benchmarks/test_m{j // 4}.py::test_w[{j}]" for j in range(figures)],
                 "metric": [None] * figures, "figure": ["throughput"] * figures, "median": medians,
                 "ci_low": [m * 0.995 for m in medians], "ci_high": [m * 1.005 for m in medians],
@@ -105,14 +159,28 @@ def main() -> int:
     ap.add_argument("--cached", action="store_true",
                     help="also read through the cache (history/cache.py): a first read, then "
                     "one with a new run")  # fmt: skip
+    ap.add_argument("--site", type=Path, default=None,
+                    help="build the dashboard here and time opening it in Chromium")  # fmt: skip
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         directory = args.dir or Path(tmp)
         directory.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
-        size = generate(directory, args.runs, args.figures)
+        size = generate(directory, args.runs, args.figures, steps=args.site is not None)
         print(f"wrote {args.runs} runs x {args.figures} figures ({size / 2**20:.0f} MiB) "
               f"in {time.perf_counter() - t:.1f} s")  # fmt: skip
+        if args.site is not None:
+            argv = [sys.executable, "-c", SITE, str(directory), str(args.site)]
+            out = subprocess.run(argv, capture_output=True, text=True, check=False)
+            print(out.stdout.strip() or out.stderr.strip())
+            index = args.site / "index.html"
+            pages = sorted((args.site / "b").glob("*.html"))
+            print(f"index {index.stat().st_size / 2**20:.2f} MiB, a benchmark's page "
+                  f"{pages[0].stat().st_size / 2**10:.0f} KiB")  # fmt: skip
+            for page in (index, pages[0]):
+                took = ", ".join(f"{s:.2f}" for s in open_in_chromium(page))
+                print(f"{page.name}: opened (loaded and painted) in {took} s")
+            return out.returncode
         argv = [sys.executable, "-c", READ, str(directory), str(int(args.detect)),
                 str(int(args.cached))]  # fmt: skip
         out = subprocess.run(argv, capture_output=True, text=True, check=False)

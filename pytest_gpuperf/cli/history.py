@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "history",
         help="steps and creep over the nightly history; import past runs into it",
         description=__doc__,
-        usage="gpuperf history DIR [--json F]\n       gpuperf history import DIR FILES...\n"
+        usage="gpuperf history DIR [--json F] [-o SITE [--repo-url TEMPLATE]]\n"
+        "       gpuperf history import DIR FILES...\n"
         "       gpuperf history compact DIR --before DATE",
         epilog=EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -38,12 +38,18 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("words", nargs="+", metavar="DIR | import DIR FILES... | compact DIR",
                    help="the history")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="also write the changes as JSON here")
+    p.add_argument("-o", "--output", type=Path, default=None, metavar="SITE",
+                   help="also write the dashboard, a static site, into this directory")
+    p.add_argument("--repo-url", default=None, metavar="TEMPLATE",
+                   help="link each range in the dashboard, e.g. "
+                   "https://github.com/o/r/compare/{last_good}...{first_bad}")  # fmt: skip
     p.add_argument("--before", default=None, metavar="DATE",
                    help="compact: archive the runs before this date, one file a month")  # fmt: skip
 
 
 def main(args: argparse.Namespace) -> int:
     from ..history.importer import HistoryImportError
+    from ..history.site import SiteError
     from ..history.store import HistoryError
 
     words = list(args.words)
@@ -58,8 +64,8 @@ def main(args: argparse.Namespace) -> int:
             return _compact(Path(words[1]), args.before)
         if len(words) != 1:
             return _usage(f"gpuperf history DIR: one directory, got {len(words)} arguments")
-        return _show(Path(words[0]), args.json)
-    except (HistoryError, HistoryImportError) as exc:
+        return _show(Path(words[0]), args.json, args.output, args.repo_url)
+    except (HistoryError, HistoryImportError, SiteError) as exc:
         print(f"gpuperf history: {plain(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:
@@ -90,10 +96,16 @@ def _compact(directory: Path, before: str) -> int:
     return 0
 
 
-def _show(directory: Path, json_path: Path | None) -> int:
+def _show(directory: Path, json_path: Path | None, site: Path | None = None,
+          repo_url: str | None = None) -> int:  # fmt: skip
     from ..history.cache import read_cached
     from ..history.changes import find_changes
+    from ..history.site import check_repo_url, write_site
 
+    if repo_url is not None:
+        check_repo_url(repo_url)
+        if site is None:
+            return _usage("gpuperf history: --repo-url links the dashboard's ranges: give -o SITE")
     if json_path is not None and json_path.resolve().parent == directory.resolve():
         return _usage(f"gpuperf history: --json {json_path}: inside the history {directory}, "
                       "where it would be read as a run; write it elsewhere")  # fmt: skip
@@ -105,6 +117,9 @@ def _show(directory: Path, json_path: Path | None) -> int:
     if json_path is not None:
         json_path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         print(f"gpuperf history: wrote {json_path}")
+    if site is not None:
+        pages = write_site(hist, found, site, directory, repo_url)
+        print(f"gpuperf history: wrote the dashboard {site / 'index.html'} ({pages} pages)")
     return 0
 
 
@@ -113,17 +128,12 @@ def _point(hist: Any, i: int) -> dict[str, Any]:
     return {"commit": run.commit, "date": run.date, "run": run.name, "dirty": run.dirty}
 
 
-def bisect_command(good: str | None, bad: str | None, nodeid: str) -> str | None:
-    """The `gpuperf bisect` line for a range (None where a run recorded no commit)."""
-    if not good or not bad:
-        return None
-    return f"gpuperf bisect --good {good[:12]} --bad {bad[:12]} -- {shlex.quote(nodeid)}"
-
-
 def changes_json(hist: Any, found: Any) -> dict[str, Any]:
     """The issue's form: {"changes": [...], "left_out": [...], "verdicts": [...], "runs": N,
     "series": M}; verdicts: the figures whose verdict flipped between judged runs or
     regressed with no change behind it (false alarms)."""
+    from ..history.changes import bisect_command
+
     changes = []
     for c in found.changes:
         s = hist.series[(c.profile, c.test, c.figure)]

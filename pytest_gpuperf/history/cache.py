@@ -22,7 +22,7 @@ from typing import Any
 from .store import History, Run, Series, order, read_files, run_files
 
 CACHE = ".gpuperf-cache.npz"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: each series' restarts
 COLUMNS = (("runs", "i"), ("median", "d"), ("ci_low", "d"), ("ci_high", "d"), ("status", "b"))
 
 
@@ -68,7 +68,8 @@ def _history(meta: dict[str, Any], cols: dict[str, Any]) -> History:
         profile, test, figure = m["key"]
         s = Series(profile, test, figure, metric=m["metric"], unit=m["unit"],
                    higher=m["higher"], noise_class=m["noise_class"], tolerance=m["tolerance"],
-                   left={int(k): v for k, v in m["left"].items()})  # fmt: skip
+                   left={int(k): v for k, v in m["left"].items()},
+                   restarts={int(k): v for k, v in m["restarts"].items()})  # fmt: skip
         a, b = m["at"], m["at"] + m["n"]
         for name, code in COLUMNS:
             setattr(s, name, array(code, cols[name][a:b].tobytes()))
@@ -83,7 +84,8 @@ def _save(directory: Path, hist: History, files: dict[str, list[int]]) -> None:
     for s in hist.series.values():
         series.append({"key": [s.profile, s.test, s.figure], "metric": s.metric,
                        "unit": s.unit, "higher": s.higher, "noise_class": s.noise_class,
-                       "tolerance": s.tolerance, "left": s.left, "at": at,
+                       "tolerance": s.tolerance, "left": s.left, "restarts": s.restarts,
+                       "at": at,
                        "n": len(s.runs)})  # fmt: skip
         at += len(s.runs)
     meta = {"version": CACHE_VERSION, "files": files, "runs": [asdict(r) for r in hist.runs],

@@ -33,6 +33,7 @@ written here and tested on made-up series (tests/test_history_changes.py):
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -177,6 +178,13 @@ def series_changes(s: Series, runs: list[Run]) -> list[Change]:
         if not any(a < k <= e for a, e in spans):  # inside a creep: the creep's
             out.append(_step_change(s, x, sd, cuts, k, at, runs))
     return out
+
+
+def bisect_command(good: str | None, bad: str | None, nodeid: str) -> str | None:
+    """The `gpuperf bisect` line for a range (None where a run recorded no commit)."""
+    if not good or not bad:
+        return None
+    return f"gpuperf bisect --good {good[:12]} --bad {bad[:12]} -- {shlex.quote(nodeid)}"
 
 
 def chi2_quantile(p: float, k: int) -> float:

@@ -64,6 +64,7 @@ def from_baseline(path: Path) -> list[dict[str, Any]]:
         raise HistoryImportError(f"baseline file {path}: does not exist")
     runs: dict[str, dict[str, Any]] = {}
     rows: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    restarts: dict[str, list[dict[str, str]]] = defaultdict(list)
     for key, entry in base.entries.items():
         env = entry.get("environment") or {}
         for name, m in (entry.get("metrics") or {}).items():
@@ -77,9 +78,14 @@ def from_baseline(path: Path) -> list[dict[str, Any]]:
                                  item.get("ci_high"), None, m["unit"], m["direction"],
                                  m.get("noise_class"), list(item.get("flags") or []),
                                  None, None, None, None, None))  # fmt: skip
+                rec = item.get("restart")
+                if isinstance(rec, dict):  # gpuperf baseline accept restarted it here
+                    note = f"history restarted on {str(rec.get('date'))[:10]}: {rec.get('reason')}"
+                    restarts[sk].append({"test": key, "figure": name, "note": note})
     out = []
     for sk, run in runs.items():
         run["figures"] = {c: [row[i] for row in rows[sk]] for i, c in enumerate(COLUMNS)}
+        run["restarts"] = restarts[sk]
         out.append(run)
     return sorted(out, key=lambda r: r["date"])
 

@@ -78,6 +78,14 @@ def figures_of(results: list[Any]) -> dict[str, list[Any]]:
     return {c: [row[i] for row in rows] for i, c in enumerate(COLUMNS)}
 
 
+def restarts_of(results: list[Any]) -> list[dict[str, str]]:
+    """The figures judged against a history `gpuperf baseline accept` restarted, each with
+    its note ("history restarted on <date>: <reason>"): the dashboard marks where a
+    figure's note first appears."""
+    return [{"test": r.key, "figure": name, "note": str(v.restarted)}
+            for r in results for name, v in r.verdicts.items() if v.restarted]  # fmt: skip
+
+
 def run_record(summary: Any, source: str = "run", origin: str | None = None) -> dict[str, Any]:
     """The history's file of one run, from its RunSummary."""
     return {
@@ -85,6 +93,7 @@ def run_record(summary: Any, source: str = "run", origin: str | None = None) -> 
         "dirty": summary.dirty, "session_id": summary.session_id, "profile": summary.profile,
         "saved": bool(summary.saved), "source": source, "origin": origin,
         "card": card_of(summary.device), "figures": figures_of(summary.results),
+        "restarts": restarts_of(summary.results),
     }  # fmt: skip
 
 

@@ -60,6 +60,8 @@ class Series:
     ci_high: array = field(default_factory=lambda: array("d"))
     status: array = field(default_factory=lambda: array("b"))  # STATUSES index, -1: none
     left: dict[int, str] = field(default_factory=dict)  # point index -> flag
+    # point index -> "history restarted on <date>: <reason>" (gpuperf baseline accept)
+    restarts: dict[int, str] = field(default_factory=dict)
 
     @property
     def nodeid(self) -> str:
@@ -211,6 +213,10 @@ def _add(hist: History, data: dict[str, Any], name: str, where: str) -> None:
         tol = cols["tolerance"][i]
         if tol:
             s.tolerance = tol
+    for test, fig, note in _restarts(data.get("restarts"), where):
+        s = series.get((profile, test, fig))
+        if s is not None and s.runs and s.runs[-1] == index:
+            s.restarts[len(s.runs) - 1] = note
     for s, unit, direction, cls, metric in zip(
         found, cols["unit"], cols["direction"], cols["noise_class"], cols["metric"], strict=True
     ):
@@ -266,6 +272,20 @@ def _columns(cols: Any, where: str) -> dict[str, list[Any]]:
     return cols
 
 
+def _restarts(raw: Any, where: str) -> list[tuple[str, str, str]]:
+    """The run's restarted figures (optional: files before 2026-12-07 have none)."""
+    if raw is None:
+        return []
+    ok = isinstance(raw, list) and all(
+        isinstance(r, dict) and all(type(r.get(k)) is str for k in ("test", "figure", "note"))
+        for r in raw
+    )
+    if not ok:
+        raise HistoryError(f"{where}: 'restarts' must be a list of {{test, figure, note}} "
+                           "strings")  # fmt: skip
+    return [(r["test"], r["figure"], r["note"]) for r in raw]
+
+
 def order(hist: History) -> None:
     """Runs oldest first (file names sort by date to the second; an imported run or a clock
     may disagree): where they were not, each series' points follow the new order."""
@@ -279,6 +299,7 @@ def order(hist: History) -> None:
     for s in hist.series.values():
         idx = sorted(range(len(s.runs)), key=lambda j: rank[s.runs[j]])
         left = {new: s.left[old] for new, old in enumerate(idx) if old in s.left}
+        s.restarts = {new: s.restarts[old] for new, old in enumerate(idx) if old in s.restarts}
         s.runs = array("i", (rank[s.runs[j]] for j in idx))
         for name in ("median", "ci_low", "ci_high", "status"):
             col = getattr(s, name)

@@ -147,11 +147,13 @@ def failure_lines(
     profile: str,
     judgement: Judgement | None = None,
     rerun: Rerun | None = None,
+    since: dict[tuple[str, str], str] | None = None,
 ) -> list[str]:
     """One readable line per failing metric: what, baseline -> now, change, its
     uncertainty and where that comes from, the tolerance, which baseline (profile, date,
-    commit, sessions), whether a fresh process confirmed it and, given `rerun`, the
-    command that re-runs it (rerun_command)."""
+    commit, sessions), whether a fresh process confirmed it, since when the nightly history
+    has it at this level (`since`, where one is given) and, given `rerun`, the command
+    that re-runs it (rerun_command)."""
     lines = []
     conf = f"{judgement.confidence:.2%}" if judgement else "99%"
     results = list(results)
@@ -184,6 +186,7 @@ def failure_lines(
                 f"baseline "
                 + _base_text(base_entry, name, profile)
                 + _checked(v)
+                + (f"; {since[(r.key, name)]}" if since and (r.key, name) in since else "")
                 + _rerun_tail([r.nodeid], rerun, ab_commit(v))
             )
     if judgement is not None:

@@ -46,6 +46,7 @@ class RunSummary:
         commit: str | None = None,
         dirty: bool | None = None,
         date: str | None = None,
+        since: dict[tuple[str, str], str] | None = None,
     ) -> None:
         self.device = device
         self.describe = describe
@@ -74,6 +75,9 @@ class RunSummary:
         self.commit = commit  # git HEAD of the run's checkout (None: none, or not recorded)
         self.dirty = dirty  # its code differed from that commit (None: unknown)
         self.date = date  # when the run started, ISO 8601 UTC (None: not recorded)
+        # (test key, figure) -> since when a regressed figure stands, from the nightly
+        # history (--gpuperf-history); shown, not saved in the results file
+        self.since = since or {}
 
     def payload(self) -> dict[str, Any]:
         return {

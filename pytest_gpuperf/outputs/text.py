@@ -95,11 +95,15 @@ VERDICT_HEADER = ["verdict", "benchmark", "metric", "now", "change (CI)", "detec
 
 def run_verdict_rows(summary: RunSummary) -> list[list[str]]:
     """The verdict table's rows of a run: none where it was not compared."""
-    return verdict_rows(summary.results, summary.missing) if summary.comparing else []
+    if not summary.comparing:
+        return []
+    return verdict_rows(summary.results, summary.missing, summary.since)
 
 
-def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list[list[str]]:
-    """Rows of the session's verdict table, worst first."""
+def verdict_rows(results: Iterable[Result], missing: Iterable[str] = (),
+                 since: dict[tuple[str, str], str] | None = None) -> list[list[str]]:  # fmt: skip
+    """Rows of the session's verdict table, worst first; a regressed figure's notes say
+    since when it stands where the nightly history said (`since`)."""
     from ..core.figures import metrics_of
     from ..judging.explain import borne_out
     from ..judging.verdict import FAILED, INCONCLUSIVE, INCONCLUSIVE_POWER, SEVERITY
@@ -123,6 +127,8 @@ def verdict_rows(results: Iterable[Result], missing: Iterable[str] = ()) -> list
                 notes = ", ".join(x for x in (flags, v.reason or "") if x)
             if v.restarted:  # the history was restarted from an accepted run
                 notes = ", ".join(x for x in (notes, str(v.restarted)) if x)
+            if since and (key, name) in since:
+                notes = ", ".join(x for x in (notes, since[(key, name)]) if x)
             rows.append(
                 (
                     SEVERITY.get(v.status, 99),

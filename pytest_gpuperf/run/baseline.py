@@ -36,6 +36,8 @@ class RunBaseline:
         self._paired: bool | None = None  # paired_possible's answer, once asked
         self._code: tuple[str | None, bool | None] | None = None  # code_state's, once asked
         self.deselected: set[str] = set()  # the test ids -k, -m, --deselect left out
+        # (test key, figure) -> since when a regressed figure stands (run/history.py)
+        self.since: dict[tuple[str, str], str] = {}
 
     @property
     def mode(self) -> str:
@@ -188,7 +190,7 @@ class RunBaseline:
         from ..judging.explain import failure_lines
 
         return failure_lines(
-            results, self.entries, self.profile or "?", self.judgement, self.rerun()
+            results, self.entries, self.profile or "?", self.judgement, self.rerun(), self.since
         )
 
     def rerun(self) -> Rerun | None:

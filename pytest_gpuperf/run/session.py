@@ -19,6 +19,7 @@ import pytest
 from ..core.ids import strip_group
 from ..fresh.workers import worker_count
 from .baseline import RunBaseline, not_passed
+from .history import levels_since, record_history  # history/: only where one is given
 from .items import GATE_NODEID, SAVE_NODEID, fail_item, strict_gate
 from .options import AUTO, Options
 
@@ -203,9 +204,8 @@ class GpuPerfSession:
             if self.config is not None:
                 self.config.hook.pytest_gpuperf_environment(config=self.config, environment=env)
                 for name, value in env.items():
-                    if not isinstance(name, str) or not isinstance(
-                        value, str | int | float | bool | None
-                    ):
+                    ok = isinstance(value, str | int | float | bool | None)
+                    if not isinstance(name, str) or not ok:
                         raise pytest.UsageError(
                             f"gpuperf: pytest_gpuperf_environment: environment[{name!r}] is "
                             f"a {type(value).__name__}: use a string, a number, a boolean "
@@ -358,7 +358,7 @@ class GpuPerfSession:
             missing=self.base.missing((r.key for r in self.results), self.collected),
             confidence=self.base.judgement.confidence if self.base.judgement else None,
             shifts=[s.line() for s in self.base.judgement.shifts] if self.base.judgement else [],
-            session_id=self.session_id,
+            session_id=self.session_id, since=self.base.since,
             saved=self.saved,
             selected=sorted(self.collected),
             rerun=self.base.rerun(), xdist_workers=self.options.xdist_workers,
@@ -420,6 +420,7 @@ class GpuPerfSession:
         if self.interrupted:  # Ctrl-C during the confirmation: the verdicts show, unconfirmed
             session.exitstatus = pytest.ExitCode.INTERRUPTED
             return
+        self.base.since = levels_since(session.config, self)  # where a history is given
         strict_gate(session, self)
         judgement = self.base.judgement
         if judgement is None or not judgement.failing(self.results) or self.options.warn_only:
@@ -468,7 +469,6 @@ class GpuPerfSession:
         )
         self.finish_notes += notes
         self.output_failed = failed
-        from .history import record_history  # where --gpuperf-history is given
         self.output_failed |= record_history(session.config, summary, self.finish_notes)
         try:
             write_benchmark_json(session.config, summary, self.started)
