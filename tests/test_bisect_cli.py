@@ -161,9 +161,19 @@ def test_a_culprit_is_named_a_broken_commit_skipped_a_budget_and_a_kill_resumed(
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert "the budget ran out" in stopped.stdout and "not reached: after" in stopped.stdout
     assert "(4 commits)" in stopped.stdout
+    # resumed with a budget that the next measurement, priced at the costs the state holds
+    # (set here: a build's processes start in 50 s), cannot hold: none is started
+    state = repo / ".git" / "gpuperf-bisect-state.json"
+    saved = json.loads(state.read_text())
+    assert saved["costs"]["start_s"] > 0
+    saved["costs"] = {"prep_s": 1.0, "start_s": 50.0, "first_s": 2.0, "round_s": 1.0}
+    state.write_text(json.dumps(saved))
+    held = bisect_cli(repo, "--good", "HEAD~4", "--rounds", "2", "--budget", "30", "--resume", "--", "test_x.py")
+    assert held.returncode == 0, held.stdout + held.stderr
+    assert "0 measurement(s) in this run, 0 pytest process(es) started" in held.stdout
+    assert "not reached: after" in held.stdout and "(4 commits)" in held.stdout
     # resumed, then stopped by SIGTERM after the probe's first measurement: exit 143, no
     # worktree left, the state kept unfinished
-    state = repo / ".git" / "gpuperf-bisect-state.json"
     proc = subprocess.Popen([sys.executable, "-m", "pytest_gpuperf", "bisect", "--good", "HEAD~4",
                              "--rounds", "2", "--resume", "--", "test_x.py"], cwd=repo,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
