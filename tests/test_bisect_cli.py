@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -51,6 +52,19 @@ def repo(tmp_path, monkeypatch):
     commit(path, "good", 0.01)
     monkeypatch.chdir(path)
     return path
+
+
+def workers_of(repo):
+    """The round workers still running whose import proof watches `repo` (their pids)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if (proc.name.isdigit() and b"gpuperf_rounds_worker" in (proc / "cmdline").read_bytes()
+                    and str(repo.resolve()).encode() in (proc / "environ").read_bytes()):
+                found.append(proc.name)
+        except OSError:
+            continue
+    return found
 
 
 def bisect_cli(path, *args):
@@ -147,9 +161,19 @@ def test_a_culprit_is_named_a_broken_commit_skipped_a_budget_and_a_kill_resumed(
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert "the budget ran out" in stopped.stdout and "not reached: after" in stopped.stdout
     assert "(4 commits)" in stopped.stdout
+    # resumed with a budget that the next measurement, priced at the costs the state holds
+    # (set here: a build's processes start in 50 s), cannot hold: none is started
+    state = repo / ".git" / "gpuperf-bisect-state.json"
+    saved = json.loads(state.read_text())
+    assert saved["costs"]["start_s"] > 0
+    saved["costs"] = {"prep_s": 1.0, "start_s": 50.0, "first_s": 2.0, "round_s": 1.0}
+    state.write_text(json.dumps(saved))
+    held = bisect_cli(repo, "--good", "HEAD~4", "--rounds", "2", "--budget", "30", "--resume", "--", "test_x.py")
+    assert held.returncode == 0, held.stdout + held.stderr
+    assert "0 measurement(s) in this run, 0 pytest process(es) started" in held.stdout
+    assert "not reached: after" in held.stdout and "(4 commits)" in held.stdout
     # resumed, then stopped by SIGTERM after the probe's first measurement: exit 143, no
     # worktree left, the state kept unfinished
-    state = repo / ".git" / "gpuperf-bisect-state.json"
     proc = subprocess.Popen([sys.executable, "-m", "pytest_gpuperf", "bisect", "--good", "HEAD~4",
                              "--rounds", "2", "--resume", "--", "test_x.py"], cwd=repo,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -159,7 +183,7 @@ def test_a_culprit_is_named_a_broken_commit_skipped_a_budget_and_a_kill_resumed(
     proc.send_signal(signal.SIGTERM)
     _, said = proc.communicate(timeout=60)
     assert proc.returncode == 143 and "stopped by SIGTERM" in said and "--resume goes on" in said
-    assert len(git(repo, "worktree", "list").splitlines()) == 1
+    assert len(git(repo, "worktree", "list").splitlines()) == 1 and not workers_of(repo)
     assert json.loads(state.read_text())["finished"] is False
     # resumed: what was measured is not measured again; the culprit is named
     r = bisect_cli(repo, "--good", "HEAD~4", "--rounds", "2", "--resume", "--json", "b.json",
@@ -222,7 +246,7 @@ class StubBuilds(Builds):
     def __init__(self, figures):
         self.ends, self.figures = ("g", "b"), figures
 
-    def one(self, commit):
+    def one(self, commit, slot):
         return self.figures[commit]
 
 
@@ -254,10 +278,51 @@ def test_the_rounds_alternate_their_order_and_give_log_ratios():
     order = []
 
     class Logged(StubBuilds):
-        def one(self, commit):
-            order.append(commit)
-            return super().one(commit)
+        def one(self, commit, slot):
+            order.append((commit, slot))
+            return super().one(commit, slot)
 
     m = Measurer(Logged({"g": figs(10.0), "b": figs(9.5)}), None, lambda _: None)
     assert m("b", "g", 3) == [pytest.approx(math.log(0.95))] * 3
-    assert order == ["b", "g", "g", "b", "b", "g"] and m.figure == FIG
+    assert [c for c, _ in order] == ["b", "g", "g", "b", "b", "g"] and m.figure == FIG
+
+
+PID_TEST = """
+import os
+
+import lib
+
+with open(os.environ["BISECT_PIDS"], "a") as fh:  # once per process: its collection
+    fh.write(f"{os.getpid()}\\n")
+
+
+def test_x(gpu_benchmark):
+    gpu_benchmark.from_samples([lib.LEVEL] * 5, work=1, unit="calls")
+"""
+
+
+@pytest.mark.slow
+def test_a_walk_starts_each_build_s_processes_once(repo, tmp_path, monkeypatch):
+    """Every pytest process the walk started lists its pid when it collects the test: each
+    build measured started its 2 processes once (a round used to be a fresh process a
+    side: 2 a round), and each of them measured several rounds; none is left running."""
+    pids = tmp_path / "pids.txt"
+    monkeypatch.setenv("BISECT_PIDS", str(pids))
+    (repo / "test_x.py").write_text(PID_TEST)
+    commit(repo, "list the pids", 0.01)
+    c3 = None
+    for i in range(1, 6):
+        c = commit(repo, f"c{i}", 0.0105 if i >= 3 else 0.01, f"# c{i}\n")
+        c3 = c3 or (c if i == 3 else None)
+    r = bisect_cli(repo, "--good", "HEAD~5", "--rounds", "2", "--json", "b.json", "--", "test_x.py")
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads((repo / "b.json").read_text())
+    assert [c["commit"] for c in report["culprits"]] == [c3]
+    started = pids.read_text().split()
+    builds = [p for p in report["probes"] if "skipped" not in p] + [{"commit": "good"}]
+    rounds = sum(p[k]["rounds"] for p in report["probes"] for k in ("vs_good", "vs_bad") if k in p)
+    assert len(started) == len(set(started)) == 2 * len(builds) == report["processes"]
+    assert 2 * rounds >= 2 * len(started)  # each process measured 2 rounds or more
+    assert f"{report['processes']} pytest process(es) started" in r.stdout
+    assert not workers_of(repo)
+    assert len(git(repo, "worktree", "list").splitlines()) == 1

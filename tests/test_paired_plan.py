@@ -551,11 +551,11 @@ def test_a_pair_whose_plan_no_longer_fits_hands_on_what_it_measured(monkeypatch,
         raise TooDear("2 rounds a process pair do not fit the budget")
 
     proc = types.SimpleNamespace(popen=None)
-    monkeypatch.setattr(rounds, "_start", lambda *a, **k: proc)
-    monkeypatch.setattr(rounds, "_answer", lambda proc, deadline: ["ready", "1"])
+    monkeypatch.setattr(rounds, "start_process", lambda *a, **k: proc)
+    monkeypatch.setattr(rounds, "answer", lambda proc, deadline: ["ready", "1"])
     monkeypatch.setattr(rounds, "_round", fake_round)
     monkeypatch.setattr(rounds, "plan", too_dear)
-    monkeypatch.setattr(rounds, "_stop", lambda procs, kill: None)
+    monkeypatch.setattr(rounds, "stop_processes", lambda procs, kill: None)
     (tmp_path / "probe").mkdir()
     builds = {s: rounds.Build(s, tmp_path, (), ()) for s in rounds.SIDES}
     with pytest.raises(TooDear) as info:

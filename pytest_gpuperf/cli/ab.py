@@ -70,6 +70,12 @@ def _figures(path: Path) -> Round:
     results = data.get("results") if isinstance(data, dict) else None
     if not isinstance(results, list):
         raise ValueError("holds no 'results' list")
+    return figures_of(results)
+
+
+def figures_of(results: list[Any]) -> Round:
+    """(key, metric) -> (median, unit, higher is better) of a run's results (dicts, as a
+    --gpuperf-json's "results" or a round worker's payload hold them)."""
     out = {}
     for d in results:
         r = Result.from_dict(d)

@@ -2,10 +2,13 @@
 figure, found on this machine (judging/bisection.py walks the range).
 
 Each probed commit is built as `gpuperf ab` builds its base: a detached git worktree of its
-own (fresh/abtree.py, `--setup CMD` run in it first), its pytest rounds in fresh processes
-with the import proof (a round that imported another build's files is refused: the good or
-bad build's stops the run, a probe's skips that commit), and is measured against a
-worktree of the good and one of the bad commit in interleaved paired rounds. A commit
+own (fresh/abtree.py, `--setup CMD` run in it first), and is measured against a worktree of
+the good and one of the bad commit in interleaved paired rounds. A build's rounds run in
+long-lived pytest processes (paired/pool.py, the paired stage's round worker: 2 a build,
+started once, the good and bad builds' for the whole walk, a probe's while it is measured),
+so a further round costs the test's own run, not a process start; the import proof holds
+(a process that imported another build's files is refused: the good or bad build's stops
+the run, a probe's own modules from another build skip that commit). A commit
 whose setup or pytest fails, or whose test gives no figure, is skipped and named, as
 `git bisect skip`. First-parent history by default (`--all-parents` enters merges);
 a tree with uncommitted changes is refused (bisect measures commits only), a shallow clone
@@ -13,7 +16,9 @@ is an error naming `git fetch --unshallow`. The state (every round measured) is 
 the git directory after each measurement: `--resume` continues a run that was stopped or
 ran out of `--budget`. `--from RESULTS.json` (a failed gate's --gpuperf-json) bisects its
 regressed tests from the baseline's commit to the run's (what follows -- is added to them:
-options such as --gpu-profile). Nothing is written to baselines.
+options such as --gpu-profile). `--budget` never starts a measurement that the time left
+cannot hold, priced from the rounds and process starts measured so far. Nothing is written
+to baselines.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import sys
 import time
@@ -30,11 +36,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..core.gitcmd import call as git
+from ..fresh.abprobe import OWN, WATCH
 from ..fresh.abtree import (
     Stopped,
     base_path,
     base_worktree,
-    install_probe,
     prune_stale,
     resolve_base,
     run_setup,
@@ -51,7 +57,11 @@ from ..judging.bisection import (
     rounds_needed,
 )
 from ..outputs.text import json_safe, plain
-from .ab import MAX_ROUNDS, Rounds, check_outputs, measure_round
+from ..paired import worker
+from ..paired.looks import WARM_S
+from ..paired.pool import Pool, WrongBuild
+from ..paired.rounds import Build, RoundsError, base_build, install_worker
+from .ab import MAX_ROUNDS, Round, check_outputs, figures_of
 from .bisectreport import build, markdown, text_lines
 
 STATE_NAME = "gpuperf-bisect-state.json"  # in the repository's git directory
@@ -129,32 +139,46 @@ def from_results(path: Path) -> tuple[str | None, str | None, list[str]]:
 
 class Builds:
     """A worktree per commit measured, made when first needed and kept to the end (a probe
-    may get more rounds later); the good and bad builds' failures are errors, a probe's a
-    Skip."""
+    may get more rounds later), its rounds in `slots` long-lived processes (paired/pool.py);
+    the good and bad builds' failures are errors, a probe's a Skip."""
 
     def __init__(self, root: Path, ends: tuple[str, str], pytest_args: list[str],
-                 setup: str | None, stack: contextlib.ExitStack, log: Any) -> None:  # fmt: skip
-        self.root, self.ends, self.args, self.setup = root, ends, pytest_args, setup
-        self.rel = Path.cwd().resolve().relative_to(root.resolve())
+                 setup: str | None, stack: contextlib.ExitStack, log: Any,
+                 slots: int = 2) -> None:  # fmt: skip
+        self.root, self.ends, self.setup = root, ends, setup
+        self.args = (*pytest_args, "-q", "-p", "no:cacheprovider", "--gpuperf-baseline=off")
         self.stack, self.log = stack, log
-        self.trees: dict[str, Rounds] = {}
-        self.done: dict[str, int] = {}  # rounds run in each worktree (their files' index)
+        self.pool = Pool(root, slots, ends)
+        self.made: set[str] = set()
+        self.done: dict[str, int] = {}  # rounds measured of each build (their log lines)
 
-    def rounds(self, commit: str) -> Rounds:
-        if commit not in self.trees:
-            work, tree = self.stack.enter_context(base_worktree(self.root, commit))
-            try:
-                if self.setup:
-                    run_setup(self.setup, tree, "--setup")
-            except ABError as exc:
-                self.fail(commit, str(exc))
-            install_probe(work)
-            self.trees[commit] = Rounds(
-                self.root, tree, self.rel, work, tuple(self.args), 0,
-                base_path(self.root, tree, os.environ.get("PYTHONPATH")),
-                write_own(tree, work / "own.json"),
-            )  # fmt: skip
-        return self.trees[commit]
+    def ready(self, commit: str) -> None:
+        """The commit's worktree, its setup run, its processes' build added to the pool
+        (they start on its first round, and end before the worktree is removed)."""
+        if commit in self.made:
+            return
+        self.made.add(commit)
+        t0 = time.monotonic()
+        work, tree = self.stack.enter_context(base_worktree(self.root, commit))
+        self.stack.callback(self.pool.stop, commit, True)
+        try:
+            if self.setup:
+                run_setup(self.setup, tree, "--setup")
+        except ABError as exc:
+            self.fail(commit, str(exc))
+        install_worker(work)
+        cwd = Path.cwd()  # its processes start as `python -m pytest` here would (cwd first)
+        head = Build("head", cwd, (str(cwd), *sys.path), self.args,
+                     os.environ.get("PYTHONPATH", ""))  # fmt: skip
+        extra = [p for p in base_path(self.root, tree, None).split(os.pathsep) if p]
+        own = write_own(tree, work / "own.json")
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+        env.update({WATCH: os.pathsep.join(str(p.resolve()) for p in (self.root, tree)),
+                    OWN: own, worker.OWN: own})  # fmt: skip
+        if shutil.which("nvidia-smi"):  # a CUDA machine: warm the GPU before a first call
+            env[worker.WARM] = f"{WARM_S:g}"
+        self.pool.add(commit, base_build(head, self.root, tree, extra), work, tree, env)
+        self.pool.costs.preps.append(time.monotonic() - t0)
 
     def fail(self, commit: str, why: str) -> NoReturn:
         lines = [x.strip() for x in why.strip().splitlines() if x.strip()] or ["failed"]
@@ -166,40 +190,75 @@ class Builds:
                               + " | ".join(why.strip().splitlines()[:4]))  # fmt: skip
         raise Skip(first[:300])
 
-    def one(self, commit: str) -> dict[tuple[str, str], tuple[float, str, bool]]:
-        """One round of `commit`'s build: its figures."""
-        r = self.rounds(commit)
+    def one(self, commit: str, slot: int) -> Round:
+        """One round of `commit`'s build in its process `slot`: its figures."""
+        self.ready(commit)
         i = self.done.get(commit, 0)
         self.done[commit] = i + 1
+        t0 = time.monotonic()
         try:
-            label = f"{commit[:12]} round {i + 1}"
-            figures, _, _ = measure_round(r, "base", i, self.log, label=label)
-        except ABError as exc:
+            data = self.pool.round(commit, slot)
+            figures = figures_of(list(data.get("results") or []))
+        except WrongBuild as exc:
+            if exc.key == commit:  # this round's own modules came from another build
+                self.fail(commit, str(exc))
+            raise BisectError(f"{exc.key[:12]}: {exc}: its rounds are not to be trusted "
+                              f"(remove {STATE_NAME} before running again)") from None
+        except RoundsError as exc:
             self.fail(commit, str(exc))
+        except (KeyError, TypeError, ValueError) as exc:
+            self.fail(commit, f"its round's results cannot be read: {exc!r}")
+        if self.log is not None:
+            self.log(f"{commit[:12]} round {i + 1} (process {slot}): "
+                     f"{time.monotonic() - t0:.1f} s")  # fmt: skip
         return figures
+
+    def cost(self, commit: str, against: str, rounds: int) -> float:
+        """The seconds `rounds` paired rounds of the two builds will likely take, by what
+        this run (or the one it resumes) measured: each round of both builds, and for a
+        build without live processes its worktree and setup (the first time), its
+        processes' start and their first rounds' extra; 0 for what nothing measured yet."""
+        c = self.pool.costs
+        total = rounds * 2 * (c.round_s or 0.0)
+        for b in dict.fromkeys((commit, against)):
+            if not self.pool.alive(b):
+                total += 0.0 if b in self.made else c.prep_s or 0.0
+                total += (c.start_s or 0.0) + min(rounds, self.pool.slots) * (
+                    c.first_extra_s or 0.0)
+        return total
+
+    def finish(self) -> None:
+        """End every build's processes, their import proof checked: BisectError where one
+        measured another build's code."""
+        try:
+            self.pool.close()
+        except WrongBuild as exc:
+            raise BisectError(f"{exc.key[:12]}: {exc}: its rounds are not to be trusted "
+                              f"(remove {STATE_NAME} before running again)") from None
 
 
 class Measurer:
     """The engine's `measure`: rounds of a commit and the build it is measured against,
     interleaved (the order alternating), as log ratios of the one figure bisected (chosen
-    on the first measurement: the one that moved most between good and bad)."""
+    on the first measurement: the one that moved most between good and bad). The pair's
+    round `first + i` runs in process slot (first + i) % slots of each build, as the engine
+    groups them (judging/bisection.pair_estimate)."""
 
-    def __init__(self, builds: Builds, figure: dict[str, Any] | None, estimate: Any) -> None:
-        self.builds, self.figure, self.estimate = builds, figure, estimate
+    def __init__(self, builds: Builds, figure: dict[str, Any] | None, estimate: Any,
+                 slots: int = 2) -> None:  # fmt: skip
+        self.builds, self.figure, self.estimate, self.slots = builds, figure, estimate, slots
         self.turn = 0
-        self.round_s: list[float] = []
 
-    def __call__(self, commit: str, against: str, n: int) -> list[float]:
+    def __call__(self, commit: str, against: str, n: int, first: int = 0) -> list[float]:
         if commit not in self.builds.ends:
             self.estimate(self)
         pairs = []
-        for _ in range(n):
-            t0 = time.monotonic()
+        for r in range(n):
+            slot = (first + r) % self.slots
             order = (commit, against) if self.turn % 2 == 0 else (against, commit)
             self.turn += 1
-            got = {c: self.builds.one(c) for c in order}
+            got = {c: self.builds.one(c, slot) for c in order}
             pairs.append((got[commit], got[against]))
-            self.round_s.append(time.monotonic() - t0)
         if self.figure is None:
             self.figure = choose_figure(pairs)
         key = (self.figure["key"], self.figure["metric"])
@@ -274,31 +333,39 @@ def write_state(path: Path, state: dict[str, Any]) -> None:
 
 
 class Estimate:
-    """The estimate printed once, before the first probe: the probes one step takes, the
-    rounds the good-bad rounds' spread asks of each, and the time a round took (this run's,
-    or a resumed run's saved time per round). `engine` is set once it exists."""
+    """The estimate printed once, before the first probe: the probes one step takes, each a
+    new build (its worktree and setup, its processes' start and first rounds) measured
+    against good and bad in the rounds the good-bad rounds' spread asks of each, each round
+    of both builds at what a later round took (this run's, or the run it resumes: the
+    state's "costs"). `engine` is set once it exists."""
 
-    def __init__(self, n_commits: int, settings: Settings, saved: dict[str, Any] | None):
+    def __init__(self, n_commits: int, settings: Settings) -> None:
         self.n_commits, self.s = n_commits, settings
         self.engine: Bisection | None = None
-        engine = (saved or {}).get("engine") or {}
-        done = sum(len(p[2]) for p in engine.get("pairs", []) if len(p) == 3)
-        self.before = float(engine.get("spent_s", 0.0)) / done if done else math.nan
         self.said = False
+
+    def minutes(self, m: Measurer) -> tuple[int, int, float, float, float]:
+        """(probes, rounds a pair, a probe's start, a round of both builds, minutes)."""
+        assert self.engine is not None
+        c, e = m.builds.pool.costs, self.engine
+        n = rounds_needed(e.data.get((e.bad, e.good), []), self.s)
+        probes = probes_for(self.n_commits)
+        start = ((c.prep_s or 0.0) + (c.start_s or 0.0)
+                 + self.s.processes * (c.first_extra_s or 0.0))  # fmt: skip
+        pair = 2 * (c.round_s or 0.0)
+        return probes, n, start, pair, probes * (start + 2 * n * pair) / 60
 
     def __call__(self, m: Measurer) -> None:
         if self.said or self.engine is None:
             return
         self.said = True
-        per = sum(m.round_s) / len(m.round_s) if m.round_s else self.before
-        e = self.engine
-        n = rounds_needed(e.data.get((e.bad, e.good), []), self.s)
-        probes = probes_for(self.n_commits)
+        probes, n, start, pair, minutes = self.minutes(m)
         print(f"estimate: about {probes} probe(s) for one step in {self.n_commits} commits, "
-              f"each measured against good and bad in about {n} round(s) (at the good-bad "
-              f"rounds' spread) of {per:.1f} s: ~{probes * 2 * n * per / 60:.1f} min; an "
-              f"unsure probe gets more rounds (up to {self.s.max_rounds}) and each further "
-              "step more probes", flush=True)  # fmt: skip
+              f"each a build of {self.s.processes} process(es) ready in about {start:.1f} s "
+              f"(worktree, start, first rounds), measured against good and bad in about {n} "
+              f"round(s) each (at the good-bad rounds' spread) of {pair:.1f} s (both "
+              f"builds): ~{minutes:.1f} min; an unsure probe gets more rounds (up to "
+              f"{self.s.max_rounds}) and each further step more probes", flush=True)  # fmt: skip
 
 
 def bisect(args: argparse.Namespace, log: Any) -> dict[str, Any]:
@@ -318,22 +385,26 @@ def bisect(args: argparse.Namespace, log: Any) -> dict[str, Any]:
           + (f"; resuming from {path}" if saved else ""), flush=True)  # fmt: skip
     with contextlib.ExitStack() as stack:
         builds = Builds(root, (commits[0], commits[-1]), list(args.pytest_args), args.setup,
-                        stack, log)  # fmt: skip
-        estimate = Estimate(len(commits), settings, saved)
-        measurer = Measurer(builds, figure, estimate)
+                        stack, log, settings.processes)  # fmt: skip
+        prior = (saved or {}).get("costs")
+        builds.pool.costs.prior = dict(prior) if isinstance(prior, dict) else {}
+        estimate = Estimate(len(commits), settings)
+        measurer = Measurer(builds, figure, estimate, settings.processes)
 
         def save(engine_state: dict[str, Any], finished: bool = False) -> None:
             write_state(path, {"key": key, "figure": measurer.figure, "finished": finished,
-                               "engine": engine_state})  # fmt: skip
+                               "engine": engine_state, "costs": builds.pool.costs.saved()})
 
-        engine = Bisection(commits, measurer, settings,
-                           state=(saved or {}).get("engine"), save=save)  # fmt: skip
+        engine = Bisection(commits, measurer, settings, state=(saved or {}).get("engine"),
+                           save=save, cost=builds.cost)  # fmt: skip
         estimate.engine = engine
         outcome = engine.run()
+        builds.finish()
         save(engine.state(), finished=outcome.verdict != "budget")
     meta = {"good": commits[0], "bad": commits[-1], "commits": len(commits),
             "tests": list(args.pytest_args), "rounds": args.rounds,
-            "tolerance": args.tolerance, "figure": measurer.figure, "state": str(path)}
+            "tolerance": args.tolerance, "figure": measurer.figure, "state": str(path),
+            "processes": builds.pool.started}  # fmt: skip
     return build(outcome, commit_info(root, commits), meta)  # fmt: skip
 
 

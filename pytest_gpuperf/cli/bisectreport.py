@@ -142,8 +142,10 @@ def text_lines(report: dict[str, Any]) -> list[str]:
         lines.append("no culprit: no single commit changed the figure by half the tolerance")
     lines += table(PROBES_HEADER, _probe_rows(report))
     lines += [f"skipped {_short(c)}: {why}" for c, why in report["skipped"].items()]
-    lines.append(f"{report['measurements']} measurement(s) in this run; "
-                 f"{report['measuring_s']:.0f} s of measuring in all")  # fmt: skip
+    started = report.get("processes")
+    lines.append(f"{report['measurements']} measurement(s) in this run"
+                 + (f", {started} pytest process(es) started" if started is not None else "")
+                 + f"; {report['measuring_s']:.0f} s of measuring in all")  # fmt: skip
     lines += [f"reproduce: {c['reproduce']}" for c in report["culprits"]]
     return [plain(x) for x in lines]
 

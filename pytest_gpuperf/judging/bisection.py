@@ -4,12 +4,20 @@ no git, no processes, no files (cli/bisect.py runs the rounds and writes the sta
 
 Every commit is measured against the good and against the bad build in paired rounds: each
 round's figure is the log ratio commit/against, so what moves both sides of a round (the
-card's state) cancels. A level difference between two commits comes from those pairs (via
-the good build or via the bad one, whichever interval is narrower; two measurements' half-
-widths add in quadrature), with Student's t interval at the engine's confidence. Judged
-against the smallest step reported (half the tolerance, `Settings.step`), a difference is
+card's state) cancels. A build's rounds run in `Settings.processes` long-lived processes
+(slots): round i of a pair in slot i % processes of each side, so a process's own level
+(on a GPU it can differ by 1-2% from the next process's) is not averaged away by more
+rounds in the same process: each slot's mean is kept (`Est.slots`), the half range of the
+slots' means is added whole to the interval (as the paired stage adds a process effect,
+paired/judge.py), and a step must hold in every slot. A level difference between two
+commits comes from those pairs (via the good build or via the bad one, whichever interval
+is narrower; two measurements' half-widths add in quadrature, their slots' means subtract
+slot by slot: the shared build's process cancels), with Student's t interval at the
+engine's confidence. Judged against the smallest step reported (half the tolerance,
+`Settings.step`), a difference is
 
-- a STEP: beyond that size and beyond its interval (the ladder's rule, judging/verdict.py);
+- a STEP: beyond that size and beyond its interval (the ladder's rule, judging/verdict.py),
+  and beyond that size on the same side in every slot;
 - FLAT: its whole interval inside that size;
 - otherwise unsure: its pairs get more rounds (doubled, up to `max_rounds`); still unsure
   there, a difference whose estimate reaches the step size is reported undecided (never a
@@ -26,7 +34,8 @@ a culprit whose neighbours could not be measured is reported with them as candid
 The engine replays from what it has measured (the state: each pair's rounds, the skipped
 commits), so a run killed and resumed asks `measure` only for what it had not yet got. A
 budget in seconds stops it before the next measurement; the segments still open are the
-narrowest ranges reached.
+narrowest ranges reached; with a `cost` (the seconds a measurement will likely take) it
+also stops before a measurement that the budget left cannot hold.
 """
 
 from __future__ import annotations
@@ -48,7 +57,10 @@ STATE_SCHEMA = "pytest-gpuperf/bisect-state-1"
 CONFIDENCE = 0.999
 STEP, FLAT, UNSURE = "step", "flat", "unsure"
 Key = tuple[str, str]  # (commit, the commit it is measured against: the good or the bad one)
-Measure = Callable[[str, str, int], Sequence[float]]  # new rounds' log ratios commit/against
+# new rounds' log ratios commit/against: (commit, against, rounds, index of the first: its
+# slot is index % processes)
+Measure = Callable[[str, str, int, int], Sequence[float]]
+Cost = Callable[[str, str, int], float]  # the seconds measure(commit, against, rounds) will take
 
 
 class Skip(Exception):
@@ -71,13 +83,14 @@ class _OutOfBudget(Exception):
 class Settings:
     """How the engine decides: the tolerance (relative), the rounds each pair starts with
     and the most it may get, the confidence of each interval, the budget in seconds of
-    measuring in this run (None: none)."""
+    measuring in this run (None: none), the processes (slots) a build's rounds run in."""
 
     tolerance: float = 0.03
     rounds: int = 5
     max_rounds: int = 40
     confidence: float = CONFIDENCE
     budget_s: float | None = None
+    processes: int = 2
 
     def __post_init__(self) -> None:
         if not 0 < self.tolerance < 1:
@@ -85,6 +98,9 @@ class Settings:
         if not 2 <= self.rounds <= self.max_rounds:
             raise BisectError(f"rounds must be at least 2 and at most max rounds "
                               f"({self.max_rounds}), got {self.rounds}")  # fmt: skip
+        if not 1 <= self.processes <= self.rounds:
+            raise BisectError(f"processes must be at least 1 and at most the rounds "
+                              f"({self.rounds}), got {self.processes}")  # fmt: skip
         if self.budget_s is not None and not self.budget_s > 0:
             raise BisectError(f"the budget must be a positive number of seconds, got "
                               f"{self.budget_s!r}")  # fmt: skip
@@ -97,15 +113,25 @@ class Settings:
 
 @dataclass(frozen=True)
 class Est:
-    """A log-ratio difference, the half-width of its interval, and the pairs it came from."""
+    """A log-ratio difference, the half-width of its interval, the pairs it came from, and
+    its mean in each process slot (empty: exact, as a build against itself)."""
 
     mean: float
     half: float
     parts: tuple[Key, ...] = ()
+    slots: tuple[float, ...] = ()
 
     def minus(self, other: Est) -> Est:
+        n = max(len(self.slots), len(other.slots))
+        mine, theirs = self.slots or (0.0,) * n, other.slots or (0.0,) * n
+        # slots of other counts (a state of other settings) are not compared: none
+        same = len(mine) == len(theirs)
+        slots = tuple(x - y for x, y in zip(mine, theirs, strict=True)) if same else ()
         return Est(self.mean - other.mean, math.hypot(self.half, other.half),
-                   self.parts + other.parts)  # fmt: skip
+                   self.parts + other.parts, slots)  # fmt: skip
+
+    def negated(self) -> Est:
+        return Est(-self.mean, self.half, self.parts, tuple(-x for x in self.slots))
 
 
 @functools.lru_cache(maxsize=256)
@@ -113,19 +139,29 @@ def _t(confidence: float, df: int) -> float:
     return t_quantile(confidence, df)
 
 
-def pair_estimate(ratios: Sequence[float], confidence: float, key: Key) -> Est:
-    """The mean per-round log ratio and its t half-width (infinite under 2 rounds)."""
+def pair_estimate(ratios: Sequence[float], confidence: float, key: Key,
+                  processes: int = 1) -> Est:  # fmt: skip
+    """The mean of the slots' mean log ratios (round i in slot i % processes), its t
+    half-width over the rounds (infinite under 2 rounds) plus half the range of the slots'
+    means: more rounds in the same processes never narrow it below their disagreement."""
     n = len(ratios)
     if n < 2:
         return Est(ratios[0] if ratios else 0.0, math.inf, (key,))
-    half = _t(confidence, n - 1) * statistics.stdev(ratios) / math.sqrt(n)
-    return Est(statistics.fmean(ratios), half, (key,))
+    k = max(1, min(processes, n))
+    slots = tuple(statistics.fmean(ratios[i::k]) for i in range(k))
+    spread = (max(slots) - min(slots)) / 2
+    mean = math.fsum(ratios) / n  # floats: statistics.stdev's exact sums cost a walk seconds
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in ratios) / (n - 1))
+    half = _t(confidence, n - 1) * sd / math.sqrt(n) + spread
+    return Est(statistics.fmean(slots), half, (key,), slots if k > 1 else ())
 
 
 def step_of(e: Est, step: float) -> str:
-    """STEP, FLAT or UNSURE: a difference against the smallest step reported."""
+    """STEP, FLAT or UNSURE: a difference against the smallest step reported (a STEP in
+    every process slot's mean too, on the same side)."""
     size = abs(e.mean)
-    if size >= step and size > e.half:
+    held = all(math.copysign(1.0, e.mean) * x >= step for x in e.slots)
+    if size >= step and size > e.half and held:
         return STEP
     if size + e.half < step:
         return FLAT
@@ -172,12 +208,14 @@ class Bisection:
     def __init__(self, commits: Sequence[str], measure: Measure, settings: Settings, *,
                  state: dict[str, Any] | None = None,
                  save: Callable[[dict[str, Any]], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+                 clock: Callable[[], float] = time.monotonic,
+                 cost: Cost | None = None) -> None:  # fmt: skip
         if len(commits) < 2 or len(set(commits)) != len(commits):
             raise BisectError("a bisection needs at least two distinct commits, good first")
         self.commits = list(commits)
         self.good, self.bad = self.commits[0], self.commits[-1]
         self.measure, self.s, self.save, self.clock = measure, settings, save, clock
+        self.cost = cost
         self.data: dict[Key, list[float]] = {}
         self.skipped: dict[str, str] = {}
         self.spent_before = 0.0  # measuring time of earlier runs (a resumed state's)
@@ -224,11 +262,12 @@ class Bisection:
         n = self.level.setdefault(key, self.s.rounds)
         have = self.data.get(key, [])
         if len(have) < n:
-            if self.s.budget_s is not None and self.spent >= self.s.budget_s:
+            if self._over_budget(commit, against, n - len(have)):
                 raise _OutOfBudget
             t0 = self.clock()
             try:
-                new = [float(x) for x in self.measure(commit, against, n - len(have))]
+                new = [float(x) for x in self.measure(commit, against, n - len(have),
+                                                      len(have))]  # fmt: skip
             except Skip as exc:
                 self.skipped[commit] = exc.reason
                 self._saved()
@@ -243,13 +282,20 @@ class Bisection:
             self._saved()
         return have[:n]
 
+    def _over_budget(self, commit: str, against: str, rounds: int) -> bool:
+        """Whether the budget is spent, or cannot hold the measurement's likely cost."""
+        if self.s.budget_s is None:
+            return False
+        need = self.cost(commit, against, rounds) if self.cost is not None else 0.0
+        return self.spent >= self.s.budget_s or self.spent + need > self.s.budget_s
+
     def _saved(self) -> None:
         if self.save is not None:
             self.save(self.state())
 
     def _pair(self, commit: str, against: str) -> Est:
         return pair_estimate(self._ratios((commit, against)), self.s.confidence,
-                             (commit, against))  # fmt: skip
+                             (commit, against), self.s.processes)  # fmt: skip
 
     def _x(self, c: str) -> Est:
         """c's level against the good build's."""
@@ -260,8 +306,7 @@ class Bisection:
         if c == self.bad:
             return Est(0.0, 0.0)
         if c == self.good:
-            e = self._pair(self.bad, self.good)
-            return Est(-e.mean, e.half, e.parts)
+            return self._pair(self.bad, self.good).negated()
         return self._pair(c, self.bad)
 
     def diff(self, i: str, j: str) -> Est:
@@ -399,7 +444,8 @@ class Bisection:
             for side, against in (("good", self.good), ("bad", self.bad)):
                 ratios = self.data.get((c, against))
                 if ratios:
-                    e = pair_estimate(ratios, self.s.confidence, (c, against))
+                    e = pair_estimate(ratios, self.s.confidence, (c, against),
+                                      self.s.processes)  # fmt: skip
                     row[f"vs_{side}"] = {"rounds": len(ratios), "change": e.mean,
                                          "half": e.half}  # fmt: skip
             if c in self.skipped:

@@ -172,7 +172,7 @@ def base_build(head: Build, root: Path, tree: Path, extra_path: list[str]) -> Bu
 
 
 @dataclass
-class _Proc:
+class Proc:
     side: str
     popen: subprocess.Popen[bytes]
     to_child: IO[str]
@@ -182,7 +182,7 @@ class _Proc:
     imports: Path
 
 
-def _start(build: Build, work: Path, name: str, env: dict[str, str], probe: Path) -> _Proc:
+def start_process(build: Build, work: Path, name: str, env: dict[str, str], probe: Path) -> Proc:
     out = work / name
     imports = work / "imports" / name
     out.mkdir(parents=True)
@@ -215,10 +215,10 @@ def _start(build: Build, work: Path, name: str, env: dict[str, str], probe: Path
     os.close(c_w)
     to_child = os.fdopen(p_w, "w", encoding="utf-8")
     from_child = os.fdopen(p_r, "r", encoding="utf-8")
-    return _Proc(build.side, popen, to_child, from_child, out, log, imports)
+    return Proc(build.side, popen, to_child, from_child, out, log, imports)
 
 
-def _tail(proc: _Proc) -> str:
+def _tail(proc: Proc) -> str:
     try:
         lines = proc.log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
     except OSError:
@@ -226,7 +226,7 @@ def _tail(proc: _Proc) -> str:
     return " / ".join(lines[-4:])
 
 
-def _answer(proc: _Proc, deadline: float) -> list[str]:
+def answer(proc: Proc, deadline: float) -> list[str]:
     """The process's next line, split; RoundsError when it exits (checked every second: a
     process it started may hold the pipe open) or the deadline passes."""
     line = None
@@ -248,7 +248,7 @@ def _answer(proc: _Proc, deadline: float) -> list[str]:
     return line
 
 
-def _stop(procs: list[_Proc], *, kill: bool) -> None:
+def stop_processes(procs: list[Proc], *, kill: bool) -> None:
     """End the processes: asked to stop (their sessions end as pytest's do), else (an error,
     Ctrl-C) their whole process groups at once, SIGTERM then SIGKILL."""
     import signal
@@ -278,21 +278,21 @@ def _stop(procs: list[_Proc], *, kill: bool) -> None:
                 fh.close()
 
 
-def _one_round(proc: _Proc, i: int, last: bool, deadline: float) -> dict[str, Any]:
+def one_round(proc: Proc, i: int, last: bool, deadline: float) -> dict[str, Any]:
     try:
         proc.to_child.write(f"go {i} {'last' if last else 'more'}\n")
         proc.to_child.flush()
     except (OSError, ValueError):  # it exited since its last round (-x, an abort, OOM)
         code = proc.popen.wait()
         raise RoundsError(f"the {proc.side} process exited ({code}): {_tail(proc)}") from None
-    line = _answer(proc, deadline)
+    line = answer(proc, deadline)
     if line[:2] != ["done", str(i)]:
         raise RoundsError(f"the {proc.side} process answered {' '.join(line)!r} to round {i}")
     data: dict[str, Any] = json.loads((proc.out / f"round-{i}.json").read_text("utf-8"))
     return data
 
 
-def _check_imports(proc: _Proc, root: Path, tree: Path) -> None:
+def check_imports(proc: Proc, root: Path, tree: Path) -> None:
     files = imported_files(proc.imports)
     if files is None:
         raise RoundsError(f"the {proc.side} process did not list the files it imported")
@@ -303,7 +303,7 @@ def _check_imports(proc: _Proc, root: Path, tree: Path) -> None:
                           "measured the other build's code")  # fmt: skip
 
 
-def _check_modules(proc: _Proc, modules: dict[str, Any], tree: Path) -> None:
+def check_modules(proc: Proc, modules: dict[str, Any], tree: Path) -> None:
     """RoundsError when a process imported one of the worktree's own modules from the
     wrong build (provenance.wrong_build)."""
     why = wrong_build(proc.side, sorted(modules.items()), tree)
@@ -354,14 +354,14 @@ def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
     return [*per[:p], *counts(r)]
 
 
-def _round(procs: dict[str, _Proc], got: Measured, i: int, last: bool, deadline: float,
+def _round(procs: dict[str, Proc], got: Measured, i: int, last: bool, deadline: float,
            tree: Path) -> None:  # fmt: skip
     """Round i in one process pair, both sides (base first in even rounds, head first in
     odd ones, so a drifting card favours neither); kept only when both sides measured it."""
     data = {}
     for s in SIDES if i % 2 == 0 else SIDES[::-1]:
-        data[s] = _one_round(procs[s], i, last, deadline)
-        _check_modules(procs[s], data[s].get("modules") or {}, tree)
+        data[s] = one_round(procs[s], i, last, deadline)
+        check_modules(procs[s], data[s].get("modules") or {}, tree)
     for s in SIDES:
         got.warmed += float(data[s].get("warmed") or 0.0)
         got.rounds[s].append(list(data[s].get("results") or []))
@@ -372,12 +372,12 @@ def _round(procs: dict[str, _Proc], got: Measured, i: int, last: bool, deadline:
             got.outcomes.setdefault(f"{nodeid} ({s})", why)
 
 
-def _pair(procs: dict[str, _Proc], got: Measured, per: list[int], p: int, deadline: float,
+def _pair(procs: dict[str, Proc], got: Measured, per: list[int], p: int, deadline: float,
           tree: Path, pair0: int = 0, asked: list[int] | None = None) -> list[int]:  # fmt: skip
     """Pair p's rounds, re-planning the rest of the stage (`plan`) after each; the plan.
     Out of time in the last pair, the rounds it measured are kept (at least MIN_PER_PAIR)."""
     t0 = time.monotonic()
-    ready = {s: _answer(procs[s], deadline) for s in SIDES}  # "ready <tests>"
+    ready = {s: answer(procs[s], deadline) for s in SIDES}  # "ready <tests>"
     if any(r[:2] == ["ready", "0"] for r in ready.values()):
         side = next(s for s in SIDES if ready[s][:2] == ["ready", "0"])
         raise RoundsError(f"the {side} build has none of the tests to re-measure")
@@ -425,15 +425,15 @@ def measure_rounds(
     per = [rounds // pairs + (1 if p < rounds % pairs else 0) for p in range(pairs)]
     asked = list(per)
     for p in range(pairs):
-        procs = {s: _start(builds[s], work, f"{s}-{pair0 + p}", env, probe) for s in SIDES}
+        procs = {s: start_process(builds[s], work, f"{s}-{pair0 + p}", env, probe) for s in SIDES}
         ok = False
         try:
             per = _pair(procs, got, per, p, deadline, tree, pair0, asked)
             ok = True
         finally:
-            _stop(list(procs.values()), kill=not ok or bool(got.cut))
+            stop_processes(list(procs.values()), kill=not ok or bool(got.cut))
         for proc in procs.values():
-            _check_imports(proc, root, tree)
+            check_imports(proc, root, tree)
     got.wall_s = time.monotonic() - t0
     return got
 

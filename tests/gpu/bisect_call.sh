@@ -4,9 +4,11 @@
 # builds /tmp/bis-repo: 16 commits of tests/gpu/test_bisect_copy.py, the CULPRIT-th (1-15)
 # raising its copies a call from 40 to 42 (5% more kernel work), the others touching a
 # notes file; then `gpuperf bisect --good HEAD~15 --bad HEAD` of its test, within BUDGET
-# seconds (default 480). RESUME=1 on the same warm machine goes on with the repository and
-# state a previous call left (`--resume`). Leaves under $OUT: call.log, TAG.json, TAG.md and
-# TAG.log (bisect's output).
+# seconds (default 480). Its rounds run in long-lived processes (2 a build, started once):
+# one walk is reckoned at about 4 min on an H100 or H200, within the 540 s timeout below.
+# RESUME=1 on the same warm machine goes on with the repository and state a previous call
+# left (`--resume`). Leaves under $OUT: call.log (with the estimate and the processes
+# started), TAG.json, TAG.md and TAG.log (bisect's output).
 set -u
 tag=$1 culprit=$2
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || exit 3
@@ -34,4 +36,5 @@ s=$SECONDS
    --budget "${BUDGET:-480}" "${resume[@]}" --json "$OUT/$tag.json" --markdown "$OUT/$tag.md" \
    -- test_bisect_copy.py::test_copy -p no:cacheprovider --gpuperf-max-time=1) > "$OUT/$tag.log" 2>&1
 echo "$tag rc=$? $((SECONDS - s)) s $(date -u +%T)" | tee -a "$OUT/call.log"
+grep -E '^estimate:|process\(es\) started' "$OUT/$tag.log" | cut -c1-400 >> "$OUT/call.log"
 tail -25 "$OUT/$tag.log" | cut -c1-300 >> "$OUT/call.log"
