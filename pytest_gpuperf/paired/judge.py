@@ -34,6 +34,8 @@ from ..judging.verdict import (
 SCREEN_P = 0.01  # a figure this unlikely under its class pool keeps its own variance
 PROCESS_P = 0.01  # process pairs this unlikely to agree: the figure's noise is per process
 MIN_POOL = 3  # figures of a class with a variance before they pool
+MIN_PAIR_ROUNDS = 2  # rounds in each of PAIRS_TO_CHANGE process pairs before a change is called
+PAIRS_TO_CHANGE = 2  # (fewer: the figure's own noise, a round's and a process's, is unchecked)
 PER_PROCESS = "its noise is per process"  # the screen's reason begins so
 
 
@@ -101,6 +103,39 @@ def each_pair_beyond(fig: PairedFigure, tolerance: float, status: str) -> list[f
     worse = [-m if fig.higher else m for m in means]
     beyond = [w > tol for w in worse] if status == "regressed" else [-w > tol for w in worse]
     return [math.expm1(m) for m in means] if all(beyond) else None
+
+
+def enough_to_change(fig: PairedFigure) -> bool:
+    """Whether a figure's rounds may call it changed (regressed or improved): at least
+    MIN_PAIR_ROUNDS rounds in each of at least PAIRS_TO_CHANGE process pairs. On fewer (2
+    rounds, one a pair) neither the figure's own variance nor its per-process noise can be
+    checked (the F screen has 1 df, the per-process screen none): a noisier figure then
+    borrows its quiet class's pooled variance, and a change within the tolerance reads
+    beyond it (issue 60: 2 rounds called a 2% change regressed 0.8% of the time at 3%)."""
+    sizes = [len(g) for g in _groups(fig).values()]
+    return sum(1 for k in sizes if k >= MIN_PAIR_ROUNDS) >= PAIRS_TO_CHANGE
+
+
+def withheld(v: Verdict) -> str | None:
+    """The change (regressed or improved) the paired stage's rounds showed but were too few
+    to call (`enough_to_change`), or None."""
+    for step in reversed(v.trail):
+        if step.rule == Rule.TOO_FEW_ROUNDS and step.figures.get("withheld"):
+            return str(step.figures["withheld"])
+    return None
+
+
+def _too_few(v: Verdict, f: PairedFigure) -> Verdict:
+    """`v` where its rounds may call it changed; else inconclusive, the change withheld."""
+    if v.status not in CHANGED or enough_to_change(f):
+        return v
+    n, pairs = len(f.base), len(_groups(f))
+    why = (f"{v.status} ({relative_change_text(v)}) on {n} paired round(s) in {pairs} process "
+           f"pair(s), too few to call a change: {MIN_PAIR_ROUNDS} or more rounds in each of "
+           f"{PAIRS_TO_CHANGE} process pairs are needed (on fewer, its own noise, per round and "
+           "per process, is unchecked)")  # fmt: skip
+    return amend(v, Rule.TOO_FEW_ROUNDS, STAGE, status=INCONCLUSIVE, reason=why,
+                 figures={"rounds": n, "process pairs": pairs, "withheld": str(v.status)})
 
 
 def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, float]]:
@@ -194,12 +229,12 @@ def judge_paired(
         v = status_of(d, half, higher_is_better=f.higher, tolerance=tolerance[f.key])
         kind = "'s kernel-time figures" if kernels_of(f.metric) is not None else ""
         pool = f"pooled over its class{kind}, {df:.0f} df" if df > n - 1 else f"its own, {n - 1} df"
-        out[(f.key, f.metric)] = amend(
+        out[(f.key, f.metric)] = _too_few(amend(
             v, None,
             reason=f"{v.reason} over {n} paired rounds",
             # the half-width as the verdict carries and every output prints it (log units)
             basis=f"±{half * 100:.2f}% over {n} paired rounds ({pool})",
-        )
+        ), f)  # fmt: skip
     return out, confidence
 
 

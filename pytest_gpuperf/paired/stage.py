@@ -297,7 +297,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     from ..judging.pairedrounds import settle_advice
     from .basecheck import check, judged
     from .figures import extended, first_look, second_look, written
-    from .judge import judge_paired
+    from .judge import judge_paired, withheld
 
     n = len(measured.pair)
     took = getattr(measured, "seconds", None) or {}  # each test's, over all rounds and sides
@@ -342,6 +342,9 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
             # the first stage's advice first (more sessions), then the rounds'
             advice = "; ".join(a for a in (first.advice, tip) if a) if tip else first.advice
             new = amend(first, UNDECIDED, STAGE, note=v.reason, paired=record, advice=advice,
+                        reason=f"{first.reason}; paired stage: {v.reason}")  # fmt: skip
+        elif said and withheld(v) == first.status:  # too few rounds to call it, the same way
+            new = amend(first, UNDECIDED, STAGE, note=v.reason, paired=record,
                         reason=f"{first.reason}; paired stage: {v.reason}")  # fmt: skip
         elif said and v.status == "inconclusive" and (kept := _each_pair(f, tol[r.key], first)):
             text, changes = kept  # per process, but borne out by each pair: stage 1's stands
