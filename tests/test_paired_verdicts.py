@@ -105,3 +105,44 @@ def test_a_change_needs_two_rounds_in_each_of_two_pairs(pair):
     from pytest_gpuperf.paired.judge import enough_to_change
 
     assert not enough_to_change(fig([0.1] * len(pair), pair=pair))
+
+
+# ------------------------------------------------- (f) one outlier round among 6
+
+
+def test_one_outlier_round_among_six_does_not_hide_a_five_percent_regression():
+    """5 rounds read the head 5% slower and one (a disturbed process) 6% faster: on all 6
+    the figure's own spread left it inconclusive in the first look (its class's pool
+    screened it out). That round is an outlier beside the other five; they decide it, the
+    round named in its trail."""
+    rng = random.Random(5)
+    rounds = [math.log(1.05) + rng.gauss(0, 0.003) for _ in range(6)]
+    rounds[2] = math.log(0.94)
+    v = judged([*quiet_class(6, rng), fig(rounds, key="t.py::slow")])[("t.py::slow", "latency")]
+    assert v.status == "regressed", v
+    assert v.trail[-1].rule == Rule.OUTLIER and v.trail[-1].figures["round set aside"] == 3
+    assert "round 3 of 6 set aside as an outlier" in v.reason
+    assert v.change == pytest.approx(0.05, abs=0.005)
+
+
+def test_an_outlier_round_the_way_of_the_change_never_makes_it_or_unchanged():
+    """One round 20% slower beside five that read nothing: the rest would read unchanged,
+    but that round may be the change itself (an intermittent slowdown): inconclusive, as
+    on all its rounds; and an outlier on the change's own side never makes the change."""
+    rng = random.Random(6)
+    rounds = [rng.gauss(0, 0.003) for _ in range(6)]
+    rounds[4] = math.log(1.20)
+    v = judged([*quiet_class(6, rng), fig(rounds, key="t.py::odd")])[("t.py::odd", "latency")]
+    assert v.status == "inconclusive" and Rule.OUTLIER not in [s.rule for s in v.trail], v
+
+
+def test_an_outlier_round_is_told_only_beside_rounds_that_explain_each_other():
+    from pytest_gpuperf.judging.pairedrounds import outlier_round
+
+    assert outlier_round([0.05, 0.051, 0.049, -0.06, 0.0505, 0.0495]) == 3
+    assert outlier_round([0.05, 0.03, 0.07, -0.01, 0.06, 0.02]) is None  # just noisy
+    assert outlier_round([0.05, 0.05, -0.06, 0.05]) is None  # 4 rounds: too few to tell
+    rng = random.Random(7)  # normal rounds: about OUTLIER_P of figures, not more
+    told = sum(outlier_round([rng.gauss(0, 0.01) for _ in range(6)]) is not None
+               for _ in range(2000))  # fmt: skip
+    assert told <= 2000 * 0.02

@@ -13,11 +13,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 from ..core.figures import kernels_of
 from ..core.verdict import Rule, Verdict, amend, make
 from ..judging.noise import f_isf, pooled_variance
-from ..judging.pairedrounds import PairedFigure
+from ..judging.pairedrounds import PairedFigure, outlier_round
 from ..judging.verdict import (
     CHANGED,
     IMPROVED,
@@ -219,23 +221,69 @@ def judge_paired(
         good.append(f)
     variances = pooled(good)
     for f in good:
-        var, df = variances[(f.key, f.metric)]
-        n = len(f.base)
-        d = statistics.fmean(f.diffs())
-        half = quantile(confidence, df) * math.sqrt(var / n)
-        p = per_process(f)
-        if p is not None and p < PROCESS_P:  # a process effect too small to matter, but real
-            half += pair_spread(f)  # its whole size joins the interval
-        v = status_of(d, half, higher_is_better=f.higher, tolerance=tolerance[f.key])
-        kind = "'s kernel-time figures" if kernels_of(f.metric) is not None else ""
-        pool = f"pooled over its class{kind}, {df:.0f} df" if df > n - 1 else f"its own, {n - 1} df"
-        out[(f.key, f.metric)] = _too_few(amend(
-            v, None,
-            reason=f"{v.reason} over {n} paired rounds",
-            # the half-width as the verdict carries and every output prints it (log units)
-            basis=f"±{half * 100:.2f}% over {n} paired rounds ({pool})",
-        ), f)  # fmt: skip
+        out[(f.key, f.metric)] = _judged(f, variances[(f.key, f.metric)], confidence,
+                                         tolerance[f.key])  # fmt: skip
+    for f in good:  # one outlier round must not hide a change (issue 60)
+        k = (f.key, f.metric)
+        if out[k].status == INCONCLUSIVE and (i := outlier_round(f.diffs())) is not None:
+            out[k] = _set_aside(f, i, good, out[k], confidence, tolerance[f.key])
     return out, confidence
+
+
+def _judged(f: PairedFigure, variance: tuple[float, float], confidence: float,
+            tolerance: float) -> Verdict:  # fmt: skip
+    """One usable figure's verdict on its rounds, its variance and df (`pooled`)."""
+    var, df = variance
+    n = len(f.base)
+    d = statistics.fmean(f.diffs())
+    half = quantile(confidence, df) * math.sqrt(var / n)
+    p = per_process(f)
+    if p is not None and p < PROCESS_P:  # a process effect too small to matter, but real
+        half += pair_spread(f)  # its whole size joins the interval
+    v = status_of(d, half, higher_is_better=f.higher, tolerance=tolerance)
+    kind = "'s kernel-time figures" if kernels_of(f.metric) is not None else ""
+    pool = f"pooled over its class{kind}, {df:.0f} df" if df > n - 1 else f"its own, {n - 1} df"
+    return _too_few(amend(
+        v, None,
+        reason=f"{v.reason} over {n} paired rounds",
+        # the half-width as the verdict carries and every output prints it (log units)
+        basis=f"±{half * 100:.2f}% over {n} paired rounds ({pool})",
+    ), f)  # fmt: skip
+
+
+def without_round(f: PairedFigure, i: int) -> PairedFigure:
+    """`f` less its round `i`."""
+    def drop(xs: tuple[Any, ...]) -> tuple[Any, ...]:
+        return xs[:i] + xs[i + 1:] if xs else xs
+
+    return replace(f, base=drop(f.base), head=drop(f.head), pair=drop(f.pair),
+                   within=drop(f.within))  # fmt: skip
+
+
+def _set_aside(f: PairedFigure, i: int, good: list[PairedFigure], v: Verdict,
+               confidence: float, tolerance: float) -> Verdict:  # fmt: skip
+    """An inconclusive figure `f` (verdict `v`) whose round `i` is an outlier
+    (`outlier_round`), judged on its other rounds, pooled as the others are: their change
+    stands only where it lies on the side away from the outlier (a round that pulled a
+    slowdown towards nothing hid it; one that went the way of the change cannot make it),
+    else `v`. Never unchanged from the rest: a round that alone went far may be the
+    change itself."""
+    rest = without_round(f, i)
+    if screened(rest, tolerance) is not None:
+        return v
+    k = (f.key, f.metric)
+    v2 = _judged(rest, pooled([rest if g is f else g for g in good])[k], confidence, tolerance)
+    d = f.diffs()
+    worse_o = -d[i] if f.higher else d[i]
+    worse_rest = statistics.fmean(-x if f.higher else x for x in rest.diffs())
+    away = REGRESSED if worse_o < worse_rest else IMPROVED
+    if v2.status != away:
+        return v
+    said = (f"round {i + 1} of {len(d)} set aside as an outlier ({math.expm1(d[i]) * 100:+.2f}%, "
+            f"where the others' mean is {math.expm1(statistics.fmean(rest.diffs())) * 100:+.2f}%); "
+            f"on all its rounds: {v.reason}")  # fmt: skip
+    return amend(v2, Rule.OUTLIER, STAGE, note=said, reason=f"{v2.reason}; {said}",
+                 figures={"round set aside": i + 1, "its change": math.expm1(d[i])})
 
 
 def clocked(time_v: Verdict, cycle_v: Verdict) -> Verdict:
