@@ -76,6 +76,7 @@ class Rule(StrEnum):
     BASE_CHECK = "the base build must reproduce the baseline's sessions at its commit"
     ENVIRONMENT = "a class line the paired stage found unchanged: the environment's"
     AB = "gpuperf ab: base and head rounds, interleaved"
+    UNCONFIRMED = "an improvement nothing re-measured stays unconfirmed"
 
 
 @dataclass(frozen=True)
