@@ -124,6 +124,44 @@ def bounded_by_class_line(
             status=INCONCLUSIVE, reason=why)  # fmt: skip
 
 
+def shared_by_the_class(
+    out: dict[str, dict[str, Verdict]], items: Iterable[Item], removed: MetricOffsets
+) -> None:
+    """No UNCHANGED for a slowed figure because of its class's offset. The offset is the
+    median of the class's other figures in this run, so a regression most of a class
+    shares, on a machine faster than the baseline's, is taken for a slower machine and
+    removed: 9 of 12 figures slowed 5% on a machine 3% faster all read unchanged (issue 60),
+    while the 3 it spared read better beyond the tolerance after it. Where an offset that
+    made its class look better was removed (the class slower in this run) and some figure
+    of that class then read improved on the ladder (beyond the tolerance and its interval:
+    the spared ones), the offset may be the code's: no figure of the class that measured
+    worse than the baseline reads unchanged; it is inconclusive, saying why."""
+    items = list(items)
+    spared: dict[tuple[str, str | None], int] = defaultdict(int)
+    for it in items:
+        found, v = removed.get(it.key), out.get(it.result.key, {}).get(it.name)
+        if found is not None and v is not None and found[0] < 0 and any(
+                s.rule == Rule.LADDER and s.status == IMPROVED for s in v.trail):  # fmt: skip
+            spared[(it.cls, it.result.gpu)] += 1
+    for it in items:
+        found, v = removed.get(it.key), out.get(it.result.key, {}).get(it.name)
+        n = spared.get((it.cls, it.result.gpu), 0)
+        raw = ratio_change(value_d(it, it.g))
+        if found is None or v is None or not n or v.status != UNCHANGED or (
+                -raw if it.higher else raw) <= 0:  # fmt: skip
+            continue
+        why = (
+            f"unchanged only after removing its class's shift in this run "
+            f"({abs(ratio_change(found[0])) * 100:.1f}% slower; measured {raw * 100:+.2f}% "
+            f"against the baseline), while {n} figure(s) of its class then read better beyond "
+            "the tolerance: the shift may be a regression most of the class shares, on a "
+            "faster machine; see the class-wide line, or gpuperf ab"
+        )
+        out[it.result.key][it.name] = amend(
+            v, Rule.OFFSET_ALONE, figures={"measured change": raw, "class figures better": n},
+            status=INCONCLUSIVE, reason=why)  # fmt: skip
+
+
 @dataclass
 class Item:
     result: Result
