@@ -146,3 +146,78 @@ def test_an_outlier_round_is_told_only_beside_rounds_that_explain_each_other():
     told = sum(outlier_round([rng.gauss(0, 0.01) for _ in range(6)]) is not None
                for _ in range(2000))  # fmt: skip
     assert told <= 2000 * 0.02
+
+
+# ------------------------------------- (d) noise per process, beyond what two pairs show
+
+
+def per_process_class(rng, effect, sd=0.005, figures=6, rounds=6, shift=0.0):
+    """A class of figures whose every process draws its own level (sd `effect`, log) beside
+    a round's noise (sd `sd`), in 2 process pairs of rounds/2 rounds; `shift`: the code's."""
+    out = []
+    for i in range(figures):
+        level = [rng.gauss(0, effect) for _ in range(2)]
+        pair = [j * 2 // rounds for j in range(rounds)]
+        out.append(fig([shift + level[p] + rng.gauss(0, sd) for p in pair], key=f"t.py::f{i}",
+                       pair=pair))  # fmt: skip
+    return out
+
+
+def test_a_two_percent_effect_per_process_raises_no_false_alarm():
+    """Issue 60 (2d): with a 2% effect per process, one figure's two process pairs rarely
+    show it (1 df), so its interval came from the rounds alone and unchanged code read
+    changed (2.7% of simulated A/A runs failed). Its class's pairs together show it, and
+    each figure's interval is then the one its pairs' means give: undecided, saying so."""
+    rng = random.Random(11)
+    changed = said = 0
+    for _ in range(150):
+        for v in judged(per_process_class(rng, 0.02)).values():
+            changed += v.status in ("regressed", "improved")
+            said += "its class's noise is per process" in v.reason
+    assert changed == 0
+    assert said > 0
+
+
+def test_a_class_without_noise_per_process_decides_as_before():
+    rng = random.Random(12)
+    for _ in range(20):
+        quiet = judged(per_process_class(rng, 0.0, shift=math.log(1.10)))
+        assert {str(v.status) for v in quiet.values()} == {"regressed"}, quiet
+        assert not any("per process" in v.reason for v in quiet.values())
+
+
+def test_a_checked_regression_in_a_class_with_noise_per_process_stands_where_each_pair_shows_it():
+    """The class's pairs disagree (3 figures whose processes land ±3% apart), so a checked
+    figure's interval is its pairs' means' and too wide to decide; each of its pairs on its
+    own measured it 8% slower, beyond the tolerance: the first stage's verdict stands, as
+    where its own pairs disagree (stage.py `_each_pair`)."""
+    from pytest_gpuperf.core.results import Result, Throughput
+    from pytest_gpuperf.core.stats import summarize
+    from pytest_gpuperf.paired.stage import _apply
+
+    def measured(key, seconds):
+        r = Result(key, None, "bytes", 1e9, bound="memory")
+        r.outcome = "ok"
+        r.time = summarize([seconds] * 9, 0.95)
+        r.throughput = Throughput("GB/s", 1 / seconds, 0.999 / seconds, 1.001 / seconds)
+        return r.to_dict()
+
+    keys = ["t.py::checked", "t.py::n0", "t.py::n1", "t.py::n2"]
+    level = {"t.py::checked": (1.08, 1.082), "t.py::n0": (1.03, 0.97), "t.py::n1": (0.97, 1.03),
+             "t.py::n2": (1.03, 0.97)}  # each pair's head, relative: per process  # fmt: skip
+    pair = [0, 0, 0, 1, 1, 1]
+    wob = (1.0, 1.001, 0.999, 1.0005, 0.9995, 1.0)
+    rounds = {"base": [[measured(k, 1.0) for k in keys] for _ in pair],
+              "head": [[measured(k, level[k][p] * w) for k in keys]
+                       for p, w in zip(pair, wob, strict=True)]}  # fmt: skip
+    runs = [Result(k, None, "bytes", 1e9, bound="memory") for k in keys]
+    first = {"status": "regressed", "change": -0.075, "worse": 0.075, "uncertainty": 0.01,
+             "tolerance": TOL, "reason": "beyond tolerance and significant", "confirmed": True}
+    for r in runs:
+        r.verdicts = {"throughput": from_json(first if r.key == keys[0] else
+                                              {"status": "inconclusive", "reason": "wide"})}
+    _apply([(r, "throughput", "bandwidth") for r in runs],
+           types.SimpleNamespace(rounds=rounds, pair=pair), 0.005, "c" * 40)  # fmt: skip
+    v = runs[0].verdicts["throughput"]
+    assert v.status == "regressed" and v.trail[-1].rule == Rule.EACH_PAIR, v
+    assert "its class's pairs disagree" in v.reason

@@ -39,6 +39,7 @@ MIN_POOL = 3  # figures of a class with a variance before they pool
 MIN_PAIR_ROUNDS = 2  # rounds in each of PAIRS_TO_CHANGE process pairs before a change is called
 PAIRS_TO_CHANGE = 2  # (fewer: the figure's own noise, a round's and a process's, is unchecked)
 PER_PROCESS = "its noise is per process"  # the screen's reason begins so
+CLASS_PER_PROCESS = "its class's noise is per process"  # a basis widened by class_process
 
 
 def _groups(fig: PairedFigure) -> dict[int, list[float]]:
@@ -140,6 +141,51 @@ def _too_few(v: Verdict, f: PairedFigure) -> Verdict:
                  figures={"rounds": n, "process pairs": pairs, "withheld": str(v.status)})
 
 
+def _anova(fig: PairedFigure) -> tuple[float, int, float, int] | None:
+    """The figure's one-way ANOVA over its process pairs: the sums of squares between and
+    within the pairs and their degrees of freedom; None with fewer than 2 pairs or no
+    round beside another in a pair."""
+    groups = list(_groups(fig).values())
+    ds = [d for g in groups for d in g]
+    if len(groups) < 2 or len(ds) <= len(groups):
+        return None
+    grand = statistics.fmean(ds)
+    ssb = sum(len(g) * (statistics.fmean(g) - grand) ** 2 for g in groups)
+    ssw = sum((d - statistics.fmean(g)) ** 2 for g in groups for d in g)
+    return ssb, len(groups) - 1, ssw, len(ds) - len(groups)
+
+
+Process = tuple[float, float, float]  # a class's pooled between-pair mean square, df, p
+
+
+def class_process(figs: Sequence[PairedFigure]) -> dict[tuple[str, bool], Process]:
+    """Per class and kind (as `pooled` groups them) of at least MIN_POOL figures: whether
+    its process pairs disagree, over all its figures (F of the pooled mean squares between
+    and within the pairs), with the pooled mean square between them and its df. One
+    figure's two pairs rarely show a per-process effect (1 df; issue 60: a 2% effect per
+    process failed 2.7% of simulated A/A runs), its class's pairs together do; where they
+    disagree, an interval from the rounds alone is too narrow for every figure of it."""
+    parts: dict[tuple[str, bool], list[tuple[float, int, float, int]]] = {}
+    for f in figs:
+        a = _anova(f) if f.usable() else None
+        if a is not None:
+            parts.setdefault((f.cls, kernels_of(f.metric) is not None), []).append(a)
+    out: dict[tuple[str, bool], Process] = {}
+    for k, rows in parts.items():
+        ssb, dfb, ssw, dfw = (sum(r[i] for r in rows) for i in range(4))
+        if len(rows) < MIN_POOL or dfw <= 0 or dfb <= 0:
+            continue
+        msb, msw = ssb / dfb, ssw / dfw
+        if msw <= 0:
+            p = 0.0 if msb > 0 else 1.0
+        else:
+            from scipy.stats import f as f_dist
+
+            p = float(f_dist.sf(msb / msw, dfb, dfw))
+        out[k] = (msb, float(dfb), p)
+    return out
+
+
 def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, float]]:
     """Each figure's variance of d and its degrees of freedom: pooled over the figures of
     its kind (wall time, or GPU kernel time) in its class that the F screen keeps, when at
@@ -219,20 +265,24 @@ def judge_paired(
                                           rule=Rule.PER_PROCESS, stage=STAGE)  # fmt: skip
             continue
         good.append(f)
-    variances = pooled(good)
+    variances, procs = pooled(good), class_process(figs)
     for f in good:
+        proc = procs.get((f.cls, kernels_of(f.metric) is not None))
         out[(f.key, f.metric)] = _judged(f, variances[(f.key, f.metric)], confidence,
-                                         tolerance[f.key])  # fmt: skip
+                                         tolerance[f.key], proc)  # fmt: skip
     for f in good:  # one outlier round must not hide a change (issue 60)
         k = (f.key, f.metric)
         if out[k].status == INCONCLUSIVE and (i := outlier_round(f.diffs())) is not None:
-            out[k] = _set_aside(f, i, good, out[k], confidence, tolerance[f.key])
+            proc = procs.get((f.cls, kernels_of(f.metric) is not None))
+            out[k] = _set_aside(f, i, good, out[k], confidence, tolerance[f.key], proc)
     return out, confidence
 
 
 def _judged(f: PairedFigure, variance: tuple[float, float], confidence: float,
-            tolerance: float) -> Verdict:  # fmt: skip
-    """One usable figure's verdict on its rounds, its variance and df (`pooled`)."""
+            tolerance: float, proc: Process | None = None) -> Verdict:  # fmt: skip
+    """One usable figure's verdict on its rounds, its variance and df (`pooled`); where
+    its class's process pairs disagree (`proc`, class_process), its interval is at least
+    the one its pairs' means give (the class's mean square between them)."""
     var, df = variance
     n = len(f.base)
     d = statistics.fmean(f.diffs())
@@ -240,14 +290,23 @@ def _judged(f: PairedFigure, variance: tuple[float, float], confidence: float,
     p = per_process(f)
     if p is not None and p < PROCESS_P:  # a process effect too small to matter, but real
         half += pair_spread(f)  # its whole size joins the interval
+    by_pairs = ""
+    if proc is not None and proc[2] < PROCESS_P:
+        wide = quantile(confidence, proc[1]) * math.sqrt(proc[0] / n)
+        if wide > half:
+            half, by_pairs = wide, (
+                f"; {CLASS_PER_PROCESS} (its process pairs disagree, p = "
+                f"{proc[2]:.2g}): the interval from its pairs' means ({proc[1]:.0f} df)")
     v = status_of(d, half, higher_is_better=f.higher, tolerance=tolerance)
     kind = "'s kernel-time figures" if kernels_of(f.metric) is not None else ""
     pool = f"pooled over its class{kind}, {df:.0f} df" if df > n - 1 else f"its own, {n - 1} df"
+    more = (", more process pairs would narrow it (a second look takes it where the budget "
+            "holds one)") if by_pairs and v.status == INCONCLUSIVE else ""  # fmt: skip
     return _too_few(amend(
         v, None,
-        reason=f"{v.reason} over {n} paired rounds",
+        reason=f"{v.reason} over {n} paired rounds{by_pairs}{more}",
         # the half-width as the verdict carries and every output prints it (log units)
-        basis=f"±{half * 100:.2f}% over {n} paired rounds ({pool})",
+        basis=f"±{half * 100:.2f}% over {n} paired rounds ({pool}){by_pairs}",
     ), f)  # fmt: skip
 
 
@@ -261,7 +320,8 @@ def without_round(f: PairedFigure, i: int) -> PairedFigure:
 
 
 def _set_aside(f: PairedFigure, i: int, good: list[PairedFigure], v: Verdict,
-               confidence: float, tolerance: float) -> Verdict:  # fmt: skip
+               confidence: float, tolerance: float,
+               proc: Process | None = None) -> Verdict:  # fmt: skip
     """An inconclusive figure `f` (verdict `v`) whose round `i` is an outlier
     (`outlier_round`), judged on its other rounds, pooled as the others are: their change
     stands only where it lies on the side away from the outlier (a round that pulled a
@@ -272,7 +332,8 @@ def _set_aside(f: PairedFigure, i: int, good: list[PairedFigure], v: Verdict,
     if screened(rest, tolerance) is not None:
         return v
     k = (f.key, f.metric)
-    v2 = _judged(rest, pooled([rest if g is f else g for g in good])[k], confidence, tolerance)
+    v2 = _judged(rest, pooled([rest if g is f else g for g in good])[k], confidence, tolerance,
+                 proc)  # fmt: skip
     d = f.diffs()
     worse_o = -d[i] if f.higher else d[i]
     worse_rest = statistics.fmean(-x if f.higher else x for x in rest.diffs())
