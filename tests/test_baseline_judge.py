@@ -682,3 +682,24 @@ def test_a_launch_bound_results_per_clock_figure_is_no_twin_of_its_kernel_figure
     j = judge_run([lb, *results], entries, {})
     (shift,) = [s for s in j.shifts if s.cls == "compute"]
     assert shift.verdict.status == "power-state", shift.line()
+
+
+def test_a_derived_figure_that_moved_on_its_own_is_judged_on_its_own():
+    """Issue 60 (2b): a derived figure could never flag on its own (300 of 300 inconclusive
+    when only it was 10% worse: a TTFT or decode rate whose own part of the work slowed
+    while its source did not). Where its own change goes beyond its source's by more than
+    the tolerance and both intervals, its verdict is its own; one that moved with its
+    source stays capped by it."""
+    results, entries = derived_pair(1000.0, [1000.0, 1001.0, 999.0], "")
+    results[1].throughput = Throughput("samples/s", 0.9 * 1000 / 512, 0.9 * 1000 / 512,
+                                       0.9 * 1000 / 512)  # fmt: skip
+    judge_run(results, entries, {})
+    src, der = results[0].verdicts["throughput"], results[1].verdicts["value"]
+    assert src.status == "unchanged", src
+    assert der.status == "regressed", der
+    assert "judged on its own" in der.reason and der.trail[-1].rule == "a derived figure never decided more strongly than its source"
+    results, entries = derived_pair(1000.0, [1000.0, 1001.0, 999.0], "")
+    results[1].throughput = Throughput("samples/s", 0.985 * 1000 / 512, 0.985 * 1000 / 512,
+                                       0.985 * 1000 / 512)  # fmt: skip
+    judge_run(results, entries, {})
+    assert results[1].verdicts["value"].status != "regressed"  # 1.5%: within the tolerance
