@@ -221,3 +221,14 @@ def test_a_checked_regression_in_a_class_with_noise_per_process_stands_where_eac
     v = runs[0].verdicts["throughput"]
     assert v.status == "regressed" and v.trail[-1].rule == Rule.EACH_PAIR, v
     assert "its class's pairs disagree" in v.reason
+
+
+def test_an_outlier_round_of_a_noisy_figure_decides_nothing():
+    """The project's simulator (A/A, 2026-12-07): a figure whose rounds spread about 20%
+    had one round +80% among 18; set aside, the other 17 read -18.9% ±19.3%, regressed.
+    The rest decide only where their interval is narrower than the tolerance."""
+    diffs = [-0.1656, -0.4603, -0.0684, -0.1888, -0.4176, -0.0781, 0.0642, -0.1203, -0.1052,
+             -0.1387, -0.2128, -0.4959, -0.2352, -0.328, -0.3757, 0.5889, 0.0166, -0.2517]
+    noisy = fig(diffs, pair=[0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3], higher=True)
+    (v,) = judge_paired([noisy], {"t.py::a": TOL}, 0.005, count=17)[0].values()
+    assert v.status == "inconclusive", v
