@@ -174,6 +174,31 @@ def test_a_machine_further_than_the_sessions_showed_is_no_false_alarm():
         assert "the class line" in v.reason or "cannot tell" in v.reason, v
 
 
+BW12 = [(f"bw{i}", "bandwidth", 100.0 + 10 * i) for i in range(12)]
+
+
+@pytest.mark.parametrize("factors", [[1.02, 0.99, 1.00], [1.02, 0.99, 1.00, 1.01, 0.995],
+                                     [1.03, 0.97, 1.00, 1.02, 0.98, 1.01]])  # fmt: skip
+def test_a_regression_most_of_a_class_shares_on_a_faster_machine_is_never_unchanged(factors):
+    """Issue 60 (2a): 9 of 12 bandwidth figures 5% slower on a machine 3% faster. The run's
+    class offset (the median of the others, most of them slowed) took the regression for
+    a slower machine: all 9 read UNCHANGED (measured about -2% against the baseline), while
+    the 3 it spared read better beyond the tolerance after it. None reads unchanged now;
+    unchanged code on a faster or slower machine still does."""
+    base = suite(BW12, factors)
+    slowed = {n: 0.05 for n, _, _ in BW12[:9]}
+    results = run(BW12, machine=1.03, slow=slowed)
+    judge_run(results, base, {})
+    st_ = statuses(results)
+    assert all(st_[n] not in ("unchanged", "improved") for n in slowed), st_
+    v = results[0].verdicts["throughput"]
+    assert "while 3 figure(s) of its class then read better" in v.reason, v
+    for machine in (0.99, 1.01):
+        same = run(BW12, machine=machine)
+        judge_run(same, base, {})
+        assert set(statuses(same).values()) == {"unchanged"}
+
+
 MIX = [(f"tok{i}", "model", 500.0 + 20 * i) for i in range(7)] + [
     (f"lat{i}", "latency", 2.0 + i) for i in range(5)
 ]
@@ -657,3 +682,24 @@ def test_a_launch_bound_results_per_clock_figure_is_no_twin_of_its_kernel_figure
     j = judge_run([lb, *results], entries, {})
     (shift,) = [s for s in j.shifts if s.cls == "compute"]
     assert shift.verdict.status == "power-state", shift.line()
+
+
+def test_a_derived_figure_that_moved_on_its_own_is_judged_on_its_own():
+    """Issue 60 (2b): a derived figure could never flag on its own (300 of 300 inconclusive
+    when only it was 10% worse: a TTFT or decode rate whose own part of the work slowed
+    while its source did not). Where its own change goes beyond its source's by more than
+    the tolerance and both intervals, its verdict is its own; one that moved with its
+    source stays capped by it."""
+    results, entries = derived_pair(1000.0, [1000.0, 1001.0, 999.0], "")
+    results[1].throughput = Throughput("samples/s", 0.9 * 1000 / 512, 0.9 * 1000 / 512,
+                                       0.9 * 1000 / 512)  # fmt: skip
+    judge_run(results, entries, {})
+    src, der = results[0].verdicts["throughput"], results[1].verdicts["value"]
+    assert src.status == "unchanged", src
+    assert der.status == "regressed", der
+    assert "judged on its own" in der.reason and der.trail[-1].rule == "a derived figure never decided more strongly than its source"
+    results, entries = derived_pair(1000.0, [1000.0, 1001.0, 999.0], "")
+    results[1].throughput = Throughput("samples/s", 0.985 * 1000 / 512, 0.985 * 1000 / 512,
+                                       0.985 * 1000 / 512)  # fmt: skip
+    judge_run(results, entries, {})
+    assert results[1].verdicts["value"].status != "regressed"  # 1.5%: within the tolerance

@@ -444,3 +444,22 @@ def test_accept_refuses_an_incomparable_figure_unless_told(project, monkeypatch,
     assert f"dropped {SPIN} throughput: samples/s" in capsys.readouterr().out
     hist = spin_history(project)
     assert len(hist) == 1 and hist[0]["restart"]["reason"] == "unit fixed"
+
+
+def test_an_improvement_nothing_re_measured_reads_unconfirmed(project, monkeypatch, capsys):
+    """Issue 60 (2c): IMPROVED is never confirmed (0.29% of simulated A/A runs show one). A
+    run whose test got twice as fast, with no paired stage (no git) and a confirmation that
+    re-measures regressions only: its verdict says so in its trail, its reason (the table's
+    line) and `confirmed: false`, as `gpuperf compare` of it does; accept still refuses it."""
+    saved(project, times=3)
+    r = slow_run(project, monkeypatch, "-0.5", "fast.json", "-v")
+    r.stdout.fnmatch_lines(["*IMPROVED*test_b.py::test_spin*unconfirmed: neither a fresh process*"])
+    spin = next(x for x in json.loads((project.path / "fast.json").read_text())["results"]
+                if x["nodeid"] == SPIN)  # fmt: skip
+    v = spin["verdicts"]["throughput"]
+    assert v["status"] == "improved" and v["confirmed"] is False, v
+    assert v["trail"][-1]["rule"] == "an improvement nothing re-measured stays unconfirmed"
+    assert gpuperf_main(["compare", str(project.path / "fast.json"),
+                         "--baseline", str(project.path / "baselines" / "cpu.json")]) == 0
+    assert "unconfirmed: neither a fresh process" in capsys.readouterr().out
+    assert accept("--from", project.path / "fast.json", "--all-improved", "--reason", "x") == 1

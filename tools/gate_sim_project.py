@@ -144,7 +144,7 @@ def paired(results, x, tol, false_alarm):
         first = r.verdicts[metric]
         if v.status in (INCONCLUSIVE, INCONCLUSIVE_POWER):  # a checked one: not borne out
             if first.status in CHANGED and not _each_pair(final[(r.key, metric)], tol,
-                                                           first):  # fmt: skip
+                                                           first, v.basis):  # fmt: skip
                 r.verdicts = {**r.verdicts, metric: amend(first, SIM, STAGE, status=INCONCLUSIVE)}
             continue
         r.verdicts = {**r.verdicts, metric: amend(first, SIM, STAGE, status=v.status)}

@@ -237,7 +237,7 @@ def refusals(chosen: list[tuple[Result, str]], workers: int = 0) -> list[str]:
     ratchets the baseline's noise), or a save would refuse it: too disturbed to be a
     baseline (a CPU measurement on a busy host, or beside other pytest-xdist workers:
     `workers` of the run), or measured on a GPU another process used (gpu-shared)."""
-    from ..judging.explain import borne_out, paired_commit
+    from ..judging.explain import seen_twice
     from ..measure.hostload import too_disturbed
 
     out = []
@@ -245,8 +245,7 @@ def refusals(chosen: list[tuple[Result, str]], workers: int = 0) -> list[str]:
         v = r.verdicts.get(name)
         if v is not None and v.status in ("inconclusive", "power-state"):
             out.append(f"{r.key} {name}: {v.status} in that run ({v.reason})")
-        seen_twice = v is not None and (v.confirmed or paired_commit(v) or borne_out(v))
-        if v is not None and v.status == "improved" and not seen_twice:
+        if v is not None and v.status == "improved" and not seen_twice(v):
             out.append(f"{r.key} {name}: improved in that run, but neither a fresh process "
                        "nor the paired stage re-measured it (one run's luck, taken into a "
                        "baseline, would ratchet its noise in)")  # fmt: skip

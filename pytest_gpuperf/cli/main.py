@@ -28,6 +28,7 @@ from ..baseline.store import baseline_path, load
 from ..core.results import Result
 from ..core.settings import FALSE_ALARM
 from ..judging.blind import blindness
+from ..judging.confirmation import unconfirmed_improvements
 from ..judging.explain import Rerun, missing, rerun_commands
 from ..judging.judge import judge_run
 from ..outputs.terminal import trail_lines, verdict_count_line
@@ -130,6 +131,7 @@ def compare_files(
         memory_tolerance=memory_tolerance,
         exclude_session=sid,
     )
+    unconfirmed_improvements(results)  # stage 1 alone re-measures none
     confidence = judgement.confidence
     shift_lines = [sh.line() for sh in judgement.shifts]
     gone = missing(base.entries, (r.key for r in results), data.get("selected"))

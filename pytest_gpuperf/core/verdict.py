@@ -69,12 +69,14 @@ class Rule(StrEnum):
     LEFT_OUT = "left out of the paired rounds"
     TOO_FEW_ROUNDS = "too few usable paired rounds"
     PER_PROCESS = "its noise is per process"
+    OUTLIER = "an outlier round set aside decides a change only away from it"
     VETO = "the time decides; its per-clock twin can only veto a change"
     STAGE1_STANDS = "undecided rounds leave the first stage's verdict standing"
     EACH_PAIR = "each process pair bore the first stage out on its own"
     BASE_CHECK = "the base build must reproduce the baseline's sessions at its commit"
     ENVIRONMENT = "a class line the paired stage found unchanged: the environment's"
     AB = "gpuperf ab: base and head rounds, interleaved"
+    UNCONFIRMED = "an improvement nothing re-measured stays unconfirmed"
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,13 @@ from dataclasses import replace
 
 from ..core.results import Result
 from ..core.verdict import Rule, Verdict, amend
+from .explain import seen_twice
 from .judge import Judgement
-from .verdict import FAILED, INCONCLUSIVE, REGRESSED, worse_text
+from .verdict import FAILED, IMPROVED, INCONCLUSIVE, REGRESSED, worse_text
 
 CONFIRM = Rule.CONFIRM
 FRESH = "fresh process"
+UNCONFIRMED = "unconfirmed"  # the word an improvement nothing re-measured carries
 
 
 def confirm(
@@ -135,3 +137,21 @@ def flagged_tests(results: list[Result], judgement: Judgement) -> list[str]:
     keys = {k for s in judgement.shifts if s.verdict.status == REGRESSED for k in s.keys}
     out |= {r.nodeid for r in results if r.key in keys}
     return sorted(out)
+
+
+def unconfirmed_improvements(results: list[Result]) -> int:
+    """Mark each improvement that nothing measured again (no fresh process, no paired stage:
+    explain.seen_twice) unconfirmed, in its trail, its reason (the verdict table's line) and
+    `confirmed: false`: one run's luck, which `gpuperf baseline accept` takes only with
+    --force. Its status stays: an improvement fails nothing. How many were marked."""
+    marked = 0
+    for r in results:
+        for name, v in r.verdicts.items():
+            if v.status != IMPROVED or seen_twice(v) or v.confirmed is False:
+                continue
+            why = ("neither a fresh process nor the paired stage re-measured it: one run's "
+                   "luck until one does (gpuperf baseline accept takes it only with --force)")
+            r.verdicts[name] = amend(v, Rule.UNCONFIRMED, "end of run", note=why, confirmed=False,
+                                     reason=f"{v.reason}; {UNCONFIRMED}: {why}")  # fmt: skip
+            marked += 1
+    return marked

@@ -90,6 +90,13 @@ def borne_out(verdict: Verdict) -> bool:
     return paired is not None and isinstance(paired.get(EACH_PAIR), list | tuple)
 
 
+def seen_twice(verdict: Verdict) -> bool:
+    """Whether something measured a verdict's figure again: a fresh process confirmed it,
+    the paired stage decided it, or each of its process pairs bore it out. An improvement
+    nothing re-measured is unconfirmed (confirmation.unconfirmed_improvements)."""
+    return bool(verdict.confirmed or paired_commit(verdict) or borne_out(verdict))
+
+
 def ab_commit(verdict: Verdict) -> str | None:
     """The commit a `gpuperf ab` line measures a verdict's test against: a paired verdict's,
     or that of one the paired stage bore out."""

@@ -45,6 +45,7 @@ from .offsets import (
     clamp_offsets,
     class_shift,
     run_offsets,
+    shared_by_the_class,
 )
 from .verdict import (
     FAILED,
@@ -145,6 +146,7 @@ def judge_run(
     gate = _Gate(model, confidence, per_clock, entries)
     rests = _judge_items(items, gate, removed, unbounded, out)
     bounded_by_class_line(out, [i for i in items if i.key in rests], removed, shifts)
+    shared_by_the_class(out, items, removed)
     cap_derived(results, out)
     set_aside_improvements(figures, entries, out, exclude_session)
     _set_verdicts(results, entries, out)

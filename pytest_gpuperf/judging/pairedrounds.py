@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .verdict import quantile
@@ -39,6 +40,29 @@ class PairedFigure:
         n = len(self.base)
         values = (*self.base, *self.head)
         return n >= 2 and n == len(self.head) and all(math.isfinite(v) and v > 0 for v in values)
+
+
+OUTLIER_P = 0.01  # a round this unlikely beside the others (Bonferroni over the rounds)
+OUTLIER_MIN = 5  # rounds before one can be told an outlier (4 others, 3 df)
+
+
+def outlier_round(diffs: Sequence[float]) -> int | None:
+    """The index of the one round whose paired difference the others' do not explain, or
+    None: the largest studentized deleted residual (the round against the mean and sd of the
+    others), two-sided, beyond Student's t at OUTLIER_P split over the rounds, n - 2 df. A
+    round beside others that are all equal is an outlier wherever it differs from them."""
+    n = len(diffs)
+    if n < OUTLIER_MIN:
+        return None
+    best, worst = None, 0.0
+    for i, x in enumerate(diffs):
+        rest = [*diffs[:i], *diffs[i + 1:]]
+        m, s = statistics.fmean(rest), statistics.stdev(rest)
+        gap = abs(x - m)
+        t = gap / (s * math.sqrt(1 + 1 / (n - 1))) if s > 0 else (math.inf if gap > 0 else 0.0)
+        if t > worst:
+            best, worst = i, t
+    return best if worst > quantile(1 - OUTLIER_P / n, n - 2) else None
 
 
 def rounds_to_settle(var: float, confidence: float, tolerance: float) -> int | None:

@@ -297,7 +297,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
     from ..judging.pairedrounds import settle_advice
     from .basecheck import check, judged
     from .figures import extended, first_look, second_look, written
-    from .judge import judge_paired
+    from .judge import judge_paired, withheld
 
     n = len(measured.pair)
     took = getattr(measured, "seconds", None) or {}  # each test's, over all rounds and sides
@@ -336,14 +336,17 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
               if f is not None and f.base else None)  # fmt: skip
         if no is not None:  # the base is not the baseline: it clears nothing
             new = judged(first, new, no)
-        # the first stage's verdict stands where this stage is undecided on a figure it
-        # left inconclusive, or re-measured nothing of a checked one (missing from a round)
-        elif v.status == "inconclusive" and (not said or (r.key, metric) in unmeasured):
+        # the first stage's verdict stands where this stage is undecided on a figure it left
+        # inconclusive, re-measured nothing of a checked one (missing from a round), or had
+        # too few rounds to call the change they show (judge.withheld)
+        elif v.status == "inconclusive" and (not said or (r.key, metric) in unmeasured
+                                             or withheld(v) == first.status):  # fmt: skip
             # the first stage's advice first (more sessions), then the rounds'
             advice = "; ".join(a for a in (first.advice, tip) if a) if tip else first.advice
             new = amend(first, UNDECIDED, STAGE, note=v.reason, paired=record, advice=advice,
                         reason=f"{first.reason}; paired stage: {v.reason}")  # fmt: skip
-        elif said and v.status == "inconclusive" and (kept := _each_pair(f, tol[r.key], first)):
+        elif said and v.status == "inconclusive" and (kept := _each_pair(f, tol[r.key], first,
+                                                                         v.basis)):  # fmt: skip
             text, changes = kept  # per process, but borne out by each pair: stage 1's stands
             new = amend(first, EACH, STAGE, figures={"pairs' changes": ", ".join(
                             f"{100 * c:+.2f}%" for c in changes)},
@@ -373,21 +376,25 @@ def _failed_said(*looks: Any, nodeid: str = "") -> str:
                      for side, why in sorted(seen.items()))  # fmt: skip
 
 
-def _each_pair(f: Any, tolerance: float,
-               first: Verdict) -> tuple[str, list[float]] | None:  # fmt: skip
+def _each_pair(f: Any, tolerance: float, first: Verdict,
+               basis: str = "") -> tuple[str, list[float]] | None:  # fmt: skip
     """Where the per-process screen took a checked figure (one the first stage decided),
     why the first stage's verdict stands, and each process pair's change: every pair on its
     own measured it beyond the tolerance on the same side (judge.each_pair_beyond);
-    None otherwise (it then reads inconclusive, not borne out)."""
-    from .judge import PER_PROCESS, each_pair_beyond, pair_spread, screened
+    None otherwise (it then reads inconclusive, not borne out). The same where its class's
+    process pairs disagree (`basis` says so: judge.class_process), not its own."""
+    from .judge import CLASS_PER_PROCESS, PER_PROCESS, each_pair_beyond, pair_spread, screened
 
     p = screened(f, tolerance) if f is not None and f.usable() else None
-    changes = each_pair_beyond(f, tolerance, str(first.status)) if p is not None else None
+    by_class = f is not None and f.usable() and CLASS_PER_PROCESS in basis
+    changes = (each_pair_beyond(f, tolerance, str(first.status))
+               if p is not None or by_class else None)  # fmt: skip
     if changes is None:
         return None
     said = ", ".join(f"{100 * c:+.2f}%" for c in changes)
+    seen = f"p = {p:.2g}" if p is not None else "its class's pairs disagree"
     text = (f"{PER_PROCESS} (its process pairs' changes span "
-            f"{200 * math.expm1(pair_spread(f)):.2f}%, p = {p:.2g}), but each of "
+            f"{200 * math.expm1(pair_spread(f)):.2f}%, {seen}), but each of "
             f"its {len(changes)} process pairs measured it {first.status} beyond the "
             f"tolerance on its own ({said} over {len(f.base)} rounds): the first stage's "
             "verdict stands")  # fmt: skip

@@ -174,6 +174,14 @@ class RunBaseline:
         )
         confirm(results, self.judgement, again, again_j, failure)
 
+    def after_stages(self, results: list[Result]) -> None:
+        """After every stage that could re-measure one: each improvement nothing measured
+        again marked unconfirmed (judging/confirmation.unconfirmed_improvements)."""
+        from ..judging.confirmation import unconfirmed_improvements
+
+        if self.judgement is not None:
+            unconfirmed_improvements(results)
+
     def blindness(self, results: list[Result], collected: set[str]) -> Blindness | None:
         """The gated figures this run's judgement left undecided, and why (None: not
         judged), against the entries it was judged with; an entry of a collected test

@@ -250,9 +250,9 @@ class GpuPerfSession:
         self.base.confirm(self.results, again, env, self.options.allow_mismatch, failure)
 
     def paired_stage(self, config: pytest.Config) -> None:
-        """Stage 2 (paired/stage.py: after_judgement): what the first stage left inconclusive
-        or found changed, re-measured against a build of the baseline's commit."""
-        if self.base.paired_wanted():
+        """Stage 2 unless interrupted (paired/stage.py after_judgement: what stage 1 left
+        inconclusive or found changed, re-measured); then unconfirmed improvements marked."""
+        if self.base.paired_wanted() and not self.interrupted:
             from ..hardware.marks import usable_memory
             from ..paired.stage import after_judgement
 
@@ -262,6 +262,7 @@ class GpuPerfSession:
                 usable_memory(self.snapshot().primary, self.vram_cap()))  # fmt: skip
             self.finish_notes += notes
             self.interrupted = self.interrupted or stopped
+        self.base.after_stages(self.results)
 
     def run_max_time(self) -> float | None:
         """The run's own max_time: its ini file and command line over the backend's
@@ -415,8 +416,7 @@ class GpuPerfSession:
         if not self.base.ready:
             self.prepare_baseline()
         self.judge(session.config)
-        if not self.interrupted:
-            self.paired_stage(session.config)
+        self.paired_stage(session.config)
         if self.interrupted:  # Ctrl-C during the confirmation: the verdicts show, unconfirmed
             session.exitstatus = pytest.ExitCode.INTERRUPTED
             return
