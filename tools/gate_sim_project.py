@@ -3,7 +3,7 @@
 fitted to the real sessions and rounds in docs/evidence (tools/gatesim/: model.py, drive.py;
 fit_rounds.py rewrites rounds.json from the evidence). Needs nothing outside the repository.
 
-    python tools/gate_sim_project.py --runs 200 --jobs 2            # a smoke: about 1 CPU-min/cell
+    python tools/gate_sim_project.py --runs 200 --jobs 2            # a smoke: ~30 CPU-s a cell
     nice -n 19 python tools/gate_sim_project.py --runs 20000 --jobs 2 > sim.txt &
 
 Per cell (baseline sessions k = --ks): the run-wide A/A false-alarm rate with its 95%
@@ -114,9 +114,11 @@ def line(k: int, aa: dict, det: dict | None, cls: dict | None, slow: float) -> s
     n = aa["runs"]
     lo, hi = cp(aa["run_fa"], n)
     name, worst = (aa["figs"].most_common(1) or [("none", 0)])[0]
+    kern = sum(c for f, c in aa["figs"].items() if f.endswith(":" + drive.KERNELS))
     text = (f"k={k}: A/A runs {n}: run-wide false alarms {aa['run_fa']} ({aa['run_fa'] / n:.3%}"
             f" [{lo:.3%}, {hi:.3%}]); worst figure {name} {worst} ({worst / n:.3%}, 95% upper"
-            f" bound {cp(worst, n)[1]:.3%}); speed figures decided "
+            f" bound {cp(worst, n)[1]:.3%}); false alarms by figure: {kern} kernel-time, "
+            f"{sum(aa['figs'].values()) - kern} other; speed figures decided "
             f"{aa['decided'] / max(aa['speed'], 1):.1%}")  # fmt: skip
     if det:
         text += (f"; {slow:.0%} slowdown caught {det['caught']} of {det['tries']} figures "
