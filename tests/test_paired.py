@@ -119,6 +119,25 @@ def test_a_class_pools_its_figures_variance_and_a_noisy_one_keeps_its_own():
     assert v[("t.py::n", "throughput")][1] == 5  # its own: the F screen kept it out
 
 
+def test_a_figure_noisier_than_its_pool_keeps_its_own_degrees_of_freedom():
+    # its variance within F's bar of the pool's (kept in the class) but above it: judged on
+    # its own variance it must carry its own 5 df, not the pool's; borrowing the pool's
+    # df for its own variance narrowed its interval (t at 99.9%: 6.9 at 5 df, 3.7 at 25)
+    # and in the simulator on the real rounds' noise gave most of the A/A false alarms
+    # (docs/evidence/gate-sim-2026-12-07-project)
+    def exact(d, key):
+        return fig([100.0] * len(d), [100.0 * math.exp(x) for x in d], key=key)
+
+    quiet = [exact([0.002, -0.002, 0.001, -0.001, 0.0015, -0.0015][i:] +
+                   [0.002, -0.002, 0.001, -0.001, 0.0015, -0.0015][:i], f"t.py::q{i}")
+             for i in range(4)]  # fmt: skip
+    louder = exact([0.004, -0.004, 0.002, -0.002, 0.003, -0.003], "t.py::n")  # 4x the variance
+    v = pooled([*quiet, louder])
+    own = statistics.variance(louder.diffs())
+    assert v[("t.py::q0", "throughput")][1] > 5  # the quiet ones pool
+    assert v[("t.py::n", "throughput")] == pytest.approx((own, 5))
+
+
 def test_one_noisy_figure_of_three_is_screened_out_rather_than_widening_the_other_two():
     # as on the H200 (2026-12-02): a launch-bound-ish sweep point 20x noisier than its two
     # quiet class-mates, 4 rounds; in a pool it is part of, one of three at 20x the others'

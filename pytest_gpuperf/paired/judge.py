@@ -213,8 +213,8 @@ def pooled(figs: Sequence[PairedFigure]) -> dict[tuple[str, str], tuple[float, f
         if len(keep) < MIN_POOL:  # too few agree to pool: each keeps its own variance
             continue
         sp, df_sum = pooled_variance(out, keep)
-        for k in keep:
-            out[k] = (max(out[k][0], sp), df_sum)
+        for k in keep:  # a figure noisier than its pool keeps its own df with its own variance
+            out[k] = (sp, df_sum) if out[k][0] <= sp else out[k]
     return out
 
 
