@@ -104,13 +104,13 @@ def unqueued(
     waited, its wall time kept."""
     valid = [q <= w for w, q in zip(walls, waits, strict=True)]
     clean = [q <= WAIT_SHARE * w for w, q in zip(walls, waits, strict=True)]
+    waited = len(walls) - sum(clean)
     times = [w - q if v else w for w, q, v in zip(walls, waits, valid, strict=True)]
     # CPU-bound or not by each sample's CPU time over its time less its wait
     share_ok = _cpu_bound_ok(times, cpus, whole_core=False)
     if share_ok is not None:  # another of the work's threads may have lost the CPU
         clean = [a and b for a, b in zip(clean, share_ok, strict=True)]
     kept = [w for w, c in zip(walls, clean, strict=True) if c]
-    waited = sum(1 for w, q in zip(walls, waits, strict=True) if q > WAIT_SHARE * w)
     found = {"samples": len(walls), "preempted": len(walls) - len(kept),
              "enough": len(kept) >= max(1, need), "waited": waited}  # fmt: skip
     if found["enough"]:
@@ -243,16 +243,14 @@ def busy_line(results: Iterable[Any]) -> str | None:
     where = f"load average up to {worst['load1']:g} on {worst['cores']} cores"
     parts = []
     if waited:
-        n = sum(r.host["waited"] for r in waited)
-        total = sum(r.host["samples"] for r in waited)
+        n, total = _tally(waited, "waited")
         parts.append(
             f"{len(waited)} CPU benchmark(s) of work that waits (sleep, I/O) were timed less "
             f"their run-queue wait ({n} of {total} samples waited for the CPU; their verdicts "
             "stand)"
         )
     if dropped:
-        left = sum(r.host["preempted"] for r in dropped)
-        total = sum(r.host["samples"] for r in dropped)
+        left, total = _tally(dropped, "preempted")
         parts.append(
             f"{len(dropped)} CPU benchmark(s) kept only their undisturbed samples "
             f"({left} of {total} preempted samples left out; their verdicts stand)"
@@ -264,6 +262,11 @@ def busy_line(results: Iterable[Any]) -> str | None:
             "inconclusive)"
         )
     return f"gpuperf: {where}: " + "; ".join(parts)
+
+
+def _tally(results: list[Any], key: str) -> tuple[int, int]:
+    """Of these results' samples, how many were `key` (waited, preempted), and how many in all."""
+    return sum(r.host[key] for r in results), sum(r.host["samples"] for r in results)
 
 
 def too_disturbed(result: Any, workers: int = 0) -> str | None:

@@ -5,8 +5,8 @@ On CUDA each timed sample is a pair of CUDA events around `k` calls (k chosen so
 lasts at least `min_sample_time`); samples are recorded in chunks and the host synchronises
 once per chunk, never once per call. On the CPU each sample is `time.perf_counter` around
 `k` calls, with the process's CPU time (`time.process_time`) and, on Linux, the thread's
-run-queue wait beside it: a sample's time is its wall time less the time other work held
-the CPU it was ready for (hostload.undisturbed). The busy check and the kernel-time pass
+run-queue wait beside it: a sample other work held the CPU in is left out while enough
+remain (hostload.undisturbed). The busy check and the kernel-time pass
 (kernels.py) run the profiler after the samples, never during them. Torch is imported only
 when a CUDA measurement runs.
 """
