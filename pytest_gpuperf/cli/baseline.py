@@ -1,4 +1,5 @@
-"""`gpuperf baseline {accept,show,merge,merge-driver}`: living with a committed baseline.
+"""`gpuperf baseline {accept,show,merge,merge-driver,rolling}`: living with a committed
+baseline.
 
 accept   restart named metrics' histories from a run's figures (an intended slowdown or
          speed-up), with a reason recorded in the file and shown in the next verdicts
@@ -6,9 +7,11 @@ show     what the gate judges against: sessions per metric, dates, commits, host
          restarts, flagged and set-aside sessions
 merge    one file holding both files' sessions (two branches' saves)
 merge-driver  git's merge driver: `gpuperf baseline merge-driver %O %A %B %P`
+rolling  each figure's last N sessions at one level, from the nightly history (opt in;
+         cli/rolling.py)
 
 The edits themselves are baseline/edit.py's; files are written by baseline/store.py
-(locked, atomic); nothing here drops a saved session.
+(locked, atomic); nothing here drops a saved session unasked.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from ..core.results import Result
 from ..outputs.text import plain
 from .inputs import InputError as UsageError  # exit 2, naming the bad input
 from .inputs import read_results
+from .rolling import add_parser as add_rolling_parser
+from .rolling import rolling_command
 
 REFUSED = 1  # a figure that must not restart a history (without --force)
 BAD_INPUT = 2
@@ -38,11 +43,13 @@ EXIT_CODES = """exit codes:
   0  done
   1  accept: refused (a figure inconclusive, an improvement nothing re-measured, measured on
      a busy host, or not ok; --force overrides); merge-driver: a conflict it cannot
-     resolve (git keeps the conflict)
+     resolve (git keeps the conflict); rolling: sessions the history does not hold
+     would leave the file (--force writes)
   2  bad input: a missing, unreadable or malformed results or baseline file, files of
      different profiles, a test the results do not hold
-  3  accept, merge: the file could not be written (a read-only or full disk, no permission,
-     the lock not acquired); it is as it was (the merge driver exits 1: a conflict)
+  3  accept, merge, rolling: the file could not be written (a read-only or full disk, no
+     permission, the lock not acquired); it is as it was (the merge driver exits 1: a
+     conflict)
   130  interrupted (Ctrl-C): a baseline file is as it was or wholly written, never partial
 """
 
@@ -99,11 +106,13 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         d.add_argument(name, type=Path, help=what)
     d.add_argument("path", type=Path, nargs="?", default=None,
                    help="%%P: the baseline's path in the repository, named in messages")
+    add_rolling_parser(cmds, EXIT_CODES)
 
 
 def main(args: argparse.Namespace) -> int:
     command = {"accept": accept_command, "show": show_command, "merge": merge_command,
-               "merge-driver": merge_driver_command}[args.baseline_command]  # fmt: skip
+               "merge-driver": merge_driver_command,
+               "rolling": rolling_command}[args.baseline_command]  # fmt: skip
     said = f"gpuperf baseline {args.baseline_command}"
     driver = args.baseline_command == "merge-driver"
     try:

@@ -5,8 +5,9 @@ GPU, interleaved (`gpuperf ab --help`).
 `gpuperf report RESULTS.json... -o report.html`: one HTML report of several runs (GPUs,
 emulated caps, dates), with charts.
 `gpuperf bisect --good G -- TESTID...`: the commits of good..bad that changed a figure.
-`gpuperf baseline {accept,show,merge,merge-driver}`: accept an intended change, show what
-the gate judges against, merge two branches' baselines (`gpuperf baseline --help`).
+`gpuperf baseline {accept,show,merge,merge-driver,rolling}`: accept an intended change, show
+what the gate judges against, merge two branches' baselines, take a rolling baseline from
+the history (`gpuperf baseline --help`).
 `gpuperf history DIR`: steps and creep over the nightly history (`gpuperf history --help`).
 
 RESULTS.json is the file written by `pytest --gpuperf-json=PATH` or the `gpuperf` section

@@ -119,6 +119,24 @@ def read_files(hist: History, paths: list[Path]) -> None:
             _add(hist, run, name, said)
 
 
+def run_figures(directory: Path, name: str) -> dict[str, list[Any]]:
+    """The figures' columns (record.COLUMNS) of one run of `directory`, by its name in
+    History.runs (a file, or an archive's `<file>#<i>`), checked: what a series does not
+    hold (each figure's rule, flags and sample count) for the few runs that need it."""
+    file, _, at = name.partition("#")
+    path = directory / file
+    data = _load(path)
+    where = f"history file {path}"
+    if at:
+        raw = data.get("runs")
+        if not at.isdigit() or not isinstance(raw, list) or int(at) >= len(raw):
+            raise HistoryError(f"{where}: holds no run {at}")
+        data, where = raw[int(at)], f"{where}: runs[{at}]"
+        if not isinstance(data, dict):
+            raise HistoryError(f"{where}: is not a run")
+    return _columns(data.get("figures"), where)
+
+
 def _load(path: Path) -> dict[str, Any]:
     where = f"history file {path}"
     try:
