@@ -110,3 +110,44 @@ def test_a_flaky_verdict_and_false_alarms_are_counted_per_figure(tmp_path):
     values = noisy(10, 0.005, 13) + [v * 0.9 for v in noisy(10, 0.005, 14)]
     _, found = changes_of(tmp_path / "step", values, verdicts={10: "regressed"})
     assert found.verdicts[("h200", "b.py::test_x", "throughput")] == (20, 2, 0)
+
+
+def test_the_recorded_noise_pools_are_each_sessions_deviation_once(tmp_path):
+    """tools/history_detection_rates.py --real: a figure's sessions as deviations from its
+    mean (better up, scaled by sqrt(n/(n-1))), a figure two files hold counted once, a
+    session flagged gpu-shared left out (as a history's series leaves it)."""
+    import importlib.util
+    import json
+    import math
+    from pathlib import Path
+
+    from pytest_gpuperf.baseline.schema import SCHEMA
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "history_detection_rates.py"
+    spec = importlib.util.spec_from_file_location("history_detection_rates", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+
+    def item(i, v, flags=()):
+        return {"median": v, "date": f"2026-12-0{i + 1}", "commit": None, "session": f"s{i}",
+                "flags": list(flags)}  # fmt: skip
+
+    metrics = {
+        "throughput": {"unit": "GB/s", "direction": "higher", "noise_class": "bandwidth",
+                       "history": [item(0, 100.0), item(1, 102.0), item(2, 50.0, ["gpu-shared"])]},
+        "latency": {"unit": "ms", "direction": "lower", "noise_class": "model",
+                    "history": [item(0, 10.0), item(1, 10.0), item(2, 10.3)]},
+    }  # fmt: skip
+    data = {"schema": SCHEMA, "version": 2, "profile": "h200", "updated": "2026-12-03",
+            "entries": {"t.py::test_a": {"environment": {}, "flags": {}, "metrics": metrics}}}
+    files = []
+    for name in ("a.json", "b.json"):  # the same sessions in two files
+        files.append(tmp_path / name)
+        files[-1].write_text(json.dumps(data))
+    pools, figures, flagged = tool.recorded_pools(files)
+    d = math.log(1.02) / 2 * math.sqrt(2)
+    assert pools["bandwidth"] == pytest.approx([-d, d]) and figures == {"bandwidth": 1, "model": 1}
+    x = [-math.log(10.0), -math.log(10.0), -math.log(10.3)]
+    mean = sum(x) / 3
+    assert pools["model"] == pytest.approx([(v - mean) * math.sqrt(1.5) for v in x])
+    assert pools["model"][2] < 0 and flagged == 2  # slower is worse; once per file read
