@@ -78,3 +78,52 @@ def test_a_changed_or_removed_file_or_a_broken_cache_reads_everything(tmp_path, 
     reads.clear()
     same(read_cached(tmp_path), read_history(tmp_path))
     assert len(reads) == 14
+
+
+def test_detection_reexamines_only_the_series_a_new_run_changed(tmp_path, monkeypatch):
+    """history/detectcache.py: the changes of a series the new run did not measure are the
+    cache's; the result is always what find_changes finds on the whole history."""
+    from pytest_gpuperf.history import changes as changes_module
+    from pytest_gpuperf.history import detectcache
+    from pytest_gpuperf.history.changes import find_changes
+
+    from .historydata import write_dashboard
+
+    write_dashboard(tmp_path, nights=40)  # two profiles, 3 figures each, h200's copy steps at 30
+    examined = []
+    real = changes_module.series_changes
+
+    def spy(s, runs):
+        examined.append((s.profile, s.test))
+        return real(s, runs)
+
+    monkeypatch.setattr(changes_module, "series_changes", spy)
+
+    def look():
+        examined.clear()
+        hist = read_cached(tmp_path)
+        found, memo = detectcache.find_changes_cached(tmp_path, hist)
+        assert found == find_changes(hist)  # the same as a full look (which adds to examined)
+        return memo.hits, memo.misses
+
+    assert look() == (0, 6) and (tmp_path / detectcache.DETECT_CACHE).exists()
+    assert look() == (6, 0)
+    rec = record(40, [("benchmarks/test_dtype.py::test_copy[bf16]", "throughput", 3800.0, "GB/s",
+                       "higher", "bandwidth", ())], profile="h200")  # fmt: skip
+    (tmp_path / "h200-night0040.json").write_text(dumps(rec))
+    assert look() == (5, 1)  # only h200's copy was measured again
+    assert examined[0] == ("h200", "benchmarks/test_dtype.py::test_copy[bf16]")
+    older = record(-1, [("benchmarks/test_dtype.py::test_copy[bf16]", "throughput", 3800.0,
+                         "GB/s", "higher", "bandwidth", ())], profile="h100")  # fmt: skip
+    (tmp_path / "h100-old.json").write_text(dumps(older))  # run indexes move: all again
+    assert look() == (0, 6)
+    (tmp_path / detectcache.DETECT_CACHE).write_text("{not json")
+    assert look() == (0, 6)
+    assert look() == (6, 0)
+    monkeypatch.setattr(detectcache, "DETECT_VERSION", 2)  # other code: all again
+    assert look() == (0, 6)
+    (tmp_path / detectcache.DETECT_CACHE).unlink()
+    from pytest_gpuperf.cli.main import main as gpuperf_main
+
+    assert gpuperf_main(["history", str(tmp_path)]) == 0  # gpuperf history keeps the cache
+    assert look() == (6, 0)

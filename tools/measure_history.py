@@ -7,11 +7,13 @@ pytest_gpuperf.history.store.read_history and prints the wall time and the peak 
 memory of that process. The default is the issue's scale: 2,000 runs x 500 figures.
 
     python tools/measure_history.py [--runs 2000] [--figures 500] [--dir DIR] [--detect] [--cached]
+        [--incremental]
     python tools/measure_history.py --runs 365 --figures 500 --site SITE
 
 --detect also times `gpuperf history`'s change detection over every series read; --cached
 the read through the cache (`gpuperf history`'s): the first, which writes it, and one after
-a run is added. --site builds the dashboard (`gpuperf history DIR -o SITE`, one figure in
+a run is added; --incremental the detection through its cache (`gpuperf history`'s): a
+first look, one with nothing new, after a new run of every figure and of one in ten. --site builds the dashboard (`gpuperf history DIR -o SITE`, one figure in
 ten given a 5% step) in a fresh process, timed, then opens its index in headless Chromium
 (selenium, /usr/bin/chromium): the time until the page is loaded and painted, three times."""
 
@@ -58,6 +60,27 @@ if sys.argv[3] == "1":  # through the cache: a first read (writes it), then one 
     warm = time.perf_counter() - t
     cached = (f"through the cache: first read {cold:.2f} s, then with one new run "
               f"{warm:.2f} s ({len(h2.runs)} runs), ")
+if sys.argv[4] == "1":  # detection through its cache: cold, nothing new, a new run of all
+    import json  # the figures, a new run of one figure in ten
+    from pytest_gpuperf.history.cache import read_cached
+    from pytest_gpuperf.history.detectcache import find_changes_cached
+    d = Path(sys.argv[1])
+    last = json.loads(sorted(d.glob("*.json"))[-1].read_text())
+    said = []
+    for what, keep, day in (("first", None, None), ("again, nothing new", None, None),
+                            ("a new run of every figure", len(last["figures"]["test"]), 2),
+                            ("a new run of one figure in ten",
+                             len(last["figures"]["test"]) // 10, 3)):
+        if keep is not None:
+            new = {**last, "session_id": f"new{day}", "date": f"2099-01-0{day}T00:00:00+00:00",
+                   "figures": {c: v[:keep] for c, v in last["figures"].items()}}
+            (d / f"zz-new{day}.json").write_text(json.dumps(new))
+        hd = read_cached(d)
+        t = time.perf_counter()
+        _, memo = find_changes_cached(d, hd)
+        said.append(f"{what} {time.perf_counter() - t:.2f} s ({memo.misses} examined, "
+                    f"{memo.hits} from the cache)")
+    cached += "detection through its cache: " + "; ".join(said) + ", "
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(f"{len(h.runs)} runs, {len(h.series)} series, {points} points: read {read_s:.2f} s, "
       + (f"detection {detect_s:.2f} s, " if detect_s is not None else "")
@@ -159,6 +182,10 @@ def main() -> int:
     ap.add_argument("--cached", action="store_true",
                     help="also read through the cache (history/cache.py): a first read, then "
                     "one with a new run")  # fmt: skip
+    ap.add_argument("--incremental", action="store_true",
+                    help="also time the detection through its cache (history/detectcache.py): "
+                    "a first look, one with nothing new, then after a new run of every figure "
+                    "and of one figure in ten")  # fmt: skip
     ap.add_argument("--site", type=Path, default=None,
                     help="build the dashboard here and time opening it in Chromium")  # fmt: skip
     args = ap.parse_args()
@@ -182,7 +209,7 @@ def main() -> int:
                 print(f"{page.name}: opened (loaded and painted) in {took} s")
             return out.returncode
         argv = [sys.executable, "-c", READ, str(directory), str(int(args.detect)),
-                str(int(args.cached))]  # fmt: skip
+                str(int(args.cached)), str(int(args.incremental))]  # fmt: skip
         out = subprocess.run(argv, capture_output=True, text=True, check=False)
         print(out.stdout.strip() or out.stderr.strip())
         return out.returncode

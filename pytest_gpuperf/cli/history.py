@@ -99,7 +99,7 @@ def _compact(directory: Path, before: str) -> int:
 def _show(directory: Path, json_path: Path | None, site: Path | None = None,
           repo_url: str | None = None) -> int:  # fmt: skip
     from ..history.cache import read_cached
-    from ..history.changes import find_changes
+    from ..history.detectcache import find_changes_cached
     from ..history.site import check_repo_url, write_site
 
     if repo_url is not None:
@@ -110,7 +110,7 @@ def _show(directory: Path, json_path: Path | None, site: Path | None = None,
         return _usage(f"gpuperf history: --json {json_path}: inside the history {directory}, "
                       "where it would be read as a run; write it elsewhere")  # fmt: skip
     hist = read_cached(directory)  # the runs recorded since the last look, and the cache
-    found = find_changes(hist)
+    found, _ = find_changes_cached(directory, hist)  # the series tonight's runs changed
     data = changes_json(hist, found)
     for line in table_lines(data, len(hist.runs), len(hist.series)):
         print(line)

@@ -36,7 +36,7 @@ import math
 import shlex
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.figures import (
     BANDWIDTH,
@@ -104,8 +104,20 @@ class Found:
     verdicts: dict[tuple[str, str, str], tuple[int, int, int]]
 
 
-def find_changes(history: History) -> Found:
-    """Every series' steps and creep, newest first."""
+class Memo(Protocol):
+    """A series' changes found before, where the series is as it was then (detectcache.py:
+    a new run re-examines only the series it changed)."""
+
+    def get(self, key: tuple[str, str, str],
+            s: Series) -> tuple[list[Change], tuple[int, int, int]] | None: ...  # fmt: skip
+
+    def put(self, key: tuple[str, str, str], s: Series, found: list[Change],
+            judged: tuple[int, int, int]) -> None: ...  # fmt: skip
+
+
+def find_changes(history: History, memo: Memo | None = None) -> Found:
+    """Every series' steps and creep, newest first (a series `memo` knows as it is: its
+    changes as found before)."""
     changes: list[Change] = []
     left: dict[tuple[str, str, str], dict[str, int]] = {}
     verdicts = {}
@@ -115,9 +127,15 @@ def find_changes(history: History) -> Found:
             for flag in s.left.values():
                 counts[flag] = counts.get(flag, 0) + 1
             left[key] = counts
-        found = series_changes(s, history.runs)
+        known = memo.get(key, s) if memo is not None else None
+        if known is not None:
+            found, judged = known
+        else:
+            found = series_changes(s, history.runs)
+            judged = verdict_counts(s, found)
+            if memo is not None:
+                memo.put(key, s, found, judged)
         changes += found
-        judged = verdict_counts(s, found)
         if judged[1] or judged[2]:
             verdicts[key] = judged
     changes.sort(key=lambda c: (-c.first_bad, c.profile, c.test, c.figure))
