@@ -36,15 +36,15 @@ def record(i, figures, card=None, profile="h200"):
 def write_series(directory, values, *, test="b.py::test_x", figure="throughput",
                  unit="GB/s", direction="higher", cls="bandwidth", flags=None, cards=None,
                  verdicts=None, rules=None):  # fmt: skip
-    """One figure's series, a run a value (night i is commit(i)); rules: night -> the rule
-    that decided its verdict (None: unknown)."""
+    """One figure's series, a run a value (night i is commit(i)); rules: night -> (the rule
+    that decided its verdict, its stage) (None: unknown)."""
     for i, v in enumerate(values):
         f = (flags or {}).get(i, ())
         card = (cards or {}).get(i)
         status = (verdicts or {}).get(i, "unchanged")
         rec = record(i, [(test, figure, v, unit, direction, cls, f, status)], card)
         if rules and i in rules:
-            rec["figures"]["rule"] = [rules[i]]
+            rec["figures"]["rule"], rec["figures"]["stage"] = [rules[i][0]], [rules[i][1]]
         (directory / f"night{i:04d}.json").write_text(dumps(rec))  # no fsync: fast tests
 
 

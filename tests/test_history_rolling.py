@@ -73,15 +73,27 @@ def test_it_takes_only_the_runs_after_the_newest_step(tmp_path, capsys):
 def test_an_unconfirmed_improvement_or_a_regression_is_never_taken(tmp_path, capsys):
     hist = tmp_path / "hist"
     hist.mkdir()
-    verdicts = {6: "regressed", 7: "improved", 8: "improved", 9: "improved"}
-    rules = {7: Rule.UNCONFIRMED.value, 8: None, 9: Rule.CONFIRM.value}  # 9: re-measured
-    write_series(hist, [1000.0] * 10, verdicts=verdicts, rules=rules)
+    verdicts = {i: "improved" for i in range(5, 12)} | {4: "regressed"}
+    rules = {
+        5: (Rule.UNCONFIRMED.value, "end of run"),
+        6: (None, None),
+        7: (Rule.LADDER.value, "stage 1"),  # recorded before Rule.UNCONFIRMED: nothing re-measured
+        8: (Rule.LEFT_OUT.value, "paired stage"),  # the paired stage left it: not re-measured
+        9: (Rule.STAGE1_STANDS.value, "paired stage"),
+        10: (Rule.CONFIRM.value, "fresh process"),  # a fresh process showed it too
+        11: (Rule.EACH_PAIR.value, "paired stage"),  # each process pair bore it out
+    }  # fmt: skip
+    from pytest_gpuperf.history.rolling import REMEASURED
+    from pytest_gpuperf.paired.stage import STAGE
+
+    assert STAGE in REMEASURED  # the paired stage's own name
+    write_series(hist, [1000.0] * 12, verdicts=verdicts, rules=rules)
     base = baseline(tmp_path / "h200.json", [session(i) for i in range(3)])
     for force in ((), ("--force",)):  # no flag takes them
         assert rolling(hist, base, "--sessions", "5", *force) == 0
         out = capsys.readouterr().out
-        assert judged(base)[0] == ["s0002", "s0003", "s0004", "s0005", "s0009"]
-        assert "skipped 2 improved, unconfirmed, 1 regressed" in out
+        assert judged(base)[0] == ["s0001", "s0002", "s0003", "s0010", "s0011"]
+        assert "skipped 5 improved, unconfirmed, 1 regressed" in out
 
 
 def test_runs_of_another_card_are_never_taken(tmp_path, capsys):

@@ -8,7 +8,8 @@ nightly history and written as the sessions it is judged against.
   accepted restart (`gpuperf baseline accept`) is never undone.
 - Not taken, and said per figure: a run whose verdict for the figure was REGRESSED, or an
   improvement nothing re-measured (Rule.UNCONFIRMED: one run's luck must never ratchet
-  into a baseline; an improvement whose last rule is unknown counts as unconfirmed); a
+  into a baseline; an improvement whose last step is not a re-measurement's counts as
+  unconfirmed, REMEASURED); a
   point flagged power-state, gpu-shared or busy-host; a run on another GPU than the
   file's entry, or on another card (serial) than the one chosen (the newest run's).
 - Fewer than MIN_TAKEN runs to take: the figure is left as it was.
@@ -29,10 +30,17 @@ from typing import Any
 from ..baseline.history import HISTORY, session_key, window
 from ..baseline.schema import BaselineFile, file_error
 from ..core.verdict import Rule
+from ..judging.confirmation import FRESH
 from .changes import MIN_SEGMENT, series_changes
 from .store import STATUSES, History, Run, Series, run_figures, utc
 
 MIN_TAKEN = MIN_SEGMENT  # a level is 3 runs: fewer leave a figure as it was
+# an improvement was measured again where its last step is a re-measurement's (confirmation
+# FRESH's, the paired stage's) and says no less: files recorded before Rule.UNCONFIRMED
+# (2026-12-07) end an unconfirmed improvement at stage 1, or at a paired stage that left it
+REMEASURED = (FRESH, "paired stage")  # paired/stage.py's STAGE (a layer above this one)
+NOT_REMEASURED = tuple(r.value for r in (Rule.UNCONFIRMED, Rule.LEFT_OUT, Rule.TOO_FEW_ROUNDS,
+                                         Rule.STAGE1_STANDS))  # fmt: skip
 ENV_FROM_CARD = ("driver", "cuda", "torch")  # the entry's environment follows its sessions
 _REGRESSED, _IMPROVED = STATUSES.index("regressed"), STATUSES.index("improved")
 
@@ -161,7 +169,7 @@ def _skip(s: Series, i: int, run: Run, gpu: str | None, card: str | None, floor:
         return "regressed"
     if s.status[i] == _IMPROVED:
         row = cols.row(s.runs[i], s.test, s.figure)
-        if row is None or row["rule"] in (None, Rule.UNCONFIRMED.value):
+        if row is None or row["stage"] not in REMEASURED or row["rule"] in NOT_REMEASURED:
             return "improved, unconfirmed"
     return None
 
