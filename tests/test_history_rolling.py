@@ -105,6 +105,8 @@ def test_runs_of_another_card_are_never_taken(tmp_path, capsys):
     assert rolling(hist, base, "--sessions", "5", "--dry-run") == 0
     out = capsys.readouterr().out
     assert "skipped 2 another GPU (NVIDIA H100), 3 another card (GPU-2)" in out
+    assert rolling(hist, base, "--sessions", "10", "--card", "any", "--dry-run") == 0
+    assert "took 8 run(s) of any card" in capsys.readouterr().out  # the H100's two: never
     assert rolling(hist, base, "--sessions", "5") == 0
     capsys.readouterr()
     sessions, _, m = judged(base)

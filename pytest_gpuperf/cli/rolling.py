@@ -37,8 +37,9 @@ def add_parser(cmds: Any, epilog: str) -> None:
                    help=f"sessions a figure, 3 to {HISTORY} (default 5)")
     r.add_argument("--baseline", type=Path, default=None,
                    help="baseline file (default: baselines/<profile>.json)")
-    r.add_argument("--card", default=None, metavar="UUID",
-                   help="take runs of this card only (default: each figure's newest run's)")
+    r.add_argument("--card", default=None, metavar="UUID|any",
+                   help="take runs of this card only (default: each figure's newest run's); "
+                   "any: of every card of the file's GPU (a fleet's, as a save takes them)")
     r.add_argument("--dry-run", action="store_true", help="say what it would take; write nothing")
     r.add_argument("--force", action="store_true",
                    help="write even where sessions the history does not hold leave the file")
@@ -116,10 +117,12 @@ def _record(args: argparse.Namespace, hist: Any, plan: Any, now: str, path: Path
 def plan_lines(plan: Any, hist: Any, changed: set[str]) -> list[str]:
     """Per figure: what it took, from which run and commit to which, after which change,
     and what it skipped and why; or why it is left as it was."""
+    from ..history.rolling import ANY
+
     out = []
     for fp in plan.figures:
         what = f"{fp.key} {fp.figure}"
-        skipped = "; skipped " + ", ".join(f"{n} {why}" for why, n in sorted(
+        skipped = "; skipped " + ", ".join(_skipped(fp, why, n) for why, n in sorted(
             fp.skipped.items())) if fp.skipped else ""  # fmt: skip
         if fp.left:
             out.append(f"{what}: left as it was: {fp.left}{skipped}")
@@ -130,7 +133,8 @@ def plan_lines(plan: Any, hist: Any, changed: set[str]) -> list[str]:
             step = hist.runs[fp.after]
             after = f", at or after the change first seen in {step.name} ({_commit(step)})"
         state = "" if what in changed else " (already so)"
-        out.append(f"{what}: took {len(fp.taken)} run(s){state} of card {fp.card}, "
+        card = "any card" if fp.card == ANY else f"card {fp.card}"
+        out.append(f"{what}: took {len(fp.taken)} run(s){state} of {card}, "
                    f"{first.date[:10]} {_commit(first)} ({first.name}) .. {last.date[:10]} "
                    f"{_commit(last)} ({last.name}){after}{skipped}")  # fmt: skip
     if plan.not_in_file or plan.not_in_history:
@@ -138,6 +142,11 @@ def plan_lines(plan: Any, hist: Any, changed: set[str]) -> list[str]:
                    f"metric for (save them first), {plan.not_in_history} metric(s) of the "
                    "file with no series in the history (left as they were)")  # fmt: skip
     return out
+
+
+def _skipped(fp: Any, why: str, n: int) -> str:
+    which = fp.which.get(why)
+    return f"{n} {why}" + (f" ({', '.join(which)})" if which else "")
 
 
 def _commit(run: Any) -> str:

@@ -11,7 +11,8 @@ nightly history and written as the sessions it is judged against.
   into a baseline; an improvement whose last step is not a re-measurement's counts as
   unconfirmed, REMEASURED); a
   point flagged power-state, gpu-shared or busy-host; a run on another GPU than the
-  file's entry, or on another card (serial) than the one chosen (the newest run's).
+  file's entry, or on another card (serial) than the one chosen (the newest run's, or
+  `--card`; ANY takes every card of the entry's GPU: a fleet's sessions, as a save takes).
 - Fewer than MIN_TAKEN runs to take: the figure is left as it was.
 - Written as `accept` writes a restart (edit.restart's way): the first session taken
   carries a restart record, sessions the file holds are reused (never copied twice), the
@@ -56,6 +57,7 @@ class FigurePlan:
     taken: list[int] = field(default_factory=list)
     items: list[dict[str, Any]] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
+    which: dict[str, list[str]] = field(default_factory=dict)  # the GPUs, cards skipped
     after: int | None = None  # the newest change's first run at the new level
     card: str | None = None
     left: str | None = None  # why nothing is taken
@@ -66,6 +68,9 @@ class Plan:
     figures: list[FigurePlan]
     not_in_file: int  # series of the profile that the file holds no metric for
     not_in_history: int  # metrics of the file with no series in the history
+
+
+ANY = "any"  # --card any: every card of the entry's GPU
 
 
 def card_of(run: Run) -> str:
@@ -141,9 +146,11 @@ def figure_plan(s: Series, hist: History, entry: dict[str, Any], m: dict[str, An
         if len(plan.taken) == sessions:
             break
         run = hist.runs[s.runs[i]]
-        why = _skip(s, i, run, gpu, plan.card, floor, cols)
+        why, which = _skip(s, i, run, gpu, plan.card, floor, cols)
         if why is not None:
             plan.skipped[why] = plan.skipped.get(why, 0) + 1
+            if which and which not in plan.which.setdefault(why, []):
+                plan.which[why].append(which)
             continue
         plan.taken.insert(0, s.runs[i])
         plan.items.insert(0, _item(s, i, run, cols.row(s.runs[i], s.test, s.figure)))
@@ -155,23 +162,23 @@ def figure_plan(s: Series, hist: History, entry: dict[str, Any], m: dict[str, An
 
 
 def _skip(s: Series, i: int, run: Run, gpu: str | None, card: str | None, floor: str,
-          cols: _Columns) -> str | None:  # fmt: skip
-    """Why point i of the series is not taken, or None."""
+          cols: _Columns) -> tuple[str | None, str | None]:  # fmt: skip
+    """Why point i of the series is not taken (None: it is), and which GPU or card."""
     if i in s.left:
-        return s.left[i]
+        return s.left[i], None
     if gpu and run.card.get("name") != gpu:
-        return f"another GPU ({run.card.get('name')})"
-    if card_of(run) != card:
-        return f"another card ({card_of(run)})"
+        return "another GPU", run.card.get("name")
+    if card != ANY and card_of(run) != card:
+        return "another card", card_of(run)
     if run.date < floor:
-        return "older than the sessions the file judges against now"
+        return "older than the sessions the file judges against now", None
     if s.status[i] == _REGRESSED:
-        return "regressed"
+        return "regressed", None
     if s.status[i] == _IMPROVED:
         row = cols.row(s.runs[i], s.test, s.figure)
         if row is None or row["stage"] not in REMEASURED or row["rule"] in NOT_REMEASURED:
-            return "improved, unconfirmed"
-    return None
+            return "improved, unconfirmed", None
+    return None, None
 
 
 def _item(s: Series, i: int, run: Run, row: dict[str, Any] | None) -> dict[str, Any]:
