@@ -174,3 +174,21 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     (tmp_path / "h").mkdir()
     assert rolling(tmp_path / "h", base) == 2
     assert "holds no run of profile 'h200'" in capsys.readouterr().err
+
+
+def test_archived_runs_are_read_for_their_rules_and_flags(tmp_path, capsys):
+    """Runs gathered by `gpuperf history compact` (an archive's `<file>#<i>`) are read back
+    for the rule that decides an improvement, as a run's own file is."""
+    from pytest_gpuperf.history.compact import compact
+
+    hist = tmp_path / "hist"
+    hist.mkdir()
+    verdicts = {3: "improved", 4: "improved"}
+    rules = {3: (Rule.UNCONFIRMED.value, "end of run"), 4: (Rule.CONFIRM.value, "fresh process")}
+    write_series(hist, [1000.0] * 8, verdicts=verdicts, rules=rules)
+    compact(hist, "2026-06-07")  # nights 0-5 into one archive
+    assert len(list(hist.glob("*.json"))) == 3
+    base = baseline(tmp_path / "h200.json", [session(i) for i in range(3)])
+    assert rolling(hist, base, "--sessions", "6") == 0
+    assert "skipped 1 improved, unconfirmed" in capsys.readouterr().out
+    assert judged(base)[0] == ["s0001", "s0002", "s0004", "s0005", "s0006", "s0007"]
