@@ -40,7 +40,9 @@ def add_parser(cmds: Any, epilog: str) -> None:
     r.add_argument("--card", default=None, metavar="UUID|any",
                    help="take runs of this card only (default: each figure's newest run's); "
                    "any: of every card of the file's GPU (a fleet's, as a save takes them)")
-    r.add_argument("--dry-run", action="store_true", help="say what it would take; write nothing")
+    r.add_argument("--dry-run", action="store_true",
+                   help="say what it would take; the baseline file is not written (the "
+                   "history's read cache may be, as gpuperf history writes it)")
     r.add_argument("--force", action="store_true",
                    help="write even where sessions the history does not hold leave the file")
 
