@@ -9,10 +9,11 @@ fit_rounds.py rewrites rounds.json from the evidence). Needs nothing outside the
 Per cell (baseline sessions k = --ks): the run-wide A/A false-alarm rate with its 95%
 interval (a run with any figure or class shift REGRESSED), the worst single figure's rate
 with its 95% upper bound, the speed figures decided, a 5% slowdown of a random 10% of the
-speed figures caught (per figure), and a whole class 5% slower (each run one class: the
-share of its figures caught, by their own verdict or the class's shift verdict, and of runs
-catching all of them); with the CPU seconds the cell took per 1,000 A/A runs. Clopper-
-Pearson intervals. --zero-noise: every sd 0 (a structural check, tests/test_gatesim.py)."""
+speed figures caught (per figure; and how many read unchanged: a wrong pass), and a whole
+class 5% slower (each run one class: the share of its figures caught, by their own verdict
+or the class's shift verdict, and of runs catching all of them); with the CPU seconds the
+cell took per 1,000 A/A runs. Clopper-Pearson intervals. --zero-noise: every sd 0 (a
+structural check, tests/test_gatesim.py)."""
 
 from __future__ import annotations
 
@@ -67,7 +68,8 @@ def chunk(job: tuple) -> dict:
     base, cur, again = model.sessions(rng, n, k, noise, change)
     speed = np.concatenate(list(groups(noise).values()))
     out = {"runs": n, "run_fa": 0, "figs": Counter(), "caught": 0, "tries": 0, "decided": 0,
-           "speed": 0, "class_caught": 0, "class_tries": 0, "class_all": 0}  # fmt: skip
+           "speed": 0, "class_caught": 0, "class_tries": 0, "class_all": 0,
+           "passed": 0}  # fmt: skip
     for i in range(n):
         codes, shifts, regressed, _ = drive.judge_one(
             noise, base[i], cur[i], again[i], cur[i] - change[i], change[i], rng,
@@ -79,6 +81,7 @@ def chunk(job: tuple) -> dict:
         out["speed"] += len(speed)
         out["caught"] += int(((codes == 1) & slowed).sum())
         out["tries"] += int(slowed.sum())
+        out["passed"] += int(((codes == 0) & slowed).sum())  # a wrong pass: slowed, unchanged
         if which[i] is not None:
             hit = (codes[slowed] == 1) | (shifts.get(which[i]) == 1)
             out["class_caught"] += int(hit.sum())
@@ -122,7 +125,8 @@ def line(k: int, aa: dict, det: dict | None, cls: dict | None, slow: float) -> s
             f"{aa['decided'] / max(aa['speed'], 1):.1%}")  # fmt: skip
     if det:
         text += (f"; {slow:.0%} slowdown caught {det['caught']} of {det['tries']} figures "
-                 f"({det['caught'] / max(det['tries'], 1):.1%})")  # fmt: skip
+                 f"({det['caught'] / max(det['tries'], 1):.1%}), called unchanged "
+                 f"{det['passed']}")  # fmt: skip
     if cls:
         text += (f"; a whole class {slow:.0%} slower: {cls['class_caught']} of {cls['class_tries']} "
                  f"figures caught ({cls['class_caught'] / max(cls['class_tries'], 1):.1%}), all "

@@ -8,9 +8,9 @@ arguments, settings and ini file; for the base, every path of the checkout mappe
 worktree), collects only the tests to re-measure, and runs the worker plugin (worker.py): the
 coordinator asks each process in turn to measure one round (base then head, then head then
 base, so a drifting card favours neither side) and reads the round's results from a file.
-A process builds its models once for all its rounds; two pairs of processes let the judge
+A process builds its models once for all its rounds; several pairs of processes let the judge
 tell noise that is per process from noise per round. Only two processes live at a time (one
-per side), so the GPU holds two copies of a model, not four.
+per side), so the GPU holds two copies of a model, never more.
 
 Each process lists the files it imported (abprobe): a base process that imported the
 checkout's code, or a head process the worktree's, measured the wrong build, and the stage
