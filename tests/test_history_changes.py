@@ -161,3 +161,28 @@ def test_the_recorded_noise_pools_are_each_sessions_deviation_once(tmp_path):
     mean = sum(x) / 3
     assert pools["model"] == pytest.approx([(v - mean) * math.sqrt(1.5) for v in x])
     assert pools["model"][2] < 0 and flagged == 2  # slower is worse; once per file read
+
+
+def _time_and_clock(directory, time, clock):
+    from pytest_gpuperf.history.record import dumps
+
+    from .historydata import record
+
+    for i, (t, c) in enumerate(zip(time, clock, strict=True)):
+        rec = record(i, [("b.py::test_mlp", "throughput", t, "TFLOP/s", "higher", "compute", ()),
+                         ("b.py::test_mlp", "throughput_per_clock", c, "TFLOP/cycle", "higher",
+                          "per-clock", ())])  # fmt: skip
+        (directory / f"night{i:04d}.json").write_text(dumps(rec))
+    return find_changes(read_history(directory)).changes
+
+
+def test_a_per_clock_step_is_reported_only_beside_a_step_of_its_time(tmp_path):
+    # the gate judges per cycle only beside the time; alone, a per-clock step is its clock
+    # readings' noise (5.5% of flat per-clock series of the recorded noise reported one)
+    flat, stepped = noisy(40, 0.004, 1), noisy(20, 0.004, 2) + [v * 0.93 for v in noisy(20, 0.004, 3)]
+    (tmp_path / "alone").mkdir()
+    assert _time_and_clock(tmp_path / "alone", flat, stepped) == []
+    (tmp_path / "both").mkdir()
+    slow = noisy(20, 0.004, 4) + [v * 0.93 for v in noisy(20, 0.004, 5)]
+    found = _time_and_clock(tmp_path / "both", slow, stepped)
+    assert sorted(c.figure for c in found) == ["throughput", "throughput_per_clock"], found
