@@ -192,3 +192,30 @@ def test_archived_runs_are_read_for_their_rules_and_flags(tmp_path, capsys):
     assert rolling(hist, base, "--sessions", "6") == 0
     assert "skipped 1 improved, unconfirmed" in capsys.readouterr().out
     assert judged(base)[0] == ["s0001", "s0002", "s0004", "s0005", "s0006", "s0007"]
+
+
+def test_a_step_for_the_worse_nobody_accepted_never_becomes_the_level(tmp_path, capsys):
+    """A 5% slowdown from night 16 that the gate left inconclusive night after night (a
+    small suite's blind figure) is a regression, not a new level: rolling past it would
+    judge the next nights UNCHANGED against the slow runs. The figure is left as it was
+    until `gpuperf baseline accept` restarts it; a step for the better, an environment's
+    step or an accepted one is still rolled."""
+    hist = tmp_path / "hist"
+    hist.mkdir()
+    verdicts = {i: "inconclusive" for i in range(16, 22)}
+    write_series(hist, [1000.0] * 16 + [950.0] * 6, verdicts=verdicts)
+    items = [session(i) for i in range(3)]
+    base = baseline(tmp_path / "h200.json", items)
+    before = base.read_bytes()
+    assert rolling(hist, base, "--sessions", "5") == 0
+    out = capsys.readouterr().out
+    said = "left as it was: its newest change is -5.00% slower, first seen in night0016.json"
+    assert said in out, out
+    assert base.read_bytes() == before
+    accepted = [*items, session(18)]
+    accepted[3]["median"], accepted[3]["restart"] = 950.0, {
+        "date": "2026-06-19", "reason": "accepted", "commit": None, "who": None}
+    base = baseline(tmp_path / "h200.json", accepted)
+    assert rolling(hist, base, "--sessions", "3") == 0
+    capsys.readouterr()
+    assert judged(base)[1] == [950.0] * 3  # accepted: the runs since the restart are rolled
