@@ -219,3 +219,35 @@ def test_a_step_for_the_worse_nobody_accepted_never_becomes_the_level(tmp_path, 
     assert rolling(hist, base, "--sessions", "3") == 0
     capsys.readouterr()
     assert judged(base)[1] == [950.0] * 3  # accepted: the runs since the restart are rolled
+
+
+def test_an_entry_whose_figures_end_at_other_commits_names_none(tmp_path, capsys):
+    """The paired stage builds the entry's commit and takes a checked regression back where
+    head and that build measure alike. The kernel time regressed from night 20 (left as it
+    was: its sessions end at night 2), the wall time rolled to night 21: naming night 21's
+    commit would build the regression into the base and read it unchanged. No commit is
+    named: the paired stage leaves the test to stage 1, whose regression stands."""
+    from pytest_gpuperf.history.record import dumps
+
+    from .historydata import record
+
+    hist = tmp_path / "hist"
+    hist.mkdir()
+    kern = "throughput_kernels"
+    for i in range(22):
+        slow = i >= 20
+        rec = record(i, [(KEY, FIG, 1000.0, "GB/s", "higher", "bandwidth", ()),
+                         (KEY, kern, 950.0 if slow else 1000.0, "GB/s", "higher",
+                          "kernel-time", (), "regressed" if slow else "unchanged")])  # fmt: skip
+        (hist / f"night{i:04d}.json").write_text(dumps(rec))
+    base = baseline(tmp_path / "h200.json", [session(i) for i in range(3)])
+    data = json.loads(base.read_text())
+    metrics = data["entries"][KEY]["metrics"]
+    metrics[kern] = {**metrics[FIG], "noise_class": "kernel-time"}
+    base.write_text(json.dumps(data))
+    assert rolling(hist, base, "--sessions", "5") == 0
+    assert f"{KEY} {kern}: left as it was" in capsys.readouterr().out
+    entry = load(base).entries[KEY]
+    ends = {window(m)[-1]["commit"] for m in entry["metrics"].values()}
+    assert ends == {commit(21), commit(2)}  # the wall time rolled, the kernel time not
+    assert entry["commit"] is None

@@ -248,11 +248,22 @@ def apply_rolling(base: BaselineFile, plan: Plan, hist: History, record: dict[st
             newest[fp.key] = run
     for key, run in newest.items():
         e = entries[key]
-        e["date"], e["commit"] = run.date, None if run.dirty else run.commit
+        e["date"], e["commit"] = run.date, _one_commit(e, None if run.dirty else run.commit)
         env = dict(e.get("environment") or {})
         env.update({k: run.card[k] for k in ENV_FROM_CARD if run.card.get(k)})
         e["environment"] = env
     return BaselineFile(base.path, base.profile, entries, now, dict(base.extra)), changed, dropped
+
+
+def _one_commit(entry: dict[str, Any], commit: str | None) -> str | None:
+    """`commit` where every figure of the entry is judged against sessions that end at it,
+    else None: the paired stage builds the entry's commit, and a figure whose sessions end
+    elsewhere (left as it was, or its newest runs skipped) would be compared with a build
+    that may already hold its regression (None: its test is left to stage 1)."""
+    ends = {judged[-1].get("commit") if isinstance(judged[-1], dict) else None
+            for m in (entry.get("metrics") or {}).values()
+            if isinstance(m, dict) and (judged := window(m))}  # fmt: skip
+    return commit if ends <= {commit} else None
 
 
 def _rolled(m: dict[str, Any], items: list[dict[str, Any]],
