@@ -251,3 +251,22 @@ def test_an_entry_whose_figures_end_at_other_commits_names_none(tmp_path, capsys
     ends = {window(m)[-1]["commit"] for m in entry["metrics"].values()}
     assert ends == {commit(21), commit(2)}  # the wall time rolled, the kernel time not
     assert entry["commit"] is None
+
+
+def test_an_accepted_restart_keeps_its_record_when_its_session_is_taken(tmp_path, capsys):
+    """The file judges from night 8, where `gpuperf baseline accept` restarted it (its
+    reason, who, commit); the history holds nights 8-12 at that level. Rolling takes night
+    8 as its first session: the accept's record stays on it, never replaced unsaid."""
+    hist = tmp_path / "hist"
+    hist.mkdir()
+    write_series(hist, [1000.0] * 13)
+    items = [session(i) for i in range(3)] + [session(8)]
+    accepted = {"date": "2026-06-09", "reason": "accepted: the new allocator, PR 12",
+                "commit": commit(8), "who": "ana"}  # fmt: skip
+    items[3]["restart"] = accepted
+    base = baseline(tmp_path / "h200.json", items)
+    assert rolling(hist, base, "--sessions", "5") == 0
+    capsys.readouterr()
+    sessions, _, m = judged(base)
+    assert sessions == [f"s{i:04d}" for i in range(8, 13)]
+    assert window(m)[0]["restart"] == accepted

@@ -269,12 +269,15 @@ def _one_commit(entry: dict[str, Any], commit: str | None) -> str | None:
 def _rolled(m: dict[str, Any], items: list[dict[str, Any]],
             record: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
     """A metric whose judged sessions are `items` (the file's own copy of a session it
-    holds), the first carrying `record`, the others before it; and the items that leave
+    holds), the first carrying `record` (or the restart record it carries already: an
+    accept's reason is never replaced), the others before it; and the items that leave
     the file (it keeps the newest HISTORY)."""
     old = [h for h in m.get("history") or [] if isinstance(h, dict)]
     by_id = {ident(h): h for h in old}
     taken = [{k: v for k, v in by_id.get(ident(x), x).items() if k != "restart"} for x in items]
-    taken[0]["restart"] = record
+    own = by_id.get(ident(items[0]), {}).get("restart")  # an accept's: its reason and who stay
+    taken[0]["restart"] = ({**own, **{k: v for k, v in record.items() if k == "forced"}}
+                           if isinstance(own, dict) else record)  # fmt: skip
     ids = {ident(h) for h in taken}
     history = [h for h in old if ident(h) not in ids] + taken
     cut = max(0, len(history) - HISTORY)
