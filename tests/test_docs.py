@@ -128,3 +128,22 @@ def test_performance_md_stays_a_summary():
     go under docs/evidence/."""
     text = (Path(__file__).resolve().parent.parent / "docs" / "performance.md").read_text()
     assert len(text.splitlines()) <= 250
+
+
+def test_the_docs_price_the_paired_stage_at_its_own_process_pairs():
+    """baselines.md and gating.md say what a test's paired rounds cost and which tests the
+    default budget never re-measures: from the stage's own pairs (paired/looks.PAIRS) and
+    plan (plan.first_need), not a count of pairs the stage no longer uses."""
+    from pytest_gpuperf.paired.looks import PAIRS
+    from pytest_gpuperf.paired.plan import MIN_PER_PAIR, START_GUESS_S
+
+    docs = ROOT / "docs"
+    baselines, gating = (docs / "baselines.md").read_text(), (docs / "gating.md").read_text()
+    said = f"({PAIRS} pairs x (a {START_GUESS_S:.0f} s start + {MIN_PER_PAIR} rounds"
+    assert said in re.sub(r"\s+", " ", baselines)
+    # a side's round fits a large budget B while PAIRS x MIN_PER_PAIR rounds x 2 builds fit
+    share = {8: "an eighth", 10: "a tenth", 12: "a twelfth", 16: "a sixteenth"}[
+        PAIRS * MIN_PER_PAIR * 2]  # fmt: skip
+    for text in (baselines, gating):
+        found = re.findall(r"round costs more than about (an? \w+) of it", text)
+        assert found and set(found) == {share}, found

@@ -192,3 +192,81 @@ def test_archived_runs_are_read_for_their_rules_and_flags(tmp_path, capsys):
     assert rolling(hist, base, "--sessions", "6") == 0
     assert "skipped 1 improved, unconfirmed" in capsys.readouterr().out
     assert judged(base)[0] == ["s0001", "s0002", "s0004", "s0005", "s0006", "s0007"]
+
+
+def test_a_step_for_the_worse_nobody_accepted_never_becomes_the_level(tmp_path, capsys):
+    """A 5% slowdown from night 16 that the gate left inconclusive night after night (a
+    small suite's blind figure) is a regression, not a new level: rolling past it would
+    judge the next nights UNCHANGED against the slow runs. The figure is left as it was
+    until `gpuperf baseline accept` restarts it; a step for the better, an environment's
+    step or an accepted one is still rolled."""
+    hist = tmp_path / "hist"
+    hist.mkdir()
+    verdicts = {i: "inconclusive" for i in range(16, 22)}
+    write_series(hist, [1000.0] * 16 + [950.0] * 6, verdicts=verdicts)
+    items = [session(i) for i in range(3)]
+    base = baseline(tmp_path / "h200.json", items)
+    before = base.read_bytes()
+    assert rolling(hist, base, "--sessions", "5") == 0
+    out = capsys.readouterr().out
+    said = "left as it was: its newest change is -5.00% slower, first seen in night0016.json"
+    assert said in out, out
+    assert base.read_bytes() == before
+    accepted = [*items, session(18)]
+    accepted[3]["median"], accepted[3]["restart"] = 950.0, {
+        "date": "2026-06-19", "reason": "accepted", "commit": None, "who": None}
+    base = baseline(tmp_path / "h200.json", accepted)
+    assert rolling(hist, base, "--sessions", "3") == 0
+    capsys.readouterr()
+    assert judged(base)[1] == [950.0] * 3  # accepted: the runs since the restart are rolled
+
+
+def test_an_entry_whose_figures_end_at_other_commits_names_none(tmp_path, capsys):
+    """The paired stage builds the entry's commit and takes a checked regression back where
+    head and that build measure alike. The kernel time regressed from night 20 (left as it
+    was: its sessions end at night 2), the wall time rolled to night 21: naming night 21's
+    commit would build the regression into the base and read it unchanged. No commit is
+    named: the paired stage leaves the test to stage 1, whose regression stands."""
+    from pytest_gpuperf.history.record import dumps
+
+    from .historydata import record
+
+    hist = tmp_path / "hist"
+    hist.mkdir()
+    kern = "throughput_kernels"
+    for i in range(22):
+        slow = i >= 20
+        rec = record(i, [(KEY, FIG, 1000.0, "GB/s", "higher", "bandwidth", ()),
+                         (KEY, kern, 950.0 if slow else 1000.0, "GB/s", "higher",
+                          "kernel-time", (), "regressed" if slow else "unchanged")])  # fmt: skip
+        (hist / f"night{i:04d}.json").write_text(dumps(rec))
+    base = baseline(tmp_path / "h200.json", [session(i) for i in range(3)])
+    data = json.loads(base.read_text())
+    metrics = data["entries"][KEY]["metrics"]
+    metrics[kern] = {**metrics[FIG], "noise_class": "kernel-time"}
+    base.write_text(json.dumps(data))
+    assert rolling(hist, base, "--sessions", "5") == 0
+    assert f"{KEY} {kern}: left as it was" in capsys.readouterr().out
+    entry = load(base).entries[KEY]
+    ends = {window(m)[-1]["commit"] for m in entry["metrics"].values()}
+    assert ends == {commit(21), commit(2)}  # the wall time rolled, the kernel time not
+    assert entry["commit"] is None
+
+
+def test_an_accepted_restart_keeps_its_record_when_its_session_is_taken(tmp_path, capsys):
+    """The file judges from night 8, where `gpuperf baseline accept` restarted it (its
+    reason, who, commit); the history holds nights 8-12 at that level. Rolling takes night
+    8 as its first session: the accept's record stays on it, never replaced unsaid."""
+    hist = tmp_path / "hist"
+    hist.mkdir()
+    write_series(hist, [1000.0] * 13)
+    items = [session(i) for i in range(3)] + [session(8)]
+    accepted = {"date": "2026-06-09", "reason": "accepted: the new allocator, PR 12",
+                "commit": commit(8), "who": "ana"}  # fmt: skip
+    items[3]["restart"] = accepted
+    base = baseline(tmp_path / "h200.json", items)
+    assert rolling(hist, base, "--sessions", "5") == 0
+    capsys.readouterr()
+    sessions, _, m = judged(base)
+    assert sessions == [f"s{i:04d}" for i in range(8, 13)]
+    assert window(m)[0]["restart"] == accepted

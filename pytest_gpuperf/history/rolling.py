@@ -6,6 +6,9 @@ nightly history and written as the sessions it is judged against.
   history`'s detection (changes.py) finds in the figure's series: never across a step.
 - Never older than the oldest session the file judges the figure against now, so an
   accepted restart (`gpuperf baseline accept`) is never undone.
+- Never after a change for the worse that is not the environment's and that no restart at
+  or after it accepted: the figure is left as it was (a regression the gate left undecided
+  must not become its level).
 - Not taken, and said per figure: a run whose verdict for the figure was REGRESSED, or an
   improvement nothing re-measured (Rule.UNCONFIRMED: one run's luck must never ratchet
   into a baseline; an improvement whose last step is not a re-measurement's counts as
@@ -32,7 +35,7 @@ from ..baseline.history import HISTORY, session_key, window
 from ..baseline.schema import BaselineFile, file_error
 from ..core.verdict import Rule
 from ..judging.confirmation import FRESH
-from .changes import MIN_SEGMENT, series_changes
+from .changes import MIN_SEGMENT, Change, series_changes
 from .store import STATUSES, History, Run, Series, run_figures, utc
 
 MIN_TAKEN = MIN_SEGMENT  # a level is 3 runs: fewer leave a figure as it was
@@ -137,6 +140,9 @@ def figure_plan(s: Series, hist: History, entry: dict[str, Any], m: dict[str, An
     plan.after = max((c.first_bad for c in found), default=None)
     floor = min((d for h in window(m) if isinstance(h, dict) and (d := utc(h.get("date")))),
                 default="")  # fmt: skip
+    plan.left = _unaccepted(found, hist, floor)
+    if plan.left is not None:
+        return plan
     gpu = (entry.get("environment") or {}).get("gpu")
     points = [i for i in range(len(s.runs)) if plan.after is None or s.runs[i] >= plan.after]
     mine = [i for i in points if i not in s.left
@@ -159,6 +165,22 @@ def figure_plan(s: Series, hist: History, entry: dict[str, Any], m: dict[str, An
                      f"{min(sessions, MIN_TAKEN)} needed")  # fmt: skip
         plan.taken, plan.items = [], []
     return plan
+
+
+def _unaccepted(found: list[Change], hist: History, floor: str) -> str | None:
+    """Why a figure whose newest change is for the worse is left as it was: one that is not
+    the environment's (a driver, CUDA or torch step) and that no restart at or after it
+    accepted is a regression the gate may have left undecided, never a new level (rolled,
+    the nights after it would read unchanged); None otherwise."""
+    newest = max(found, key=lambda c: c.first_bad, default=None)
+    if newest is None or newest.direction not in ("slower", "worse") or newest.environment:
+        return None
+    run = hist.runs[newest.first_bad]
+    if floor and utc(run.date) is not None and floor >= (utc(run.date) or ""):
+        return None  # the file judges against sessions since then: accepted
+    return (f"its newest change is {newest.change * 100:+.2f}% {newest.direction}, first seen "
+            f"in {run.name} ({run.commit[:12] if run.commit else 'no commit'}), and nothing "
+            "accepted it (a regression must not become its level: gpuperf baseline accept)")
 
 
 def _skip(s: Series, i: int, run: Run, gpu: str | None, card: str | None, floor: str,
@@ -226,22 +248,36 @@ def apply_rolling(base: BaselineFile, plan: Plan, hist: History, record: dict[st
             newest[fp.key] = run
     for key, run in newest.items():
         e = entries[key]
-        e["date"], e["commit"] = run.date, None if run.dirty else run.commit
+        e["date"], e["commit"] = run.date, _one_commit(e, None if run.dirty else run.commit)
         env = dict(e.get("environment") or {})
         env.update({k: run.card[k] for k in ENV_FROM_CARD if run.card.get(k)})
         e["environment"] = env
     return BaselineFile(base.path, base.profile, entries, now, dict(base.extra)), changed, dropped
 
 
+def _one_commit(entry: dict[str, Any], commit: str | None) -> str | None:
+    """`commit` where every figure of the entry is judged against sessions that end at it,
+    else None: the paired stage builds the entry's commit, and a figure whose sessions end
+    elsewhere (left as it was, or its newest runs skipped) would be compared with a build
+    that may already hold its regression (None: its test is left to stage 1)."""
+    ends = {judged[-1].get("commit") if isinstance(judged[-1], dict) else None
+            for m in (entry.get("metrics") or {}).values()
+            if isinstance(m, dict) and (judged := window(m))}  # fmt: skip
+    return commit if ends <= {commit} else None
+
+
 def _rolled(m: dict[str, Any], items: list[dict[str, Any]],
             record: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
     """A metric whose judged sessions are `items` (the file's own copy of a session it
-    holds), the first carrying `record`, the others before it; and the items that leave
+    holds), the first carrying `record` (or the restart record it carries already: an
+    accept's reason is never replaced), the others before it; and the items that leave
     the file (it keeps the newest HISTORY)."""
     old = [h for h in m.get("history") or [] if isinstance(h, dict)]
     by_id = {ident(h): h for h in old}
     taken = [{k: v for k, v in by_id.get(ident(x), x).items() if k != "restart"} for x in items]
-    taken[0]["restart"] = record
+    own = by_id.get(ident(items[0]), {}).get("restart")  # an accept's: its reason and who stay
+    taken[0]["restart"] = ({**own, **{k: v for k, v in record.items() if k == "forced"}}
+                           if isinstance(own, dict) else record)  # fmt: skip
     ids = {ident(h) for h in taken}
     history = [h for h in old if ident(h) not in ids] + taken
     cut = max(0, len(history) - HISTORY)
