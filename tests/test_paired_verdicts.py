@@ -247,7 +247,7 @@ def test_a_pair_whose_own_rounds_put_it_within_the_tolerance_holds_a_change_back
     d = [0.0375, 0.0390, 0.0380, 0.0370, 0.0235, 0.0245]
     v = judged([fig(d, pair=[0, 0, 1, 1, 2, 2])])[("t.py::a", "latency")]
     assert v.status == "inconclusive", v
-    assert v.trail[-1].rule == Rule.PER_PROCESS and v.trail[-1].figures["withheld"] == "regressed"
+    assert v.trail[-1].rule == Rule.PER_PROCESS and withheld(v) == "regressed"
     assert "process pair(s) 3 of 3 put it within the tolerance" in v.reason, v.reason
 
 
@@ -259,3 +259,32 @@ def test_pairs_that_each_show_the_change_call_it_and_a_noisy_pair_contradicts_no
     noisy = [0.045, 0.085, 0.04, 0.08, 0.005, 0.045]
     v = judged([fig(noisy, pair=[0, 0, 1, 1, 2, 2])])[("t.py::a", "latency")]
     assert v.trail[-1].rule != Rule.PER_PROCESS, v
+
+
+def test_a_checked_regression_a_pair_holds_back_keeps_the_first_stage():
+    """A regression the first stage decided and a fresh process confirmed, whose paired
+    rounds show it too but one process pair puts within the tolerance: held back, not
+    contradicted, so the first stage's verdict stands (the review of c8ace26: it read
+    inconclusive and the run passed)."""
+    from pytest_gpuperf.core.results import Result, Throughput
+    from pytest_gpuperf.core.stats import summarize
+    from pytest_gpuperf.paired.stage import _apply
+
+    def measured(seconds):
+        r = Result("t.py::copy", None, "bytes", 1e9, bound="memory")
+        r.outcome = "ok"
+        r.time = summarize([seconds] * 9, 0.95)
+        r.throughput = Throughput("GB/s", 1 / seconds, 0.999 / seconds, 1.001 / seconds)
+        return r.to_dict()
+
+    slow = [1.0375, 1.0390, 1.0380, 1.0370, 1.0235, 1.0245]  # as the judge's test above
+    rounds = {"base": [[measured(1.0)] for _ in slow], "head": [[measured(s)] for s in slow]}
+    run = Result("t.py::copy", None, "bytes", 1e9, bound="memory")
+    first = {"status": "regressed", "change": -0.05, "worse": 0.05, "uncertainty": 0.01,
+             "tolerance": TOL, "reason": "beyond tolerance and significant", "confirmed": True}
+    run.verdicts = {"throughput": from_json(first)}
+    _apply([(run, "throughput", "bandwidth")],
+           types.SimpleNamespace(rounds=rounds, pair=[0, 0, 1, 1, 2, 2]), 0.005, "c" * 40)
+    v = run.verdicts["throughput"]
+    assert v.status == "regressed" and v.confirmed, v
+    assert v.trail[-1].rule == Rule.STAGE1_STANDS and "process pair(s) 3 of 3" in v.reason, v

@@ -121,10 +121,12 @@ def enough_to_change(fig: PairedFigure) -> bool:
 
 
 def withheld(v: Verdict) -> str | None:
-    """The change (regressed or improved) the paired stage's rounds showed but were too few
-    to call (`enough_to_change`), or None."""
+    """The change (regressed or improved) the paired stage's rounds showed but did not call:
+    too few rounds (`enough_to_change`) or a process pair against it (`_each_pair`); else
+    None. Where the first stage decided that change, its verdict stands (stage.py): the
+    rounds held it back, they did not contradict it."""
     for step in reversed(v.trail):
-        if step.rule == Rule.TOO_FEW_ROUNDS and step.figures.get("withheld"):
+        if step.rule in (Rule.TOO_FEW_ROUNDS, Rule.PER_PROCESS) and step.figures.get("withheld"):
             return str(step.figures["withheld"])
     return None
 

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..core.results import Result
 
-PAIRS = 3  # process pairs: a change must hold in each (judge._judged); 2 let a figure whose
-# level is drawn per process fail 1% of simulated A/A runs (issue 60)
+PAIRS = 3  # process pairs: none may contradict a change (judge._each_pair); 2 let a figure
+# whose level is drawn per process fail 1% of simulated A/A runs (issue 60)
 WARM_S = 2.0  # seconds a CUDA run's round process loads the GPU before a call after idling
 MORE = 2  # the second look's rounds, at the most, as a multiple of the rounds asked (gate-sim:
 # a kernel figure at 3% a round caught 5% slower 76.6% -> 91.3% with 12 more after 6)

@@ -318,7 +318,7 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         first = r.verdicts[metric]
         f = measured_figs.get((r.key, metric))
         n_f = len(f.base) if f is not None else 0 if failed and (r.key, metric) in unmeasured else n
-        pairs = len(set(f.pair)) if f is not None else PAIRS  # 3 where the second look took it
+        pairs = len(set(f.pair)) if f is not None else PAIRS  # twice where a second look took it
         record = {"commit": commit, "rounds": n_f, "processes": pairs, "confidence": confidence}
         if f is not None:
             record.update(_round_record(f, measured_figs, verdicts))
@@ -337,8 +337,8 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         if no is not None:  # the base is not the baseline: it clears nothing
             new = judged(first, new, no)
         # the first stage's verdict stands where this stage is undecided on a figure it left
-        # inconclusive, re-measured nothing of a checked one (missing from a round), or had
-        # too few rounds to call the change they show (judge.withheld)
+        # inconclusive, re-measured nothing of a checked one (missing from a round), or held
+        # back the change its rounds show (too few rounds, a pair against it: judge.withheld)
         elif v.status == "inconclusive" and (not said or (r.key, metric) in unmeasured
                                              or withheld(v) == first.status):  # fmt: skip
             # the first stage's advice first (more sessions), then the rounds'
