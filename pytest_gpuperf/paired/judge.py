@@ -165,7 +165,7 @@ def class_process(figs: Sequence[PairedFigure]) -> dict[tuple[str, bool], Proces
     """Per class and kind (as `pooled` groups them) of at least MIN_POOL figures: whether
     its process pairs disagree, over all its figures (F of the pooled mean squares between
     and within the pairs), with the pooled mean square between them and its df. One
-    figure's two pairs rarely show a per-process effect (1 df; issue 60: a 2% effect per
+    figure's few pairs rarely show a per-process effect (1-2 df; issue 60: a 2% effect per
     process failed 2.7% of simulated A/A runs), its class's pairs together do; where they
     disagree, an interval from the rounds alone is too narrow for every figure of it."""
     parts: dict[tuple[str, bool], list[tuple[float, int, float, int]]] = {}
