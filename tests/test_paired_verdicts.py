@@ -72,10 +72,10 @@ def test_two_rounds_in_each_of_two_pairs_still_call_a_ten_percent_slowdown():
     assert v.status == "regressed" and withheld(v) is None, v
 
 
-def test_a_checked_regression_the_too_few_rounds_agree_with_keeps_the_first_stage():
-    """A regression the first stage decided (and a fresh process confirmed), checked by 2
-    paired rounds that show it too: the rounds are too few to call it, not a contradiction,
-    so the first stage's verdict stands (it did before, through the rounds' own)."""
+def checked_regression(base_s, head_s, pair, change):
+    """The paired stage's verdict of a copy's throughput that the first stage found
+    regressed by `change` (a fresh process confirmed it), re-measured in rounds of `base_s`
+    against `head_s` seconds in process pairs `pair`."""
     from pytest_gpuperf.core.results import Result, Throughput
     from pytest_gpuperf.core.stats import summarize
     from pytest_gpuperf.paired.stage import _apply
@@ -87,15 +87,21 @@ def test_a_checked_regression_the_too_few_rounds_agree_with_keeps_the_first_stag
         r.throughput = Throughput("GB/s", 1 / seconds, 0.999 / seconds, 1.001 / seconds)
         return r.to_dict()
 
-    rounds = {"base": [[measured(1.0)], [measured(1.001)]],
-              "head": [[measured(1.10)], [measured(1.1011)]]}  # fmt: skip
+    rounds = {"base": [[measured(s)] for s in base_s], "head": [[measured(s)] for s in head_s]}
     run = Result("t.py::copy", None, "bytes", 1e9, bound="memory")
-    first = {"status": "regressed", "change": -0.09, "worse": 0.09, "uncertainty": 0.01,
+    first = {"status": "regressed", "change": change, "worse": -change, "uncertainty": 0.01,
              "tolerance": TOL, "reason": "beyond tolerance and significant", "confirmed": True}
     run.verdicts = {"throughput": from_json(first)}
-    _apply([(run, "throughput", "bandwidth")], types.SimpleNamespace(rounds=rounds, pair=[0, 1]),
+    _apply([(run, "throughput", "bandwidth")], types.SimpleNamespace(rounds=rounds, pair=pair),
            0.005, "c" * 40)  # fmt: skip
-    v = run.verdicts["throughput"]
+    return run.verdicts["throughput"]
+
+
+def test_a_checked_regression_the_too_few_rounds_agree_with_keeps_the_first_stage():
+    """A regression the first stage decided (and a fresh process confirmed), checked by 2
+    paired rounds that show it too: the rounds are too few to call it, not a contradiction,
+    so the first stage's verdict stands (it did before, through the rounds' own)."""
+    v = checked_regression([1.0, 1.001], [1.10, 1.1011], [0, 1], -0.09)
     assert v.status == "regressed" and v.confirmed, v
     assert v.trail[-1].rule == Rule.STAGE1_STANDS and "too few to call" in v.reason
 
@@ -266,25 +272,7 @@ def test_a_checked_regression_a_pair_holds_back_keeps_the_first_stage():
     rounds show it too but one process pair puts within the tolerance: held back, not
     contradicted, so the first stage's verdict stands (the review of c8ace26: it read
     inconclusive and the run passed)."""
-    from pytest_gpuperf.core.results import Result, Throughput
-    from pytest_gpuperf.core.stats import summarize
-    from pytest_gpuperf.paired.stage import _apply
-
-    def measured(seconds):
-        r = Result("t.py::copy", None, "bytes", 1e9, bound="memory")
-        r.outcome = "ok"
-        r.time = summarize([seconds] * 9, 0.95)
-        r.throughput = Throughput("GB/s", 1 / seconds, 0.999 / seconds, 1.001 / seconds)
-        return r.to_dict()
-
     slow = [1.0375, 1.0390, 1.0380, 1.0370, 1.0235, 1.0245]  # as the judge's test above
-    rounds = {"base": [[measured(1.0)] for _ in slow], "head": [[measured(s)] for s in slow]}
-    run = Result("t.py::copy", None, "bytes", 1e9, bound="memory")
-    first = {"status": "regressed", "change": -0.05, "worse": 0.05, "uncertainty": 0.01,
-             "tolerance": TOL, "reason": "beyond tolerance and significant", "confirmed": True}
-    run.verdicts = {"throughput": from_json(first)}
-    _apply([(run, "throughput", "bandwidth")],
-           types.SimpleNamespace(rounds=rounds, pair=[0, 0, 1, 1, 2, 2]), 0.005, "c" * 40)
-    v = run.verdicts["throughput"]
+    v = checked_regression([1.0] * len(slow), slow, [0, 0, 1, 1, 2, 2], -0.05)
     assert v.status == "regressed" and v.confirmed, v
     assert v.trail[-1].rule == Rule.STAGE1_STANDS and "process pair(s) 3 of 3" in v.reason, v

@@ -48,6 +48,8 @@ from ..core.figures import (
     MODEL,
     PER_CLOCKS,
     SPEED,
+    TIMED,
+    per_clock_name,
 )
 from ..core.settings import SETTINGS
 from ..judging.noise import LAUNCH_FLOOR
@@ -150,13 +152,13 @@ def beside_their_time(changes: list[Change]) -> list[Change]:
     profile) meets in range: as the gate judges per cycle only beside the time, a per-clock
     step alone is its clock readings' noise (on the recorded sessions' noise, 5.5% of flat
     per-clock series reported one: docs/evidence/history-2026-12-07.md)."""
-    time: dict[tuple[str, str, str], list[Change]] = {}
+    time: dict[tuple[str, str, str], list[Change]] = {}  # by the per-clock twin's name
     for c in changes:
-        if c.figure not in PER_CLOCKS:
-            time.setdefault((c.profile, c.test, c.figure), []).append(c)
+        if c.figure in TIMED:
+            time.setdefault((c.profile, c.test, per_clock_name(c.figure)), []).append(c)
     return [c for c in changes if c.figure not in PER_CLOCKS or any(
         t.last_good <= c.first_bad and c.last_good <= t.first_bad
-        for t in time.get((c.profile, c.test, c.figure.removesuffix("_per_clock")), ()))]
+        for t in time.get((c.profile, c.test, c.figure), ()))]
 
 
 def verdict_counts(s: Series, found: list[Change]) -> tuple[int, int, int]:

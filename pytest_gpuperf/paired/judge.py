@@ -99,14 +99,20 @@ def each_pair_beyond(fig: PairedFigure, tolerance: float, status: str) -> list[f
     process levels to land beyond the tolerance on its side."""
     if status not in CHANGED or not fig.usable():
         return None
-    groups = _groups(fig)
-    if len(groups) < 2:
+    pairs = _toward(fig, status)
+    if len(pairs) < 2:
         return None
     tol = math.log1p(tolerance)
-    means = [statistics.fmean(groups[p]) for p in sorted(groups)]
-    worse = [-m if fig.higher else m for m in means]
-    beyond = [w > tol for w in worse] if status == "regressed" else [-w > tol for w in worse]
-    return [math.expm1(m) for m in means] if all(beyond) else None
+    return [math.expm1(m) for _, m, _, _ in pairs] if all(s > tol for _, _, s, _ in pairs) else None
+
+
+def _toward(fig: PairedFigure, status: str) -> list[tuple[int, float, float, int]]:
+    """Each process pair, in pair order: its number, its mean paired difference (log), that
+    mean signed toward `status` (positive: the way "regressed" or "improved" goes) and its
+    rounds."""
+    sign = (-1.0 if fig.higher else 1.0) * (1.0 if status == REGRESSED else -1.0)
+    return [(p, statistics.fmean(g), sign * statistics.fmean(g), len(g))
+            for p, g in sorted(_groups(fig).items())]  # fmt: skip
 
 
 def enough_to_change(fig: PairedFigure) -> bool:
@@ -318,28 +324,26 @@ def _each_pair(v: Verdict, f: PairedFigure, tolerance: float, var: float) -> Ver
     """`v` unless it is a change that a process pair contradicts: a pair whose own rounds
     put the figure within the tolerance (its mean inside it by more than CONTRADICT_Z of its
     own standard error: the spread of the figure's rounds within their pairs, else `var`);
-    then inconclusive. A figure
-    whose level is drawn per process has each pair's rounds off together, precise and
-    apart: with two pairs and no such check, 1.0% of simulated A/A runs failed, most on a
-    kernel-time figure; 0.33% with three pairs and this check (0.45% with three alone;
-    docs/evidence/gate-sim-2026-12-07-project). A pair too noisy to tell contradicts
-    nothing: its noise is already in the interval."""
-    if v.status not in CHANGED or len(_groups(f)) < 2:
+    then inconclusive. A figure whose level is drawn per process has each pair's rounds
+    off together, precise and apart: with two pairs and no such check, 1.0% of simulated
+    A/A runs failed, most on a kernel-time figure; 0.33% with three pairs and this check
+    (0.45% with three alone; docs/evidence/gate-sim-2026-12-07-project). A pair too noisy
+    to tell contradicts nothing: its noise is already in the interval."""
+    if v.status not in CHANGED:
         return v
-    tol, sign = math.log1p(tolerance), -1.0 if f.higher else 1.0
-    if v.status == IMPROVED:
-        sign = -sign
-    groups = sorted(_groups(f).items())
+    pairs = _toward(f, str(v.status))
+    if len(pairs) < 2:
+        return v
+    tol = math.log1p(tolerance)
     a = _anova(f)
     if a is not None and a[3] >= 2:  # the spread of its rounds within their pairs
         var = a[2] / a[3]
-    against = [p for p, g in groups
-               if sign * statistics.fmean(g) < tol - CONTRADICT_Z * math.sqrt(var / len(g))]
+    against = [p for p, _, s, n in pairs if s < tol - CONTRADICT_Z * math.sqrt(var / n)]
     if not against:
         return v
-    said = ", ".join(f"{math.expm1(statistics.fmean(g)) * 100:+.2f}%" for _, g in groups)
+    said = ", ".join(f"{math.expm1(m) * 100:+.2f}%" for _, m, _, _ in pairs)
     why = (f"{v.status} ({relative_change_text(v)}) over its rounds, but process pair(s) "
-           f"{', '.join(str(p + 1) for p in against)} of {len(groups)} put it within the "
+           f"{', '.join(str(p + 1) for p in against)} of {len(pairs)} put it within the "
            f"tolerance on their own (the pairs: {said}): {PER_PROCESS}")  # fmt: skip
     return amend(v, Rule.PER_PROCESS, STAGE, status=INCONCLUSIVE, reason=why,
                  figures={"process pairs": said, "withheld": str(v.status)})
