@@ -37,7 +37,9 @@ if TYPE_CHECKING:
     from ..core.results import Result
 
 STAGE_SHARE = 0.5  # of the run's false-alarm budget, when the paired stage can run
-BUDGET_FLOOR_S = 180.0  # the least budget: 4 process starts, 6 rounds of a small file's tests
+# the least budget, 90 s a process pair: a small file's first look fits whole (at 180 s with
+# three pairs, two of the own file's seven tests did not: evidence/h100-2026-12-07-pairs3)
+BUDGET_FLOOR_S = 90.0 * PAIRS
 LEFT_TO_STAGE1 = "launch-bound"  # wall time whose noise is per process: stage 2 cannot help
 # the stage's rules, as a verdict's trail names them
 STAGE = "paired stage"

@@ -194,7 +194,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--gpuperf-paired-budget",
         "seconds the second stage may take, 10 to 999999; fewer rounds measured when the asked "
-        "ones do not fit, none under about 50 s (default: the run's own test time, at least 180)",
+        "ones do not fit, none under about 50 s (default: the run's own test time, at least 270)",
         default=None,
         ini="gpuperf_paired_budget",
         metavar="SECONDS",
