@@ -146,6 +146,7 @@ def try_example(t: Trial, strict: list[str]) -> dict[str, object]:
         "SLOW=2 exits 1": slow_rc == 1,
         "detects <= 10%": bool(mde) and max(mde) <= 0.10,
         "_mde": max(mde) if mde else None,
+        "_aa": ",".join(v["status"] for v in vs) or "-",  # a false alarm reads "regressed"
     }
 
 
