@@ -156,8 +156,13 @@ def chunk(job: tuple) -> dict:
         draw = (base[i], cur[i], again[i], cur[i] - change[i], change[i])
         got = judge_all(noise, draw, rng, names, tol=tol, fa=fa, rounds=rounds)
         slowed = change[i] != 0
+        ref = got[names[0]]  # the first variant's (shipped's) codes: how often each differs
         for name, (s1, shifts, s1_reg, final, reg, secs, tests, need) in got.items():
             c = cs[name]
+            c["s1_diff_figs"] += int((s1 != ref[0]).sum())
+            c["s1_diff_runs"] += bool((s1 != ref[0]).any())
+            c["diff_runs"] += bool((final != ref[3]).any())
+            c["diff_n"] += 1
             line_fa = any(v == 1 for v in shifts.values())
             c["run_fa"] += bool(reg) or line_fa
             c["s1_run_fa"] += bool(s1_reg) or line_fa
@@ -224,6 +229,11 @@ def summary(name: str, k: int, aa: dict, det: dict, cls: dict) -> dict:
         "s1_passed": d.get("s1_passed", 0), "det_paired_s": d.get("paired_s", 0.0) / d["runs"],
         "class_runs": s["runs"], "class_tries": s.get("class_tries", 0),
         "class_caught": s.get("class_caught", 0), "class_all": s.get("class_all", 0),
+        "class_passed": s.get("passed", 0), "s1_class_passed": s.get("s1_passed", 0),
+        "s1_diff_runs": [a.get("s1_diff_runs"), d.get("s1_diff_runs"), s.get("s1_diff_runs")],
+        "diff_runs": [a.get("diff_runs"), d.get("diff_runs"), s.get("diff_runs")],
+        "diff_n": [a.get("diff_n"), d.get("diff_n"), s.get("diff_n")],
+        "s1_diff_figs": [a.get("s1_diff_figs"), d.get("s1_diff_figs"), s.get("s1_diff_figs")],
         "cpu_s_per_run": (a["cpu_s"] + d["cpu_s"] + s["cpu_s"]) / (n + d["runs"] + s["runs"]),
     }  # fmt: skip
 
@@ -235,7 +245,8 @@ def row(x: dict) -> str:
             f"{x['caught']}/{x['det_tries']} = {pct(x['caught'], x['det_tries'])} | "
             f"{x['passed']} | {pct(x['s1_caught'], x['det_tries'])}, {x['s1_passed']} | "
             f"{pct(x['class_caught'], x['class_tries'])} "
-            f"({x['class_all']}/{x['class_runs']} runs) | {x['s1_decided']:.1%} | "
+            f"({x['class_all']}/{x['class_runs']} runs), unchanged {x['class_passed']} "
+            f"(stage 1 {x['s1_class_passed']}) | {x['s1_decided']:.1%} | "
             f"{x['aa_paired_s']:.0f} s ({x['aa_paired_tests']:.1f} tests, "
             f"{x.get('aa_paired_need', 0):.0f} s first look) | "
             f"{x['det_paired_s']:.0f} s |")  # fmt: skip
@@ -243,7 +254,7 @@ def row(x: dict) -> str:
 
 HEADER = (
     "| variant | k | A/A run-wide FA [95%] | worst figure (95% up) | 5% caught | 5% read "
-    "unchanged | stage 1: 5% caught, unchanged | whole class caught (all) | stage-1 decided (A/A) | paired s/run A/A "
+    "unchanged | stage 1: 5% caught, unchanged | whole class caught (all runs), read unchanged | stage-1 decided (A/A) | paired s/run A/A "
     "(tests, first look) | paired s/run 5% |\n|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
@@ -320,6 +331,17 @@ def table(paths: list[Path]) -> list[dict]:
         if kind == "aa" and all(parts):
             rows.append(summary(v, k, *parts))  # type: ignore[arg-type]
             print(row(rows[-1]))
+    print("\n| variant | k | runs whose stage-1 verdicts differ from the first variant's: "
+          "A/A, 5%, whole class (speed figures differing) | whose final verdicts differ |"
+          "\n|---|---|---|---|")  # fmt: skip
+    for x in rows:
+        n = x["diff_n"]  # the runs that counted it (since the k=5 cells)
+        if None in n:
+            continue
+        s1 = ", ".join(f"{d}/{m}" for d, m in zip(x["s1_diff_runs"], n, strict=True))
+        fin = ", ".join(f"{d}/{m}" for d, m in zip(x["diff_runs"], n, strict=True))
+        print(f"| {x['variant']} | {x['k']} | {s1} ({', '.join(map(str, x['s1_diff_figs']))})"
+              f" | {fin} |")  # fmt: skip
     return rows
 
 
