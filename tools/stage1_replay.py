@@ -13,8 +13,8 @@ latency and its GPU kernel-time figure), decided (unchanged, regressed, improved
 REGRESSED and IMPROVED calls, and what the paired stage would be left
 (paired.stage.candidates): figures, tests, and their first-stage seconds (measure + warm-up,
 as tools/gatesim/fit_rounds.py prices a test), with 6 rounds of them priced as
-tools/gatesim/drive.py prices a round (plan.price at the 0.5 s round cap, both builds, two
-process pairs' start and stop). --own: each own-file figure's verdict per variant."""
+tools/gatesim/drive.py prices a round (drive.round_price, both builds, each process
+pair's start and stop). --own: each own-file figure's verdict per variant."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from pytest_gpuperf.core.figures import KERNEL_FIGURES, TIMED
 from pytest_gpuperf.judging.judge import judge_run
 from pytest_gpuperf.outputs.runfile import read_run
 from pytest_gpuperf.paired.looks import PAIRS
-from pytest_gpuperf.paired.plan import STOP_S, price, saved
+from pytest_gpuperf.paired.plan import STOP_S
 from pytest_gpuperf.paired.stage import candidates
 
 SPEED = frozenset(TIMED) | KERNEL_FIGURES
@@ -84,7 +84,7 @@ def tally(results: list, judgement, entries: dict, env: dict) -> Counter:  # typ
         if r.nodeid in tests:
             secs[r.nodeid] = secs.get(r.nodeid, 0.0) + (r.measure_s or 0.0) + (r.warmup_s or 0.0)
     c["left_s"] += sum(secs.values())
-    per_round = sum(2 * price(s, [saved(s, 0.0, 0, 0.5)]) for s in secs.values())
+    per_round = sum(2 * drive.round_price(s) for s in secs.values())
     if secs:
         c["paired_s"] += ROUNDS * per_round + PAIRS * (drive.START_S + STOP_S)
     return c

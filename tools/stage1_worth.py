@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
-import types
 from collections import Counter
 from multiprocessing import Pool
 from pathlib import Path
@@ -38,12 +36,9 @@ import gate_sim_project as gsp
 from gatesim import ablate, drive, model
 
 from pytest_gpuperf.core import results as results_mod
-from pytest_gpuperf.judging.confirmation import confirm, flagged_tests
-from pytest_gpuperf.judging.judge import judge_run
-from pytest_gpuperf.paired import looks as looks_mod
 from pytest_gpuperf.paired.looks import PAIRS
 from pytest_gpuperf.paired.plan import STOP_S
-from pytest_gpuperf.paired.stage import BUDGET_FLOOR_S, STAGE_SHARE, run_stage
+from pytest_gpuperf.paired.stage import STAGE_SHARE
 
 
 class CountingLooks(drive.SimLooks):
@@ -64,48 +59,21 @@ class CountingLooks(drive.SimLooks):
         return got
 
 
-def codes_of(noise: model.Noise, results: list) -> np.ndarray:
-    codes = np.full(noise.metrics, 3, dtype=np.int8)
-    for r in results:
-        j = int(r.nodeid[1:])
-        v = r.verdicts[drive.KERNELS if noise.kern[j] else "throughput"]
-        codes[j] = drive.CODES.get(str(v.status), 3)
-    return codes
-
-
-def regressed_of(results: list) -> list[str]:
-    return [f"{r.nodeid}:{m}" for r in results for m, v in r.verdicts.items()
-            if v.status == "regressed"]  # fmt: skip
-
-
 def stage1(noise, base, cur, again, *, tol, fa, name):  # type: ignore[no-untyped-def]
-    """Stage 1 of one run (judge_run, the confirmation on the same card) under variant
-    `name` ("+alone": the whole budget, no paired stage after it): (results, judgement)."""
+    """Stage 1 of one run and its confirmation (drive.first_stage) under variant `name`
+    ("+alone": the whole budget, no paired stage after it): (results, judgement, entries)."""
     vname, alone = name.removesuffix("+alone"), name.endswith("+alone")
-    _, commit = drive.scratch_commit()
-    ent = drive.entries(noise, base, commit)
-    results = [drive.result(noise, j, math.exp(cur[j]), tol) for j in range(noise.metrics)]
-    share = 1.0 if alone else 1 - STAGE_SHARE
     with ablate.variant(vname):
-        first = judge_run(results, ent, {}, false_alarm=fa * share)
-        flagged = set(flagged_tests(results, first))
-        if flagged:
-            redo = [drive.result(noise, j, math.exp(again[j]), tol)
-                    for j in range(noise.metrics) if f"m{j}" in flagged]  # fmt: skip
-            confirm(results, first, redo, judge_run(redo, ent, {}, false_alarm=fa * share,
-                                                    offsets=first.metric_offsets), None)  # fmt: skip
-    return results, first, ent
+        return drive.first_stage(noise, base, cur, again, tol=tol,
+                                 false_alarm=fa * (1.0 if alone else 1 - STAGE_SHARE))  # fmt: skip
 
 
 def paired_stage(noise, results, ent, level, change, rng, *, tol, fa, rounds):  # type: ignore[no-untyped-def]
-    """The paired stage after stage 1, as drive.judge_one runs it: (seconds, tests)."""
-    root, _ = drive.scratch_commit()
-    sim = CountingLooks(noise, rng, level, change, tol)
-    budget = max(BUDGET_FLOOR_S, float(noise.test_seconds.sum()))
-    with mock.patch.object(looks_mod, "measure_looks", sim):
-        run_stage(types.SimpleNamespace(rootpath=root), results, ent, rounds=rounds,
-                  false_alarm=fa * STAGE_SHARE, budget_s=budget,
-                  costs={r.nodeid: r.measure_s for r in results})  # fmt: skip
+    """The paired stage after stage 1 (drive.paired_stage): (seconds, tests, first look's
+    seconds)."""
+    _, sim = drive.paired_stage(noise, results, ent, level, change, rng, tol=tol,
+                                false_alarm=fa * STAGE_SHARE, rounds=rounds,
+                                looks=CountingLooks)  # fmt: skip
     return sim.spent, sim.tests, sim.need
 
 
@@ -120,9 +88,9 @@ def judge_all(noise, draw, rng, names, *, tol, fa, rounds) -> dict:  # type: ign
     seen: list[tuple[tuple, tuple]] = []
     for name in names:
         results, first, ent = stage1(noise, base, cur, again, tol=tol, fa=fa, name=name)
-        s1 = codes_of(noise, results)
+        s1 = drive.codes_of(noise, results)
         shifts = {s.cls: drive.CODES.get(str(s.verdict.status), 3) for s in first.shifts}
-        s1_reg = regressed_of(results)
+        s1_reg = drive.regressed_of(results)
         if name.endswith("+alone"):
             out[name] = (s1, shifts, s1_reg, s1, s1_reg, 0.0, 0, 0.0)
             continue
@@ -131,7 +99,7 @@ def judge_all(noise, draw, rng, names, *, tol, fa, rounds) -> dict:  # type: ign
         if done is None:
             secs, tests, need = paired_stage(noise, results, ent, level, change, rng, tol=tol,
                                              fa=fa, rounds=rounds)  # fmt: skip
-            done = (codes_of(noise, results), regressed_of(results), secs, tests, need)
+            done = (drive.codes_of(noise, results), drive.regressed_of(results), secs, tests, need)
             seen.append((sig, done))
         out[name] = (s1, shifts, s1_reg, *done)
     return out

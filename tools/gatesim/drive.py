@@ -104,6 +104,12 @@ def _fields(obj: Any) -> dict[str, Any]:
     return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
 
 
+def round_price(sec: float) -> float:
+    """A round of a test, one side, whose first stage took `sec` seconds, as the stage plans
+    it (plan.price, its sampling capped at a round's cap)."""
+    return price(sec, [saved(sec, 0.0, 0, round_cap(None))])
+
+
 @dataclasses.dataclass
 class SimLooks:
     """measure_looks for one run: its rounds from model.py about the run's own levels
@@ -120,9 +126,7 @@ class SimLooks:
     pair_u: dict[tuple[int, int], float] = dataclasses.field(default_factory=dict)
 
     def cost(self, t: str) -> float:
-        j = int(t[1:])
-        sec = float(self.noise.test_seconds[j])
-        return price(sec, [saved(sec, 0.0, 0, round_cap(None))])
+        return round_price(float(self.noise.test_seconds[int(t[1:])]))
 
     def _value(self, j: int, q: int, side: str) -> float:
         if j not in self.sds:
@@ -181,6 +185,56 @@ class SimLooks:
         return Looks(got, again=self.measure(again, MORE * rounds, PAIRS, left))
 
 
+def first_stage(noise: Noise, base: np.ndarray, cur: np.ndarray, again: np.ndarray, *,
+                tol: float, false_alarm: float) -> tuple[list[Result], Any, dict[str, Any]]:  # fmt: skip
+    """Stage 1 of one run (log values: `base` metrics x k, the run `cur`, its confirmation
+    `again`) at `false_alarm`, and the confirmation of what it flagged on this card:
+    (the run's Results, stage 1's Judgement, the baseline entries)."""
+    _, commit = scratch_commit()
+    ent = entries(noise, base, commit)
+    results = [result(noise, j, math.exp(cur[j]), tol) for j in range(noise.metrics)]
+    first = judge_run(results, ent, {}, false_alarm=false_alarm)
+    flagged = set(flagged_tests(results, first))
+    if flagged:  # the fresh process on this card: the flagged tests, this run's offsets
+        redo = [result(noise, j, math.exp(again[j]), tol) for j in range(noise.metrics)
+                if f"m{j}" in flagged]  # fmt: skip
+        confirm(results, first, redo, judge_run(redo, ent, {}, false_alarm=false_alarm,
+                                                offsets=first.metric_offsets), None)  # fmt: skip
+    return results, first, ent
+
+
+def paired_stage(noise: Noise, results: list[Result], ent: dict[str, Any], level: np.ndarray,
+                 change: np.ndarray, rng: np.random.Generator, *, tol: float,
+                 false_alarm: float, rounds: int, looks: type[SimLooks] = SimLooks,
+                 ) -> tuple[Any, SimLooks]:  # fmt: skip
+    """The paired stage after stage 1 (run_stage at `false_alarm`, the budget the plugin
+    gives it), its rounds drawn by `looks` about the base build's `level` with the true
+    `change`: (the stage, the looks that measured it)."""
+    root, _ = scratch_commit()
+    sim = looks(noise, rng, level, change, tol)
+    budget = max(BUDGET_FLOOR_S, float(noise.test_seconds.sum()))
+    with mock.patch.object(looks_mod, "measure_looks", sim):
+        stage = run_stage(types.SimpleNamespace(rootpath=root), results, ent, rounds=rounds,
+                          false_alarm=false_alarm, budget_s=budget,
+                          costs={r.nodeid: r.measure_s for r in results})  # fmt: skip
+    return stage, sim
+
+
+def codes_of(noise: Noise, results: list[Result]) -> np.ndarray:
+    """Each metric's verdict code (its kernel-time figure's where it has one)."""
+    codes = np.full(noise.metrics, 3, dtype=np.int8)
+    for r in results:
+        j = int(r.nodeid[1:])
+        codes[j] = CODES.get(str(r.verdicts[KERNELS if noise.kern[j] else "throughput"].status), 3)
+    return codes
+
+
+def regressed_of(results: list[Result]) -> list[str]:
+    """Every figure the run found regressed, as "m{j}:metric"."""
+    return [f"{r.nodeid}:{m}" for r in results for m, v in r.verdicts.items()
+            if v.status == "regressed"]  # fmt: skip
+
+
 def judge_one(noise: Noise, base: np.ndarray, cur: np.ndarray, again: np.ndarray,
               level: np.ndarray, change: np.ndarray, rng: np.random.Generator, *,
               tol: float, false_alarm: float, rounds: int,
@@ -192,33 +246,15 @@ def judge_one(noise: Noise, base: np.ndarray, cur: np.ndarray, again: np.ndarray
     every figure the run found regressed (a wall time beside a kernel figure too, as
     "m{j}:metric") and the paired stage's line. `keep`: given the run's Results, with
     their verdicts and reasons (to read why)."""
-    root, commit = scratch_commit()
-    ent = entries(noise, base, commit)
-    results = [result(noise, j, math.exp(cur[j]), tol) for j in range(noise.metrics)]
     share = 1 - STAGE_SHARE if paired else 1.0
-    first = judge_run(results, ent, {}, false_alarm=false_alarm * share)
-    flagged = set(flagged_tests(results, first))
-    if flagged:  # the fresh process on this card: the flagged tests, this run's offsets
-        redo = [result(noise, j, math.exp(again[j]), tol) for j in range(noise.metrics)
-                if f"m{j}" in flagged]  # fmt: skip
-        confirm(results, first, redo, judge_run(redo, ent, {}, false_alarm=false_alarm * share,
-                                                offsets=first.metric_offsets), None)  # fmt: skip
+    results, first, ent = first_stage(noise, base, cur, again, tol=tol,
+                                      false_alarm=false_alarm * share)  # fmt: skip
     line = ""
     if paired:
-        sim = SimLooks(noise, rng, level, change, tol)
-        budget = max(BUDGET_FLOOR_S, float(noise.test_seconds.sum()))
-        with mock.patch.object(looks_mod, "measure_looks", sim):
-            stage = run_stage(types.SimpleNamespace(rootpath=root), results, ent, rounds=rounds,
-                              false_alarm=false_alarm * STAGE_SHARE, budget_s=budget,
-                              costs={r.nodeid: r.measure_s for r in results})  # fmt: skip
+        stage, _ = paired_stage(noise, results, ent, level, change, rng, tol=tol,
+                                false_alarm=false_alarm * STAGE_SHARE, rounds=rounds)  # fmt: skip
         line = stage.line if stage is not None else ""
     if keep is not None:
         keep.extend(results)
-    codes = np.full(noise.metrics, 3, dtype=np.int8)
-    for r in results:
-        j = int(r.nodeid[1:])
-        codes[j] = CODES.get(str(r.verdicts[KERNELS if noise.kern[j] else "throughput"].status), 3)
     shifts = {s.cls: CODES.get(str(s.verdict.status), 3) for s in first.shifts}
-    regressed = [f"{r.nodeid}:{m}" for r in results for m, v in r.verdicts.items()
-                 if v.status == "regressed"]  # fmt: skip
-    return codes, shifts, regressed, line
+    return codes_of(noise, results), shifts, regressed_of(results), line
