@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import types
 
 import pytest
@@ -21,6 +22,8 @@ from pytest_gpuperf.core.figures import KERNELS
 from pytest_gpuperf.core.verdict import from_json, make
 from pytest_gpuperf.judging.pairedrounds import PairedFigure
 from pytest_gpuperf.paired.figures import extended, undecided_tests
+from pytest_gpuperf.paired.looks import PAIRS
+from pytest_gpuperf.paired.plan import STOP_S
 from pytest_gpuperf.paired.stage import _apply
 
 from . import vclock
@@ -123,6 +126,7 @@ def test_step(gpu_benchmark, virtual_clock):
 
 @pytest.mark.slow
 def test_a_figure_whose_level_is_set_per_run_gets_more_rounds_and_is_caught(pytester, monkeypatch):
+    # on the CPU the second look takes the pairs the budget left holds (second_size)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     vclock.add_to(pytester)
     pytester.makeconftest(ROUND_CLOCK)
@@ -133,12 +137,15 @@ def test_a_figure_whose_level_is_set_per_run_gets_more_rounds_and_is_caught(pyte
     for _ in range(3):
         pytester.runpytest(*FAST, "--gpuperf-baseline=save").assert_outcomes(passed=1)
     (pytester.path / "work.py").write_text("FACTOR = 1.1\n")  # the head: 10% slower
-    r = pytester.runpytest(*FAST, "--gpuperf-json=run.json", "--gpuperf-paired-budget=600")
+    r = pytester.runpytest(*FAST, "--gpuperf-json=run.json", "--gpuperf-paired-budget=120")
     out = r.stdout.str()
-    assert ("the 1 test(s) still undecided after them re-measured in 12 more rounds (3 more "
-            "processes a side") in out, out
+    said = re.search(r"still undecided after them re-measured in (\d+) more rounds(?: of the "
+                     r"\d+ asked \(.*?\))? \((\d+) more processes a side", out)  # fmt: skip
+    assert said, out
+    n, pairs = int(said.group(1)), int(said.group(2))
+    assert pairs >= PAIRS and n == 4 * pairs, out  # MORE x 6 asked rounds / PAIRS a pair
     v = json.loads((pytester.path / "run.json").read_text())["results"][0]["verdicts"]["throughput"]
-    assert v["paired"]["rounds"] == 18 and v["paired"]["processes"] == 6, v["reason"]
+    assert v["paired"]["rounds"] == 6 + n and v["paired"]["processes"] == 3 + pairs, v["reason"]
     # each round ran the test anew, a lone test too (its level differs from round to round)
     assert len(set(v["paired"]["base_rounds"][:3])) == 3, v["paired"]["base_rounds"]
     assert v["status"] == "regressed" and r.ret == pytest.ExitCode.TESTS_FAILED, v["reason"]
@@ -180,6 +187,25 @@ def test_a_compute_bound_figure_its_time_decided_is_not_measured_again():
     verdicts = {(r.key, "throughput"): wide, (r.key, "throughput_per_clock"): wide}
     bad = _fig(r.key, "throughput", [1.0, 0.0], [1.0, 1.0])
     assert second_look(todo, [bad, clock_f], verdicts) == []
+
+
+def test_a_cpu_second_look_takes_the_pairs_the_budget_left_holds_a_gpu_one_three():
+    # the README example's A/A in a git checkout (2026-12-07, load 2.8): three more pairs
+    # left it inconclusive, -1.01% ±2.73%; twenty read unchanged, +0.25% ±1.08%
+    from pytest_gpuperf.paired.looks import FILL, MORE, second_size
+    from pytest_gpuperf.paired.rounds import Measured
+
+    got = Measured(pair=[0, 0, 1, 1, 2, 2], seconds={"t.py::a": 6.0, "t.py::b": 60.0})
+    got.timing.start_s, got.timing.first_s, got.timing.round_s = 2.5, 1.5, 0.5
+    cpu, gpu = _two("t.py::a"), _two("t.py::a")
+    gpu.backend = "cuda"
+    # a's round of both builds 1 s; a pair: 2.5 s to start, 1 s more in its first round,
+    # 4 rounds (MORE x 6 / 3), STOP_S to end
+    pair_s = 2.5 + 1.0 + 4 * 1.0 + STOP_S
+    pairs, rounds = second_size([cpu], got, ["t.py::a"], 200.0, 6)
+    assert pairs == int(FILL * 200.0 // pair_s) > PAIRS and rounds == 4 * pairs
+    assert second_size([gpu], got, ["t.py::a"], 200.0, 6) == (PAIRS, MORE * 6)
+    assert second_size([cpu], got, ["t.py::a"], 10.0, 6) == (PAIRS, 4 * PAIRS)  # the least
 
 
 def test_the_second_look_starts_only_where_the_budget_left_holds_two_rounds_a_pair():
@@ -230,7 +256,6 @@ def test_where_no_second_look_can_fit_the_first_look_takes_the_whole_share():
     assert noisy.verdicts[KERNELS].paired["confidence"] == pytest.approx(1 - 0.005 / 2)
     assert steady.verdicts[KERNELS].status == "unchanged"
     # its advice: with one look, the rounds to ask are all the rounds it needs
-    import re
 
     found = re.search(r"about (\d+) paired rounds .*--gpuperf-paired-rounds=(\d+)",
                       noisy.verdicts[KERNELS].advice)  # fmt: skip

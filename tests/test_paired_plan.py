@@ -561,7 +561,7 @@ def test_a_pair_whose_plan_no_longer_fits_hands_on_what_it_measured(monkeypatch,
             got.rounds[side].append([])
         got.seconds["t.py::dear"] = got.seconds.get("t.py::dear", 0.0) + 50.0
 
-    def too_dear(per, p, done, timing, left, asked=None):
+    def too_dear(per, p, done, timing, left, asked=None, least=None):
         raise TooDear("2 rounds a process pair do not fit the budget")
 
     proc = types.SimpleNamespace(popen=None)
@@ -597,3 +597,16 @@ def test_the_base_build_keeps_a_virtual_environment_inside_the_checkout(tmp_path
                  (), "")  # fmt: skip
     base = base_build(head, root, tree, [])
     assert base.sys_path == (str(tree / "src"), str(site))
+
+
+def test_pairs_beyond_the_least_are_dropped_where_not_even_two_rounds_a_pair_fit():
+    # the CPU's second look plans many pairs (looks.second_size); where the budget left
+    # cannot hold them all, the last ones go instead of the look stopping unmeasured
+    t = costs(start=8.0, first=20.0, round_s=10.0)
+    a_pair = 8 + 10 + 2 * 10 + STOP_S  # a later pair's start, first round's extra, 2 rounds
+    left = 2 * a_pair + 1  # two later pairs fit of the five planned after this one
+    assert plan([3] * 6, 0, 2, t, left, least=3) == [2, 2, 2]
+    with pytest.raises(TooDear):  # without `least`, as before: every pair or none
+        plan([3] * 6, 0, 2, t, left)
+    with pytest.raises(TooDear):  # never fewer than the least
+        plan([3] * 6, 0, 2, t, a_pair, least=3)

@@ -12,12 +12,18 @@ directory:
 - sleep: `gpu_benchmark(lambda: time.sleep(0.004), work=1, unit="calls")` beside
   --sleep-loops busy loops (load 2-3 on 2 cores): 3 saves accepted? twice the sleep fails?
 
+With --git each try's directory is a git checkout with its test file committed before the
+saves, so the paired stage re-measures what the sessions left undecided against a build of
+that commit; the slower code is then an edit of the file (the environment variable's
+default), not the variable, which both builds would see (a change outside the code).
+
 Prints one table: per target, how many of the tries met it, and the load average seen
 (min-max of /proc/loadavg's 1-minute figure, read at each pytest run). Run from the
 repository root with the environment the plugin is installed in:
 
     python tools/cpu_gate_trial.py --tries 10 --loops 8
     python tools/cpu_gate_trial.py --tries 10 --beside-tests
+    python tools/cpu_gate_trial.py --tries 10 --loops 0 --targets example --git
 """
 
 from __future__ import annotations
@@ -105,8 +111,26 @@ def test_sleep(gpu_benchmark):
 class Trial:
     """The pytest runs of one try, in one fresh directory; the load seen at each."""
 
-    def __init__(self, directory: Path, loads: list[float]) -> None:
-        self.dir, self.loads = directory, loads
+    def __init__(self, directory: Path, loads: list[float], git: bool = False) -> None:
+        self.dir, self.loads, self.git = directory, loads, git
+
+    def start(self, name: str, text: str) -> None:
+        """The test file; under --git committed in a new checkout."""
+        (self.dir / name).write_text(text)
+        if self.git:
+            who = ["-c", "user.email=t@t", "-c", "user.name=t"]
+            for args in (["init", "-q"], ["add", "-A"], [*who, "commit", "-qm", "base"]):
+                subprocess.run(["git", *args], cwd=self.dir, check=True, capture_output=True)
+
+    def slower(self, name: str, text: str, var: str, was: str, now: str) -> dict[str, str]:
+        """The slower code: under --git the file edited (`var`'s default `was` -> `now`),
+        else the environment variable (returned, for the run)."""
+        if not self.git:
+            return {var: now}
+        old = f'os.environ.get("{var}", "{was}")'
+        assert old in text, old
+        (self.dir / name).write_text(text.replace(old, f'os.environ.get("{var}", "{now}")'))
+        return {}
 
     def pytest(self, env: dict[str, str], *args: str) -> tuple[int, str, dict]:
         self.loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
@@ -133,12 +157,14 @@ def verdicts(data: dict) -> list[dict]:
 
 
 def try_example(t: Trial, strict: list[str]) -> dict[str, object]:
-    (t.dir / "test_example.py").write_text(EXAMPLE)
+    t.start("test_example.py", EXAMPLE)
     saved = t.saves({})
+    t0 = time.monotonic()
     rc, _, data = t.pytest({}, *strict)
+    aa_s = time.monotonic() - t0
     vs = verdicts(data)
     mde = [v.get("mde") for v in vs if v.get("mde") is not None]
-    slow_rc, _, _ = t.pytest({"SLOW": "2"})
+    slow_rc, _, _ = t.pytest(t.slower("test_example.py", EXAMPLE, "SLOW", "1", "2"))
     return {
         "3 saves accepted": saved == 3,
         "A/A UNCHANGED" + (" (strict)" if strict else ""): bool(vs) and rc == 0
@@ -147,13 +173,18 @@ def try_example(t: Trial, strict: list[str]) -> dict[str, object]:
         "detects <= 10%": bool(mde) and max(mde) <= 0.10,
         "_mde": max(mde) if mde else None,
         "_aa": ",".join(v["status"] for v in vs) or "-",  # a false alarm reads "regressed"
+        "_aa_s": round(aa_s),
+        "_aa_read": ["{:+.2%} ±{:.2%} {} processes".format(
+            v.get("change") or 0.0, v.get("uncertainty") or 0.0,
+            (v.get("paired") or {}).get("processes", 0)) for v in vs],
+        "_aa_rule": [[s.get("rule") for s in v.get("trail") or []][-2:] for v in vs],
     }
 
 
 def try_user(t: Trial) -> dict[str, object]:
-    (t.dir / "test_user.py").write_text(USER)
+    t.start("test_user.py", USER)
     saved = t.saves({})
-    _, _, data = t.pytest({"REPS": "5"})
+    _, _, data = t.pytest(t.slower("test_user.py", USER, "REPS", "4", "5"))
     out: dict[str, object] = {"3 saves accepted": saved == 3}
     for r in data.get("results", []):
         status = (r.get("verdicts") or {}).get("throughput", {}).get("status")
@@ -162,9 +193,9 @@ def try_user(t: Trial) -> dict[str, object]:
 
 
 def try_sleep(t: Trial) -> dict[str, object]:
-    (t.dir / "test_sleep.py").write_text(SLEEP)
+    t.start("test_sleep.py", SLEEP)
     saved = t.saves({})
-    rc, _, _ = t.pytest({"TIMES": "2"})
+    rc, _, _ = t.pytest(t.slower("test_sleep.py", SLEEP, "TIMES", "1", "2"))
     return {"3 saves accepted": saved == 3, "2x sleep exits 1": rc == 1}
 
 
@@ -196,7 +227,7 @@ def run_target(name: str, args: argparse.Namespace, strict: list[str]) -> list[s
         time.sleep(args.settle)  # let the load average rise
         for _ in range(args.tries):
             with tempfile.TemporaryDirectory(prefix=f"gpuperf-{name}-") as tmp:
-                t = Trial(Path(tmp), loads)
+                t = Trial(Path(tmp), loads, args.git)
                 got = (try_example(t, strict) if name == "example"
                        else try_user(t) if name == "user" else try_sleep(t))  # fmt: skip
             if isinstance(got.get("_mde"), float):
@@ -208,6 +239,7 @@ def run_target(name: str, args: argparse.Namespace, strict: list[str]) -> list[s
     finally:
         stop(procs)
     beside = "pytest tests -n 2" if args.beside_tests and name != "sleep" else f"{loops} busy loops"
+    beside += ", git checkout" if args.git else ""
     load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"
     rows = [f"| {name} | {k} | {n} of {args.tries} | {beside} | {load} |" for k, n in tally.items()]
     if mdes:
@@ -225,6 +257,7 @@ def main() -> int:
                     help="beside `pytest tests -n 2` instead of busy loops")  # fmt: skip
     ap.add_argument("--targets", default="example,user,sleep")
     ap.add_argument("--settle", type=float, default=20.0, help="seconds before the first try")
+    ap.add_argument("--git", action="store_true", help="each try in a git checkout (above)")
     args = ap.parse_args()
     helptext = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True,
                               text=True).stdout  # fmt: skip

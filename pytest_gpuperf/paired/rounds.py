@@ -312,7 +312,7 @@ def check_modules(proc: Proc, modules: dict[str, Any], tree: Path) -> None:
 
 
 def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
-         asked: list[int] | None = None) -> list[int]:  # fmt: skip
+         asked: list[int] | None = None, least: int | None = None) -> list[int]:  # fmt: skip
     """The rounds each pair measures, re-planned after pair `p`'s `done`-th round with
     `left` seconds of the budget left: every pair from `p` on gets the same count, the most
     that fits (its own `asked` at the most, MIN_PER_PAIR at the least), so a plan cut on
@@ -322,7 +322,8 @@ def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
     (docs/evidence/paired-stage-notes.md), so its cost says little of the rounds after it; the
     next round re-plans, unless not even the later pairs' starts and ends fit. A pair whose last
     round was sent as its last (its worker has ended the session's fixtures) measures no
-    more."""
+    more. With `least`, the pairs after the first `least` may go: where not even the least
+    rounds fit, the last pairs are dropped (never the one measuring) instead of an error."""
     later = len(per) - p - 1
     if (timing.round_s is None and done < max(per[p:])
             and left > 0 and later * (timing.start_s + STOP_S) < left):  # fmt: skip
@@ -330,7 +331,7 @@ def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
     last, extra = timing.round_cost, timing.first_extra
 
     open_ = done < per[p]  # its last round sent was not its last: it may measure more
-    caps = (asked or per)[p:]  # each pair's asked rounds: r never takes one beyond them
+    caps = (asked or per)[p:len(per)]  # each pair's asked rounds: r never takes one beyond
 
     def counts(r: int) -> list[int]:
         return [max(min(r, caps[0]), done) if open_ else done] + [min(r, c) for c in caps[1:]]
@@ -344,6 +345,8 @@ def plan(per: list[int], p: int, done: int, timing: Timing, left: float,
     r = max(caps)
     while r > floor and need(r) > left:
         r -= 1
+    if need(r) > left and least is not None and len(per) > max(least, p + 1):
+        return plan(per[:-1], p, done, timing, left, asked, least)  # the last pair goes
     if need(r) > left and not (later == 0 and done >= r):
         raise TooDear(
             f"{r} rounds a process pair do not fit the budget: a round of both builds takes "
@@ -373,7 +376,8 @@ def _round(procs: dict[str, Proc], got: Measured, i: int, last: bool, deadline: 
 
 
 def _pair(procs: dict[str, Proc], got: Measured, per: list[int], p: int, deadline: float,
-          tree: Path, pair0: int = 0, asked: list[int] | None = None) -> list[int]:  # fmt: skip
+          tree: Path, pair0: int = 0, asked: list[int] | None = None,
+          least: int | None = None) -> list[int]:  # fmt: skip
     """Pair p's rounds, re-planning the rest of the stage (`plan`) after each; the plan.
     Out of time in the last pair, the rounds it measured are kept (at least MIN_PER_PAIR)."""
     t0 = time.monotonic()
@@ -397,7 +401,7 @@ def _pair(procs: dict[str, Proc], got: Measured, per: list[int], p: int, deadlin
         timing.record(j, time.monotonic() - t)
         j += 1
         try:
-            per = plan(per, p, j, timing, deadline - time.monotonic(), asked)
+            per = plan(per, p, j, timing, deadline - time.monotonic(), asked, least)
         except TooDear as exc:
             exc.got = got
             raise
@@ -406,14 +410,15 @@ def _pair(procs: dict[str, Proc], got: Measured, per: list[int], p: int, deadlin
 
 def measure_rounds(
     builds: dict[str, Build], env: dict[str, str], work: Path, root: Path, tree: Path,
-    *, rounds: int, pairs: int, budget_s: float, pair0: int = 0,
+    *, rounds: int, pairs: int, budget_s: float, pair0: int = 0, least: int | None = None,
 ) -> Measured:  # fmt: skip
     """Up to `rounds` paired rounds in `pairs` process pairs (split between them in order),
     within `budget_s` seconds: after each round the rest is re-planned from what the rounds
     cost (fewer rounds a pair, the same in each, when the asked ones do not fit); RoundsError
     when not even MIN_PER_PAIR a pair fit. On an error or Ctrl-C the processes' groups are
     ended at once. The pairs are numbered from `pair0` (the paired stage's second look
-    starts new pairs after the first look's)."""
+    starts new pairs after the first look's). With `least`, pairs after the first `least`
+    that the budget cannot hold are not started (`plan`)."""
     probe = work / "probe"
     if not probe.is_dir():
         install_worker(work)
@@ -424,16 +429,18 @@ def measure_rounds(
     got = Measured(asked=rounds)
     per = [rounds // pairs + (1 if p < rounds % pairs else 0) for p in range(pairs)]
     asked = list(per)
-    for p in range(pairs):
+    p = 0
+    while p < len(per):
         procs = {s: start_process(builds[s], work, f"{s}-{pair0 + p}", env, probe) for s in SIDES}
         ok = False
         try:
-            per = _pair(procs, got, per, p, deadline, tree, pair0, asked)
+            per = _pair(procs, got, per, p, deadline, tree, pair0, asked, least)
             ok = True
         finally:
             stop_processes(list(procs.values()), kill=not ok or bool(got.cut))
         for proc in procs.values():
             check_imports(proc, root, tree)
+        p += 1
     got.wall_s = time.monotonic() - t0
     return got
 
@@ -453,19 +460,21 @@ def more_need(got: Measured, tests: list[str], pairs: int) -> float:
 def measure_more(
     builds: dict[str, Build], env: dict[str, str], work: Path, root: Path, tree: Path,
     got: Measured, tests: list[str], *, rounds: int, pairs: int, budget_s: float, pair0: int,
+    least: int | None = None,
 ) -> tuple[Measured | None, str]:  # fmt: skip
     """The paired stage's second look: up to `rounds` more rounds of `tests` alone (the
     first look's undecided) in `pairs` new process pairs numbered from `pair0`, within
     `budget_s`; (None, why) where the budget left cannot hold them (`more_need`), or where
-    they fail: the first look's verdicts then stand. Ctrl-C is not caught."""
-    need = more_need(got, tests, pairs)
+    they fail: the first look's verdicts then stand. Ctrl-C is not caught. `least`: the
+    pairs it needs (measure_rounds); the rest the budget may leave."""
+    need = more_need(got, tests, least or pairs)
     if budget_s < need:
         left = max(budget_s, 0.0)
         return None, (f"the budget left ({left:.0f} s) held fewer than {MIN_PER_PAIR} "
                       f"rounds a process pair of them (about {need:.0f} s)")  # fmt: skip
     try:
         return measure_rounds(builds, env, work, root, tree, rounds=rounds, pairs=pairs,
-                              budget_s=budget_s, pair0=pair0), ""  # fmt: skip
+                              budget_s=budget_s, pair0=pair0, least=least), ""  # fmt: skip
     except RoundsError as exc:
         return None, str(exc)
     except Exception as exc:  # an OS error or a bug here must not cost the first look
