@@ -4,8 +4,8 @@ against a build of the baseline's commit on this machine, in rounds (rounds.py),
 on the paired differences (judge.py). Its verdicts replace the first
 stage's for those figures and keep them (`stage1`), so a reader sees what each stage said
 and why a figure was re-measured; a checked figure it cannot decide becomes inconclusive,
-unless its noise is per process and every process pair on its own measured it beyond the
-tolerance on the first stage's side (that verdict then stands).
+unless its rounds put the change beyond the tolerance on the first stage's side (or, where
+its noise is per process, every process pair on its own did): that verdict then stands.
 
 The stage runs when the baseline's sessions recorded the commit they were saved at, that
 commit is in this clone, and the run compares with the baseline (not in save mode, not in
@@ -338,12 +338,12 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
               if f is not None and f.base else None)  # fmt: skip
         if no is not None:  # the base is not the baseline: it clears nothing
             new = judged(first, new, no)
-        # the first stage's verdict stands where this stage is undecided on a figure it left
-        # inconclusive, re-measured nothing of a checked one (missing from a round), or held
-        # back the change its rounds show (too few rounds, a pair against it: judge.withheld)
+        # stage 1's verdict stands where undecided here: a figure it left inconclusive, or a
+        # checked one no round measured, its change held back (too few rounds, a pair against
+        # it: judge.withheld) or its rounds beyond the tolerance its way (_same_way)
         elif v.status == "inconclusive" and (not said or (r.key, metric) in unmeasured
-                                             or withheld(v) == first.status):  # fmt: skip
-            # the first stage's advice first (more sessions), then the rounds'
+                                             or withheld(v) == first.status
+                                             or _same_way(v, first)):  # fmt: skip
             advice = "; ".join(a for a in (first.advice, tip) if a) if tip else first.advice
             new = amend(first, UNDECIDED, STAGE, note=v.reason, paired=record, advice=advice,
                         reason=f"{first.reason}; paired stage: {v.reason}")  # fmt: skip
@@ -362,6 +362,20 @@ def _apply(todo: list[tuple[Result, str, str]], measured: Any, false_alarm: floa
         r.verdicts = {**r.verdicts, metric: new}
         counts[str(new.status)] = counts.get(str(new.status), 0) + 1
     return counts
+
+
+def _same_way(v: Verdict, first: Verdict) -> bool:
+    """Whether undecided rounds of a checked figure put its change beyond the tolerance on
+    the side the first stage found: as far as they can tell they bear it out, so its
+    verdict stands. Rounds that put it within the tolerance leave it not borne out; where
+    the noise is per process (its class's pairs disagree) each pair must (_each_pair)."""
+    from .judge import CLASS_PER_PROCESS
+
+    if first.status not in CHANGED or v.worse is None or not math.isfinite(v.worse):
+        return False
+    if CLASS_PER_PROCESS in (v.basis or ""):
+        return False
+    return (v.worse if first.status == "regressed" else -v.worse) > v.tolerance
 
 
 def _failed_said(*looks: Any, nodeid: str = "") -> str:
