@@ -636,7 +636,7 @@ def test_each_round_runs_a_lone_test_anew(repo):
     git(repo.path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "levels")
     for _ in range(3):
         repo.runpytest(*FAST, "--gpuperf-baseline=save").assert_outcomes(passed=1)
-    repo.runpytest(*FAST, "--gpuperf-json=run.json", "--gpuperf-paired-budget=600")
+    repo.runpytest(*FAST, "--gpuperf-json=run.json", "--gpuperf-paired-budget=100")
     v = json.loads((repo.path / "run.json").read_text())["results"][0]["verdicts"]["throughput"]
     p = v["paired"]
     assert p["round_pairs"][:6] == [0, 0, 1, 1, 2, 2], p
