@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 PAIRS = 3  # process pairs: none may contradict a change (judge._each_pair); 2 let a figure
 # whose level is drawn per process fail 1% of simulated A/A runs (issue 60)
 WARM_S = 2.0  # seconds a CUDA run's round process loads the GPU before a call after idling
-FILL = 0.8  # of the budget left, the CPU's second look plans its pairs in (more_pairs)
+FILL = 0.8  # of the budget left, the CPU's second look plans its pairs in (second_size)
 MORE = 2  # the second look's rounds, at the most, as a multiple of the rounds asked (gate-sim:
 # a kernel figure at 3% a round caught 5% slower 76.6% -> 91.3% with 12 more after 6)
 
@@ -129,7 +129,7 @@ def measure_looks(config: Any, results: list[Result], root: Path, commit: str,
             looks.again, why = r.measure_more(builds, select("select-more.json", again), work,
                                               root, tree, looks.got, again, rounds=n,
                                               pairs=pairs, budget_s=left, pair0=pair0,
-                                              least=PAIRS if pairs > PAIRS else None)  # fmt: skip
+                                              least=PAIRS)  # fmt: skip
             if why:
                 looks.note = (f"no more rounds of the {len(again)} test(s) still undecided "
                               f"after them: {why}")  # fmt: skip
@@ -142,20 +142,17 @@ def second_size(results: list[Result], got: Any, tests: list[str], left: float,
                 rounds: int) -> tuple[int, int]:  # fmt: skip
     """The second look's process pairs and rounds: MORE times the `rounds` asked, in PAIRS
     pairs; where none of `tests` ran on CUDA, in as many pairs of that many rounds a pair as
-    FILL of the budget `left` holds, by what the first look's rounds `got` cost (a pair's
-    start, its first round's extra, its rounds, STOP_S to end). A CPU figure's level is
-    drawn per process (1.7-2.8% on the 2-core VM, docs/performance.md), so only more pairs
-    narrow it, and a CPU process starts in seconds; a GPU's second look keeps PAIRS pairs,
-    the size the project's simulator checked."""
-    from .plan import STOP_S
+    FILL of the budget `left` holds, a pair priced by what the first look's rounds `got`
+    cost (rounds.more_need). A CPU figure's level is drawn per process (1.7-2.8% on the
+    2-core VM, docs/performance.md), so only more pairs narrow it, and a CPU process starts
+    in seconds; a GPU's second look keeps PAIRS pairs, the size the project's simulator
+    checked."""
+    from .rounds import more_need
 
-    per_pair = max(1, MORE * rounds // PAIRS)
     if any(x.backend == "cuda" for x in results if x.nodeid in tests):
         return PAIRS, MORE * rounds
-    n = len(got.pair)
-    per_round = sum(got.seconds.get(t, 0.0) for t in tests) / n if n else 0.0
-    t = got.timing
-    pair_s = t.start_s + t.first_extra + per_pair * per_round + STOP_S
+    per_pair = max(1, MORE * rounds // PAIRS)
+    pair_s = more_need(got, tests, 1, per_pair)
     pairs = max(PAIRS, int(FILL * max(left, 0.0) // pair_s)) if pair_s > 0 else PAIRS
     return pairs, pairs * per_pair
 

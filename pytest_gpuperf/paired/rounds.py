@@ -445,16 +445,16 @@ def measure_rounds(
     return got
 
 
-def more_need(got: Measured, tests: list[str], pairs: int) -> float:
-    """The seconds a second look of `tests` takes at the least, by what the first look's
-    rounds (`got`) cost: `pairs` process pairs, each its start, its first round's extra
-    (the first look's, a pair's first round less a later one, all of it: what part of it is
-    the process's and what the tests' is not known), MIN_PER_PAIR rounds of those tests
-    alone and its end."""
+def more_need(got: Measured, tests: list[str], pairs: int, rounds: int = MIN_PER_PAIR) -> float:
+    """The seconds a second look of `tests` takes, by what the first look's rounds (`got`)
+    cost: `pairs` process pairs, each its start, its first round's extra (the first look's,
+    a pair's first round less a later one, all of it: what part of it is the process's and
+    what the tests' is not known), `rounds` rounds of those tests alone (MIN_PER_PAIR: the
+    least it takes) and its end."""
     n = len(got.pair)
     per_round = sum(got.seconds.get(t, 0.0) for t in tests) / n if n else 0.0
     t = got.timing
-    return pairs * (t.start_s + t.first_extra + MIN_PER_PAIR * per_round + STOP_S)
+    return pairs * (t.start_s + t.first_extra + rounds * per_round + STOP_S)
 
 
 def measure_more(

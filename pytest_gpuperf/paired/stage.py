@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.verdict import Rule, Verdict, after, amend, stage1_record
 from ..judging.offsets import recap_derived
-from ..judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER
+from ..judging.verdict import CHANGED, INCONCLUSIVE, INCONCLUSIVE_POWER, REGRESSED
 from .envshift import environment_shifts, software_changed
 from .looks import MORE, PAIRS, more_said, rounds_said
 
@@ -375,7 +375,7 @@ def _same_way(v: Verdict, first: Verdict) -> bool:
         return False
     if CLASS_PER_PROCESS in (v.basis or ""):
         return False
-    return (v.worse if first.status == "regressed" else -v.worse) > v.tolerance
+    return (v.worse if first.status == REGRESSED else -v.worse) > v.tolerance
 
 
 def _failed_said(*looks: Any, nodeid: str = "") -> str:
