@@ -11,7 +11,8 @@ interval (a run with any figure or class shift REGRESSED), the worst single figu
 with its 95% upper bound, the speed figures decided, a 5% slowdown of a random 10% of the
 speed figures caught (per figure; and how many read unchanged: a wrong pass), and a whole
 class 5% slower (each run one class: the share of its figures caught, by their own verdict
-or the class's shift verdict, and of runs catching all of them); with the CPU seconds the
+or the class's shift verdict, and of runs catching all of them); for either slowdown, the
+runs that failed (any figure or class shift REGRESSED); with the CPU seconds the
 cell took per 1,000 A/A runs. Clopper-Pearson intervals. --zero-noise: every sd 0 (a
 structural check, tests/test_gatesim.py)."""
 
@@ -126,11 +127,12 @@ def line(k: int, aa: dict, det: dict | None, cls: dict | None, slow: float) -> s
     if det:
         text += (f"; {slow:.0%} slowdown caught {det['caught']} of {det['tries']} figures "
                  f"({det['caught'] / max(det['tries'], 1):.1%}), called unchanged "
-                 f"{det['passed']}")  # fmt: skip
+                 f"{det['passed']}, the run failing in {det['run_fa']} of {det['runs']}")  # fmt: skip
     if cls:
         text += (f"; a whole class {slow:.0%} slower: {cls['class_caught']} of {cls['class_tries']} "
                  f"figures caught ({cls['class_caught'] / max(cls['class_tries'], 1):.1%}), all "
-                 f"of them in {cls['class_all']} of {cls['runs']} runs")  # fmt: skip
+                 f"of them in {cls['class_all']} of {cls['runs']} runs, the run failing in "
+                 f"{cls['run_fa']}")  # fmt: skip
     return text + f"; CPU {1000 * aa['cpu_s'] / n:.0f} s per 1,000 A/A runs"
 
 
