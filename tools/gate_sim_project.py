@@ -131,8 +131,8 @@ def line(k: int, aa: dict, det: dict | None, cls: dict | None, slow: float) -> s
     if cls:
         text += (f"; a whole class {slow:.0%} slower: {cls['class_caught']} of {cls['class_tries']} "
                  f"figures caught ({cls['class_caught'] / max(cls['class_tries'], 1):.1%}), all "
-                 f"of them in {cls['class_all']} of {cls['runs']} runs, the run failing in "
-                 f"{cls['run_fa']}")  # fmt: skip
+                 f"of them in {cls['class_all']} of {cls['runs']} runs, called unchanged "
+                 f"{cls['passed']}, the run failing in {cls['run_fa']}")  # fmt: skip
     return text + f"; CPU {1000 * aa['cpu_s'] / n:.0f} s per 1,000 A/A runs"
 
 
