@@ -192,11 +192,34 @@ def test_a_regression_most_of_a_class_shares_on_a_faster_machine_is_never_unchan
     st_ = statuses(results)
     assert all(st_[n] not in ("unchanged", "improved") for n in slowed), st_
     v = results[0].verdicts["throughput"]
-    assert "while 3 figure(s) of its class then read better" in v.reason, v
+    assert v.reason.startswith("unchanged only") and "the class" in v.reason, v
     for machine in (0.99, 1.01):
         same = run(BW12, machine=machine)
         judge_run(same, base, {})
         assert set(statuses(same).values()) == {"unchanged"}
+
+
+@pytest.mark.parametrize("factors", [[1.02, 0.99, 1.00], [1.005, 0.995, 1.00],
+                                     [1.02, 0.99, 1.00, 1.01, 0.995]])  # fmt: skip
+def test_a_regression_the_whole_class_shares_on_a_faster_machine_is_never_unchanged(factors):
+    """Issue 60 (2a), the whole class: all 8 bandwidth figures 5% slower on a machine 2.5%
+    faster. The class moved further than the sessions showed machines move it, so its offset
+    was removed up to that bound only, and 5-8 of the 8 read UNCHANGED (-2% to -3% measured
+    against the baseline, the class line inconclusive; simulated, 25 slowed figures in 3,000
+    whole-class runs at 3 sessions). Measured against the baseline their interval reaches
+    beyond the tolerance: inconclusive now, as the class line is. Unchanged code on a machine
+    1% slower, or 2% faster, still reads unchanged."""
+    base = suite(BW8, factors)
+    results = run(BW8, machine=1.025, slow={n: 0.05 for n, _, _ in BW8})
+    judge_run(results, base, {})
+    assert set(statuses(results).values()) == {"inconclusive"}
+    v = results[0].verdicts["throughput"]
+    assert v.reason.startswith("unchanged only because its class moved"), v
+    assert "the class line, which decides between a machine and the code, is inconclusive" in v.reason
+    for machine in (0.99, 1.02):
+        same = run(BW8, machine=machine)
+        judge_run(same, base, {})
+        assert set(statuses(same).values()) == {"unchanged"}, machine
 
 
 MIX = [(f"tok{i}", "model", 500.0 + 20 * i) for i in range(7)] + [

@@ -69,11 +69,12 @@ def test_without_never_by_the_offset_a_moved_figure_reads_unchanged():
 
 
 def test_without_shared_by_the_class_a_shared_regression_reads_unchanged():
-    """Issue 60 (2a): 9 of 12 figures 5% slower on a machine 3% faster."""
+    """Issue 60 (2a): 9 of 12 figures 5% slower on a machine 3.5% faster (at 3% most of
+    them measured beyond the tolerance with their uncertainty: bounded_by_class_line's)."""
     slow = {n: 0.05 for n, _, _ in BW12[:9]}
     case = (BW12, [1.02, 0.99, 1.00])
-    assert judged("shipped", *case, machine=1.03, slow=slow)[0]["unchanged"] == 0
-    assert judged("no-shared", *case, machine=1.03, slow=slow)[0]["unchanged"] == 9
+    assert judged("shipped", *case, machine=1.035, slow=slow)[0]["unchanged"] == 0
+    assert judged("no-shared", *case, machine=1.035, slow=slow)[0]["unchanged"] == 9
 
 
 def test_without_class_lines_a_whole_class_slower_passes_the_run():

@@ -46,6 +46,7 @@ from .offsets import (
     class_shift,
     run_offsets,
     shared_by_the_class,
+    value_d,
 )
 from .verdict import (
     FAILED,
@@ -53,9 +54,11 @@ from .verdict import (
     INCOMPARABLE,
     NEW,
     REGRESSED,
+    UNCHANGED,
     Verdict,
     combine_clocked,
     per_metric_confidence,
+    ratio_change,
     what_would_settle,
 )
 
@@ -233,21 +236,30 @@ def _judge_items(
     unbounded: MetricOffsets,
     out: dict[str, dict[str, Verdict]],
 ) -> set[str]:
-    """Each item's verdict into `out`; returns the figures decided only because their
-    offset was bounded to the machine's range (judged with the offset unbounded, they
-    would not be), which the class line then settles (bounded_by_class_line)."""
+    """Each item's verdict into `out`; returns the figures that the class line then settles
+    (bounded_by_class_line), where their class moved further than the machine's range:
+    changed only because their offset was bounded to that range (judged with the offset
+    unbounded, they would not be), or unchanged only because it was removed (measured
+    against the baseline, their interval reaches beyond the tolerance the worse way: a
+    regression the whole class shares on a faster machine reads so)."""
     rests: set[str] = set()
     for it in items:
         out[it.result.key][it.name] = v = gate.verdict(it, removed)
         twin = (f"{it.result.key}::{per_clock_name(it.name)}",) if it.name in TIMED else ()
         bounded = any(removed.get(k, (0.0, 0, False))[2] for k in (it.key, *twin))
-        if (
-            bounded
-            and v.status in (REGRESSED, IMPROVED)
-            and gate.verdict(it, unbounded).status != v.status
+        if bounded and (
+            (v.status in (REGRESSED, IMPROVED) and gate.verdict(it, unbounded).status != v.status)
+            or _worse_beyond(it, v)
         ):
             rests.add(it.key)
     return rests
+
+
+def _worse_beyond(it: Item, v: Verdict) -> bool:
+    """UNCHANGED, while against the baseline (its class's shift left in) the figure measured
+    worse by more than the tolerance less its uncertainty."""
+    worse = (-1 if it.higher else 1) * ratio_change(value_d(it, it.g))
+    return v.status == UNCHANGED and worse + (v.uncertainty or 0.0) > v.tolerance
 
 
 def _set_verdicts(

@@ -97,16 +97,16 @@ def bounded_by_class_line(
 ) -> None:
     """A figure decided only because its offset was bounded (its class moved further than
     the baseline's sessions showed machines move it, and with the whole shift removed it
-    would not be decided so) is never decided more strongly than the class line: where the
-    line cannot tell a slower machine from slower code, neither can the figure. `items`:
-    those figures (judge.py tells which)."""
+    would not be decided so), or unchanged only because it was removed, is never decided
+    more strongly than the class line: where the line cannot tell a slower machine from
+    slower code, neither can the figure. `items`: those figures (judge.py tells which)."""
     line = {(s.cls, s.gpu): s.verdict for s in shifts}
     for it in items:
         found = removed.get(it.key)  # a time figure's per-clock twin: only the throughput's
         if found is None and it.name in TIMED:  # (or the latency's)
             found = removed.get(f"{it.result.key}::{per_clock_name(it.name)}")
         v = out.get(it.result.key, {}).get(it.name)
-        if found is None or v is None or v.status not in (REGRESSED, IMPROVED):
+        if found is None or v is None or v.status not in (REGRESSED, IMPROVED, UNCHANGED):
             continue
         cls_v = line.get((it.cls, it.result.gpu)) or line.get((it.cls, None))
         if cls_v is not None and cls_v.status == v.status:
