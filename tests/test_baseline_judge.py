@@ -215,11 +215,17 @@ def test_a_regression_the_whole_class_shares_on_a_faster_machine_is_never_unchan
     assert set(statuses(results).values()) == {"inconclusive"}
     v = results[0].verdicts["throughput"]
     assert v.reason.startswith("unchanged only because its class moved"), v
+    assert "against the baseline" in v.reason, v
     assert "the class line, which decides between a machine and the code, is inconclusive" in v.reason
     for machine in (0.99, 1.02):
         same = run(BW8, machine=machine)
         judge_run(same, base, {})
         assert set(statuses(same).values()) == {"unchanged"}, machine
+    # unchanged code on a machine 3% slower than the sessions showed: the same reading, so
+    # the same answer (the paired stage, where there is one, tells them apart)
+    slower = run(BW8, machine=0.97)
+    judge_run(slower, base, {})
+    assert "unchanged" not in set(statuses(slower).values())
 
 
 MIX = [(f"tok{i}", "model", 500.0 + 20 * i) for i in range(7)] + [
@@ -615,6 +621,17 @@ def test_a_power_capped_card_is_a_power_state_not_a_class_wide_regression():
     assert not j.failing(results), [s.line() for s in j.shifts]
     (shift,) = [s for s in j.shifts if s.cls == "compute"]
     assert shift.verdict.status == "power-state", shift.line()
+
+
+@pytest.mark.parametrize("then, now", [([1980, 1975, 1985, 1980, 1978], 1920),
+                                       ([1980, 1940, 1990], 1900)])  # fmt: skip
+def test_a_capped_clock_leaves_unchanged_code_unchanged_per_cycle(then, now):
+    """A review of the whole-class rule: unchanged code on a card clocked 3-4% lower read
+    inconclusive, the time figure's raw change against the baseline taken for a regression
+    the class shares, though per cycle nothing moved. A regression must hold in both."""
+    entries, results = compute_suite(then, now)
+    judge_run(results, entries, {})
+    assert set(statuses(results).values()) == {"unchanged"}
 
 
 def _h200_run(name, folder="h200-2026-12-01-v"):

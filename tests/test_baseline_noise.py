@@ -158,10 +158,16 @@ def run_of(values, factor=1.0, slowed=()):
 
 
 def test_a_runner_shifted_as_a_whole_is_one_class_line_not_many_regressions():
+    """No figure regressed; the one whose own interval, measured against the baseline with
+    the shift left in, reaches beyond the tolerance (-1.62% ±1.46%) is no more decided than
+    the class line: inconclusive, as a regression the class shares on a faster machine
+    would read (docs/baselines.md, item 4)."""
     values = noisy(MIN_OFFSET_METRICS + 2, 3, 0.002, seed=5)
     results = run_of(values, factor=0.985)  # this runner is 1.5% slower on everything
     j = judge_run(results, entries_of(values), {})
-    assert {r.verdicts["throughput"].status for r in results} == {"unchanged"}
+    got = [r.verdicts["throughput"] for r in results]
+    assert [v.status for v in got] == ["inconclusive"] + ["unchanged"] * 5
+    assert "(measured -1.62% against the baseline)" in got[0].reason
     (shift,) = j.shifts
     assert "class-wide: model-step benchmarks 1.5" in shift.line() and "slower" in shift.line()
     assert "after this run's class-wide " in results[0].verdicts["throughput"].basis

@@ -10,6 +10,7 @@ pytest and no I/O here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +47,6 @@ from .offsets import (
     class_shift,
     run_offsets,
     shared_by_the_class,
-    value_d,
 )
 from .verdict import (
     FAILED,
@@ -58,7 +58,6 @@ from .verdict import (
     Verdict,
     combine_clocked,
     per_metric_confidence,
-    ratio_change,
     what_would_settle,
 )
 
@@ -247,19 +246,22 @@ def _judge_items(
         out[it.result.key][it.name] = v = gate.verdict(it, removed)
         twin = (f"{it.result.key}::{per_clock_name(it.name)}",) if it.name in TIMED else ()
         bounded = any(removed.get(k, (0.0, 0, False))[2] for k in (it.key, *twin))
+        cyc = gate.per_clock.get(it.result.key) if it.name in TIMED else None
         if bounded and (
             (v.status in (REGRESSED, IMPROVED) and gate.verdict(it, unbounded).status != v.status)
-            or _worse_beyond(it, v)
+            or _worse_beyond(v, it, cyc)
         ):
             rests.add(it.key)
     return rests
 
 
-def _worse_beyond(it: Item, v: Verdict) -> bool:
-    """UNCHANGED, while against the baseline (its class's shift left in) the figure measured
-    worse by more than the tolerance less its uncertainty."""
-    worse = (-1 if it.higher else 1) * ratio_change(value_d(it, it.g))
-    return v.status == UNCHANGED and worse + (v.uncertainty or 0.0) > v.tolerance
+def _worse_beyond(v: Verdict, *figures: Item | None) -> bool:
+    """UNCHANGED, while against the baseline (its class's shift left in) the figure, and its
+    per-clock twin where it has one (a regression must hold in both: a capped clock slows
+    the time alone), measured worse than the tolerance less its uncertainty, in log units
+    as the ladder compares them."""
+    bar = math.log1p(v.tolerance) - (v.uncertainty or 0.0)
+    return v.status == UNCHANGED and all(-f.g > bar for f in figures if f is not None)
 
 
 def _set_verdicts(
