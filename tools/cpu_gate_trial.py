@@ -187,8 +187,12 @@ def try_user(t: Trial) -> dict[str, object]:
     _, _, data = t.pytest(t.slower("test_user.py", USER, "REPS", "4", "5"))
     out: dict[str, object] = {"3 saves accepted": saved == 3}
     for r in data.get("results", []):
-        status = (r.get("verdicts") or {}).get("throughput", {}).get("status")
-        out[f"25% slower {r['nodeid'].split('::')[-1]} fails"] = status == "regressed"
+        v = (r.get("verdicts") or {}).get("throughput", {})
+        name = r["nodeid"].split("::")[-1]
+        out[f"25% slower {name} fails"] = v.get("status") == "regressed"
+        out[f"_{name}"] = "{} {:+.2%} ±{:.2%} {} processes".format(
+            v.get("status"), v.get("change") or 0.0, v.get("uncertainty") or 0.0,
+            (v.get("paired") or {}).get("processes", 0))
     return out
 
 
