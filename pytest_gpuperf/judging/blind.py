@@ -67,7 +67,8 @@ WHYS = {w.code: w for w in (  # the order ties are broken in (the first wins)
         "--gpuperf-max-time) or widen its tolerance"),
     Why("base-off", "the base build off its own sessions", "find what differs outside the "
         "code (the paired stage's line names recorded versions; --gpuperf-paired-setup for "
-        "a build the base worktree lacks)"),
+        "a build the base worktree lacks), or where nothing does, save more baseline "
+        "sessions"),
     Why("incomparable", "incomparable with its baseline", "re-save its sessions "
         "(gpuperf baseline accept --restart-incomparable, or --gpuperf-baseline=save)"),
     Why("missing", "no result this run", "run the benchmark (it was collected and skipped "

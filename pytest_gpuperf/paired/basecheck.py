@@ -22,8 +22,12 @@ between its sessions at the commit and its class's spread between machines (MACH
 the base is one more session, on another machine than some of them. For an undecided
 figure the tolerance is added: an offset the gate would call unchanged between machines
 changes no verdict the rounds may reach. A regression the first stage found and confirmed
-is taken back only by a base within the larger of the two: a base off by more than the
-tolerance and the machines' band measured what the head measured, outside the code.
+is taken back only by a base within the larger of the two. A base off by more than their
+sum measured what the head measured: the regression stands, outside the code. Between the
+two, a base off the way the change went is not told from this machine: inconclusive (three
+sessions that agreed by chance make a machine's offset look like a regression; in the
+project's simulator most of the A/A false alarms left were such figures). A base off the
+other way explains none of the change, and the first stage's verdict stands.
 What it refuses on recorded runs: docs/evidence/paired-stage-notes.md.
 """
 
@@ -39,7 +43,7 @@ from ..baseline.history import window
 from ..core.figures import BANDWIDTH, CLOCK, COMPUTE, KERNEL_TIME, LAUNCH, MODEL
 from ..core.verdict import Rule, Verdict, amend
 from ..judging.noise import LAUNCH_FLOOR, better
-from ..judging.verdict import CONFIDENCE, REGRESSED, z_quantile
+from ..judging.verdict import CHANGED, CONFIDENCE, INCONCLUSIVE, REGRESSED, z_quantile
 
 Z = z_quantile(CONFIDENCE)
 # One figure's spread between machines (one session about its level, relative sd), by class:
@@ -71,16 +75,21 @@ class Refusal:
     bound: float  # relative: what the rule allowed
     sessions: int
     commit: str
+    outside: bool = True  # beyond the tolerance and the machines' band together (above)
 
     def said(self) -> str:
-        return (f"the base build measured {100 * self.off:+.2f}% off its own "
-                f"{self.sessions} session(s) at {self.commit[:12]} (beyond the "
+        off = f"the base build measured {100 * self.off:+.2f}% off its own {self.sessions} "
+        if not self.outside:
+            return (f"{off}session(s) at {self.commit[:12]} (beyond the tolerance, within the "
+                    f"±{100 * self.bound:.2f}% machines and the tolerance allow): this "
+                    f"machine or a change outside the code ({WHY}), not told apart")  # fmt: skip
+        return (f"{off}session(s) at {self.commit[:12]} (beyond the "
                 f"±{100 * self.bound:.2f}% machines and the tolerance allow): a change "
                 f"outside the code ({WHY})")  # fmt: skip
 
     def record(self) -> dict[str, Any]:
         return {"off": self.off, "bound": self.bound, "sessions": self.sessions,
-                "commit": self.commit}  # fmt: skip
+                "commit": self.commit, **({} if self.outside else {"outside": False})}  # fmt: skip
 
 
 def at_commit(base_m: dict[str, Any], entry: dict[str, Any], commit: str) -> list[float]:
@@ -116,10 +125,11 @@ def check(key: str, metric: str, base_median: float, entry: dict[str, Any], comm
     s = max(MACHINE_SD.get(cls, MACHINE_SD[COMPUTE]),
             statistics.stdev(own) if len(own) > 1 else 0.0)  # fmt: skip
     band = Z * s * math.sqrt(1 + 1 / len(values))
-    bound = max(math.log1p(tolerance), band) if checked else math.log1p(tolerance) + band
-    if abs(off) <= bound:
+    sure = math.log1p(tolerance) + band
+    if abs(off) <= (max(math.log1p(tolerance), band) if checked else sure):
         return None
-    return Refusal(key, metric, math.expm1(off), math.expm1(bound), len(values), commit)
+    return Refusal(key, metric, math.expm1(off), math.expm1(sure), len(values), commit,
+                   outside=abs(off) > sure)  # fmt: skip
 
 
 def differences(saved: dict[str, Any], now: dict[str, Any]) -> str:
@@ -137,13 +147,23 @@ BASE_CHECK = Rule.BASE_CHECK
 def held(first: Verdict, paired: Mapping[str, Any], refusal: Refusal) -> Verdict:
     """The verdict of a figure the base build may not judge: the first stage's, as it
     stood (a regression stays a regression, now one outside the code; an undecided figure
-    stays undecided), with the rounds' record and why the stage did not judge it."""
+    stays undecided), with the rounds' record and why the stage did not judge it. A change
+    whose base was off the same way by less than the tolerance and the machines' band
+    together is inconclusive: neither the code nor the environment is shown to have moved
+    it (a base off the other way explains none of it: the first stage's verdict stands)."""
+    record = {**paired, "base_check": refusal.record()}
+    said = f"{first.reason or first.status}; not judged by the paired stage: {refusal.said()}"
+    if not refusal.outside and first.status in CHANGED:
+        if (refusal.off < 0) == (first.status == REGRESSED):  # the base moved as the head did
+            return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal),
+                         paired=record, status=INCONCLUSIVE,
+                         reason=f"{said}; the first stage's {first.status} is not borne out")
+        return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal),
+                     paired=record, reason=f"{said}; the first stage's verdict stands (the "
+                     "base was off the other way, which explains none of the change)")  # fmt: skip
     outside = " (a regression outside the code)" if first.status == REGRESSED else ""
-    return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal),
-                 paired={**paired, "base_check": refusal.record()},
-                 reason=(f"{first.reason or first.status}; not judged by the paired "
-                         f"stage: {refusal.said()}; the first stage's verdict "
-                         f"stands{outside}"))  # fmt: skip
+    return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal), paired=record,
+                 reason=f"{said}; the first stage's verdict stands{outside}")  # fmt: skip
 
 
 def judged(first: Verdict, new: Verdict, refusal: Refusal) -> Verdict:
@@ -172,6 +192,9 @@ def line(refused: list[Refusal], env_said: str) -> str:
     differ = (f"recorded environment that differs: {env_said}" if env_said else
               "no recorded version differs (an environment variable, an unrecorded "
               "dependency, or a build the base worktree lacks: --gpuperf-paired-setup)")
+    near = sum(not r.outside for r in refused)
+    near_said = (f" ({near} off by less than the tolerance and the machines' band together: "
+                 "a change there is inconclusive)" if near else "")  # fmt: skip
     return (f"base check: {len(refused)} figure(s) not judged, {worst.said()}, "
             f"{worst.key.split('::')[-1]} {worst.metric}; {differ}; the first stage's "
-            "verdicts of those figures stand, a regression as one outside the code")
+            f"verdicts of those figures stand, a regression as one outside the code{near_said}")

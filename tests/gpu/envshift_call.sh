@@ -6,6 +6,8 @@
 #   aa    a judged run of the unchanged code under --gpuperf-strict (must exit 0)
 #   env   a judged run with GPUPERF_ENV_SLOWDOWN=0.10 (the copy 10% slower in both builds,
 #         an environment change): must fail as a regression outside the code
+#   env4  the same at 0.04: beyond the tolerance, within the tolerance and the machines'
+#         band: inconclusive (this card and the environment not told apart), never unchanged
 #   slow  a judged run with the copy 10% slower in a committed change (the paired stage's
 #         base build is the baseline's commit): must fail as a regression of the code
 # It installs the plugin, restores /tmp/env-repo from .carry/env-repo.tgz on a fresh machine,
@@ -42,6 +44,7 @@ for part in "$@"; do
           for i in 1 2 3; do run "save-$i" save; done ;;
     aa) EXTRA=--gpuperf-strict run aa compare ;;
     env) run env compare GPUPERF_ENV_SLOWDOWN=0.10 ;;
+    env4) run env4 compare GPUPERF_ENV_SLOWDOWN=0.04 ;;
     slow) sed -i 's/^ENV_SLOWDOWN = .*/ENV_SLOWDOWN = 0.10/' $repo/test_envshift.py &&
           (cd $repo && git -c user.email=gpu@gpu -c user.name=gpu commit -qam "copy 10% slower")
           run slow compare
