@@ -187,7 +187,10 @@ def test_a_checked_change_a_base_only_slightly_off_explains_is_inconclusive_not_
     assert got.trail[-1].rule == Rule.BASE_CHECK and got.trail[-1].status == "inconclusive"
     assert "not told apart" in got.reason and "not borne out" in got.reason
     assert got.paired["base_check"]["outside"] is False
-    assert "a change there is inconclusive" in line([near], "")
+    said = line([near], "", undecided=1)
+    assert "1 confirmed change(s) whose base was off their way" in said
+    assert "the first stage's other verdicts of those figures stand" in said
+    assert "are inconclusive" not in line([near], "")  # none left so: the verdicts all stand
     improved = judged(from_json({"status": "improved", "change": 0.046, "reason": "stage 1"}),
                       rounds, check("t.py::a", "throughput", 1.046, ENTRY, "c" * 40, "model",
                                     0.03, checked=True))  # fmt: skip
@@ -198,6 +201,20 @@ def test_a_checked_change_a_base_only_slightly_off_explains_is_inconclusive_not_
     faster = check("t.py::a", "throughput", 1.046, ENTRY, "c" * 40, "model", 0.03, checked=True)
     kept = judged(first, rounds, faster)
     assert kept.status == "regressed" and "off the other way" in kept.reason
+    # found in review: rounds that found the same change against that base bear it out
+    agreed = judged(from_json({"status": "improved", "change": 0.046, "reason": "stage 1"}),
+                    from_json({"status": "improved", "change": 0.05, "reason": "rounds",
+                               "paired": {"rounds": 6}}),
+                    check("t.py::a", "throughput", 1.046, ENTRY, "c" * 40, "model", 0.03,
+                          checked=True))  # fmt: skip
+    assert agreed.status == "improved" and "against that base too" in agreed.reason
+    # a latency (lower is better) in its own direction: 4.6% longer is the way a regression goes
+    lat = {"metrics": {"latency": {**ENTRY["metrics"]["throughput"], "direction": "lower"}}}
+    slow = check("t.py::a", "latency", 1.046, lat, "c" * 40, "model", 0.03, checked=True)
+    assert slow is not None and slow.off < 0 and not slow.outside
+    assert judged(first, rounds, slow).status == "inconclusive"
+    quick = check("t.py::a", "latency", 0.956, lat, "c" * 40, "model", 0.03, checked=True)
+    assert judged(first, rounds, quick).status == "regressed"
     far = check("t.py::a", "throughput", 0.90, ENTRY, "c" * 40, "model", 0.03, checked=True)
     assert far is not None and far.outside and "outside" not in far.record()
     assert judged(first, rounds, far).status == "regressed"

@@ -80,9 +80,9 @@ class Refusal:
     def said(self) -> str:
         off = f"the base build measured {100 * self.off:+.2f}% off its own {self.sessions} "
         if not self.outside:
-            return (f"{off}session(s) at {self.commit[:12]} (beyond the tolerance, within the "
-                    f"±{100 * self.bound:.2f}% machines and the tolerance allow): this "
-                    f"machine or a change outside the code ({WHY}), not told apart")  # fmt: skip
+            return (f"{off}session(s) at {self.commit[:12]} (more than the tolerance or the "
+                    f"machines' band alone, within the ±{100 * self.bound:.2f}% the two "
+                    f"together allow: this machine, or a change outside the code)")  # fmt: skip
         return (f"{off}session(s) at {self.commit[:12]} (beyond the "
                 f"±{100 * self.bound:.2f}% machines and the tolerance allow): a change "
                 f"outside the code ({WHY})")  # fmt: skip
@@ -109,8 +109,9 @@ def check(key: str, metric: str, base_median: float, entry: dict[str, Any], comm
     against the entry's sessions at `commit`; None where it reproduces (the module's rule)
     or where nothing was saved at that commit to check it with. `checked`: the first stage
     found the figure changed (confirmed), and the rounds may take that back only where the
-    base is within the larger of the tolerance and the machines' band, not their sum: a
-    base off by more explains the head's change."""
+    base is within the larger of the tolerance and the machines' band, not their sum; a
+    base off by more than the sum explains the head's change (`outside`), one in between
+    may (`held`)."""
     base_m = ((entry or {}).get("metrics") or {}).get(metric)
     if not isinstance(base_m, dict) or not (base_median > 0 and math.isfinite(base_median)):
         return None
@@ -144,20 +145,27 @@ def differences(saved: dict[str, Any], now: dict[str, Any]) -> str:
 BASE_CHECK = Rule.BASE_CHECK
 
 
-def held(first: Verdict, paired: Mapping[str, Any], refusal: Refusal) -> Verdict:
+def held(first: Verdict, paired: Mapping[str, Any], refusal: Refusal,
+         agree: bool = False) -> Verdict:  # fmt: skip
     """The verdict of a figure the base build may not judge: the first stage's, as it
     stood (a regression stays a regression, now one outside the code; an undecided figure
     stays undecided), with the rounds' record and why the stage did not judge it. A change
     whose base was off the same way by less than the tolerance and the machines' band
     together is inconclusive: neither the code nor the environment is shown to have moved
-    it (a base off the other way explains none of it: the first stage's verdict stands)."""
+    it, unless the rounds found the same change against that base (`agree`). A base off
+    the other way explains none of it: the first stage's verdict stands."""
     record = {**paired, "base_check": refusal.record()}
     said = f"{first.reason or first.status}; not judged by the paired stage: {refusal.said()}"
     if not refusal.outside and first.status in CHANGED:
-        if (refusal.off < 0) == (first.status == REGRESSED):  # the base moved as the head did
+        if (refusal.off < 0) == (first.status == REGRESSED) and not agree:  # base moved so
             return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal),
                          paired=record, status=INCONCLUSIVE,
-                         reason=f"{said}; the first stage's {first.status} is not borne out")
+                         reason=f"{said}: not told apart; the first stage's {first.status} "
+                                "is not borne out")  # fmt: skip
+        if agree:
+            return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal),
+                         paired=record, reason=f"{said}; the first stage's verdict stands "
+                         f"(the rounds found it {first.status} against that base too)")  # fmt: skip
         return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal),
                      paired=record, reason=f"{said}; the first stage's verdict stands (the "
                      "base was off the other way, which explains none of the change)")  # fmt: skip
@@ -172,7 +180,7 @@ def judged(first: Verdict, new: Verdict, refusal: Refusal) -> Verdict:
     `new`): a base off its level cannot make the head measure worse beside it, so that
     verdict stands as before, its record saying how far the base was off (`base_off`)."""
     if new.status != REGRESSED:
-        return held(first, new.paired or {}, refusal)
+        return held(first, new.paired or {}, refusal, agree=new.status == first.status)
     return amend(new, BASE_CHECK, "paired stage", figures=_figures(refusal),
                  paired={**(new.paired or {}), "base_off": refusal.record()},
                  reason=(f"{new.reason}; {refusal.said()}, and the head measured worse than "
@@ -183,18 +191,20 @@ def _figures(refusal: Refusal) -> dict[str, Any]:
     return {"base off": refusal.off, "bound": refusal.bound, "sessions": refusal.sessions}
 
 
-def line(refused: list[Refusal], env_said: str) -> str:
+def line(refused: list[Refusal], env_said: str, undecided: int = 0) -> str:
     """The stage line's words on the figures it refused ("" where none): how far the base
-    was off, and the recorded environment that differs, or that none does."""
+    was off, the recorded environment that differs, or that none does, and how many
+    confirmed changes its middle band left inconclusive (`undecided`, held)."""
     if not refused:
         return ""
     worst = max(refused, key=lambda r: abs(r.off))
     differ = (f"recorded environment that differs: {env_said}" if env_said else
               "no recorded version differs (an environment variable, an unrecorded "
               "dependency, or a build the base worktree lacks: --gpuperf-paired-setup)")
-    near = sum(not r.outside for r in refused)
-    near_said = (f" ({near} off by less than the tolerance and the machines' band together: "
-                 "a change there is inconclusive)" if near else "")  # fmt: skip
+    near = (f"{undecided} confirmed change(s) whose base was off their way by less than the "
+            "tolerance and the machines' band together are inconclusive (this machine or the "
+            "environment, not told apart); the first stage's other verdicts of those figures "
+            if undecided else "the first stage's verdicts of those figures ")  # fmt: skip
     return (f"base check: {len(refused)} figure(s) not judged, {worst.said()}, "
-            f"{worst.key.split('::')[-1]} {worst.metric}; {differ}; the first stage's "
-            f"verdicts of those figures stand, a regression as one outside the code{near_said}")
+            f"{worst.key.split('::')[-1]} {worst.metric}; {differ}; {near}stand, a "
+            "regression as one outside the code")

@@ -242,7 +242,9 @@ def _base_said(todo: list[tuple[Result, str, str]], entries: dict[str, dict[str,
                if (rec := (r.verdicts[m].paired or {}).get("base_check"))]  # fmt: skip
     diffs = {differences((entries.get(no.key) or {}).get("environment") or {},
                          env_for(env, 1)) for no in refused}  # fmt: skip
-    said = line(refused, "; ".join(sorted(d for d in diffs if d)))
+    undecided = sum(r.verdicts[m].status == INCONCLUSIVE for r, m, _ in todo
+                    if (r.verdicts[m].paired or {}).get("base_check", {}).get("outside") is False)
+    said = line(refused, "; ".join(sorted(d for d in diffs if d)), undecided)
     return f"; {said}" if said else ""
 
 

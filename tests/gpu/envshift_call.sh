@@ -6,8 +6,9 @@
 #   aa    a judged run of the unchanged code under --gpuperf-strict (must exit 0)
 #   env   a judged run with GPUPERF_ENV_SLOWDOWN=0.10 (the copy 10% slower in both builds,
 #         an environment change): must fail as a regression outside the code
-#   env4  the same at 0.04: beyond the tolerance, within the tolerance and the machines'
-#         band: inconclusive (this card and the environment not told apart), never unchanged
+#   env4  the same at 0.04: a copy stage 1 confirmed regressed reads inconclusive (the base
+#         off beyond the tolerance, within the tolerance and the machines' band: this card
+#         and the environment not told apart); one it left undecided may read unchanged
 #   slow  a judged run with the copy 10% slower in a committed change (the paired stage's
 #         base build is the baseline's commit): must fail as a regression of the code
 # It installs the plugin, restores /tmp/env-repo from .carry/env-repo.tgz on a fresh machine,
