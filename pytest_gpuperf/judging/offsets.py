@@ -112,8 +112,8 @@ def bounded_by_class_line(
         if cls_v is not None and cls_v.status == v.status:
             continue
         seen = cls_v.status if cls_v is not None else "not judged"
-        raw = ratio_change(value_d(it, it.g)) * 100
-        said = f" (measured {raw:+.2f}% against the baseline)" if v.status == UNCHANGED else ""
+        said = (f" (measured {ratio_change(value_d(it, it.g)) * 100:+.2f}% against the "
+                "baseline)" if v.status == UNCHANGED else "")  # fmt: skip
         why = (
             f"{v.status} only because its class moved {abs(ratio_change(found[0])) * 100:.1f}% "
             f"and more in this run, further than the baseline's sessions showed machines move "

@@ -78,14 +78,14 @@ class Refusal:
     outside: bool = True  # beyond the tolerance and the machines' band together (above)
 
     def said(self) -> str:
-        off = f"the base build measured {100 * self.off:+.2f}% off its own {self.sessions} "
+        off = (f"the base build measured {100 * self.off:+.2f}% off its own {self.sessions} "
+               f"session(s) at {self.commit[:12]}")
         if not self.outside:
-            return (f"{off}session(s) at {self.commit[:12]} (more than the tolerance or the "
-                    f"machines' band alone, within the ±{100 * self.bound:.2f}% the two "
-                    f"together allow: this machine, or a change outside the code)")  # fmt: skip
-        return (f"{off}session(s) at {self.commit[:12]} (beyond the "
-                f"±{100 * self.bound:.2f}% machines and the tolerance allow): a change "
-                f"outside the code ({WHY})")  # fmt: skip
+            return (f"{off} (more than the tolerance or the machines' band alone, within the "
+                    f"±{100 * self.bound:.2f}% the two together allow: this machine, or a "
+                    "change outside the code)")  # fmt: skip
+        return (f"{off} (beyond the ±{100 * self.bound:.2f}% machines and the tolerance "
+                f"allow): a change outside the code ({WHY})")  # fmt: skip
 
     def record(self) -> dict[str, Any]:
         return {"off": self.off, "bound": self.bound, "sessions": self.sessions,
@@ -154,24 +154,21 @@ def held(first: Verdict, paired: Mapping[str, Any], refusal: Refusal,
     together is inconclusive: neither the code nor the environment is shown to have moved
     it, unless the rounds found the same change against that base (`agree`). A base off
     the other way explains none of it: the first stage's verdict stands."""
-    record = {**paired, "base_check": refusal.record()}
     said = f"{first.reason or first.status}; not judged by the paired stage: {refusal.said()}"
+    status, tail = first.status, "; the first stage's verdict stands" + (
+        " (a regression outside the code)" if first.status == REGRESSED else "")
     if not refusal.outside and first.status in CHANGED:
-        if (refusal.off < 0) == (first.status == REGRESSED) and not agree:  # base moved so
-            return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal),
-                         paired=record, status=INCONCLUSIVE,
-                         reason=f"{said}: not told apart; the first stage's {first.status} "
-                                "is not borne out")  # fmt: skip
         if agree:
-            return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal),
-                         paired=record, reason=f"{said}; the first stage's verdict stands "
-                         f"(the rounds found it {first.status} against that base too)")  # fmt: skip
-        return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal),
-                     paired=record, reason=f"{said}; the first stage's verdict stands (the "
-                     "base was off the other way, which explains none of the change)")  # fmt: skip
-    outside = " (a regression outside the code)" if first.status == REGRESSED else ""
-    return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal), paired=record,
-                 reason=f"{said}; the first stage's verdict stands{outside}")  # fmt: skip
+            tail = (f"; the first stage's verdict stands (the rounds found it {first.status} "
+                    "against that base too)")
+        elif (refusal.off < 0) == (first.status == REGRESSED):  # the base moved as the head
+            status = INCONCLUSIVE
+            tail = f": not told apart; the first stage's {first.status} is not borne out"
+        else:
+            tail = ("; the first stage's verdict stands (the base was off the other way, which "
+                    "explains none of the change)")
+    return amend(first, BASE_CHECK, "paired stage", figures=_figures(refusal), status=status,
+                 paired={**paired, "base_check": refusal.record()}, reason=said + tail)
 
 
 def judged(first: Verdict, new: Verdict, refusal: Refusal) -> Verdict:
